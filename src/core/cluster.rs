@@ -1,0 +1,210 @@
+//! Nodes and GPUs as the core sees them: what was bought (instance type, zone,
+//! billing mode, price) and what is on it now (allocations, last samples).
+
+use serde::{Deserialize, Serialize};
+
+use super::ids::{JobId, NodeId, PoolKey};
+use super::units::{At, Mib, MicrosPerHour};
+
+/// How an instance is paid for.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BillingMode {
+    /// Per-second billing at the list price, start and stop at will.
+    OnDemand,
+    /// Prepaid; the hourly price is the amortized commitment, paid used or not.
+    Reserved,
+    /// Market price, can be taken back with a 2-minute notice.
+    Spot,
+}
+
+impl BillingMode {
+    pub const ALL: [BillingMode; 3] = [BillingMode::Reserved, BillingMode::OnDemand, BillingMode::Spot];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            BillingMode::OnDemand => "on-demand",
+            BillingMode::Reserved => "reserved",
+            BillingMode::Spot => "spot",
+        }
+    }
+
+    pub fn short(self) -> &'static str {
+        match self {
+            BillingMode::OnDemand => "OD",
+            BillingMode::Reserved => "RES",
+            BillingMode::Spot => "SPOT",
+        }
+    }
+
+    pub fn index(self) -> usize {
+        match self {
+            BillingMode::Reserved => 0,
+            BillingMode::OnDemand => 1,
+            BillingMode::Spot => 2,
+        }
+    }
+}
+
+/// What was bought: one instance with identical GPUs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NodeSpec {
+    pub id: NodeId,
+    pub name: String,
+    pub instance_type: String,
+    pub zone: String,
+    pub billing: BillingMode,
+    pub gpu_model: String,
+    pub gpu_count: u8,
+    pub gpu_memory: Mib,
+    pub mig_capable: bool,
+    pub cpus: u32,
+    pub host_memory: Mib,
+    /// List price of this instance type on demand: the ceiling for spot max prices.
+    pub on_demand_price: MicrosPerHour,
+    /// What this instance costs per hour when it is not spot: the on-demand list
+    /// price, or the reserved commitment amortized per hour. Spot pays the market.
+    pub contract_price: MicrosPerHour,
+    /// Spot only: the max price the instance was requested with.
+    pub max_price: Option<MicrosPerHour>,
+}
+
+impl NodeSpec {
+    pub fn pool(&self) -> PoolKey {
+        PoolKey { zone: self.zone.clone(), instance_type: self.instance_type.clone() }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum NodeState {
+    Up,
+    /// An interruption notice arrived: nothing new is placed, work is saved.
+    Draining { deadline: At },
+    Down { since: At },
+}
+
+/// A contiguous range of one GPU's memory held by one job.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Allocation {
+    pub job: JobId,
+    pub offset: Mib,
+    pub size: Mib,
+    /// An exclusive job owns the whole GPU's compute, whatever its memory.
+    pub exclusive: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Gpu {
+    pub index: u8,
+    pub memory: Mib,
+    pub allocations: Vec<Allocation>,
+    /// Last utilization sample in percent, from the executor or telemetry.
+    pub util: Option<f32>,
+    /// Last measured memory in use (may be below what is allocated).
+    pub mem_used: Option<Mib>,
+    pub sampled_at: Option<At>,
+}
+
+impl Gpu {
+    pub fn new(index: u8, memory: Mib) -> Gpu {
+        Gpu { index, memory, allocations: Vec::new(), util: None, mem_used: None, sampled_at: None }
+    }
+
+    pub fn allocated(&self) -> Mib {
+        Mib(self.allocations.iter().map(|a| a.size.0).sum())
+    }
+
+    pub fn is_free(&self) -> bool {
+        self.allocations.is_empty()
+    }
+
+    pub fn has_exclusive(&self) -> bool {
+        self.allocations.iter().any(|a| a.exclusive)
+    }
+
+    /// Free gaps as (offset, size), in address order.
+    pub fn free_blocks(&self) -> Vec<(Mib, Mib)> {
+        let mut taken: Vec<(u32, u32)> = self.allocations.iter().map(|a| (a.offset.0, a.size.0)).collect();
+        taken.sort_unstable();
+        let mut blocks = Vec::new();
+        let mut cursor = 0u32;
+        for (offset, size) in taken {
+            if offset > cursor {
+                blocks.push((Mib(cursor), Mib(offset - cursor)));
+            }
+            cursor = cursor.max(offset.saturating_add(size));
+        }
+        if self.memory.0 > cursor {
+            blocks.push((Mib(cursor), Mib(self.memory.0 - cursor)));
+        }
+        blocks
+    }
+
+    pub fn largest_free_block(&self) -> Mib {
+        self.free_blocks().into_iter().map(|(_, s)| s).max().unwrap_or(Mib(0))
+    }
+
+    /// 1 − largest free block / total free (SPEC §2): 0 when free memory is one
+    /// block or there is none.
+    pub fn fragmentation(&self) -> f64 {
+        let blocks = self.free_blocks();
+        let free: u64 = blocks.iter().map(|(_, s)| u64::from(s.0)).sum();
+        if free == 0 {
+            return 0.0;
+        }
+        let largest = blocks.iter().map(|(_, s)| u64::from(s.0)).max().unwrap_or(0);
+        1.0 - largest as f64 / free as f64
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Node {
+    pub spec: NodeSpec,
+    pub state: NodeState,
+    pub up_since: At,
+    pub gpus: Vec<Gpu>,
+}
+
+impl Node {
+    pub fn new(spec: NodeSpec, at: At) -> Node {
+        let gpus = (0..spec.gpu_count).map(|i| Gpu::new(i, spec.gpu_memory)).collect();
+        Node { spec, state: NodeState::Up, up_since: at, gpus }
+    }
+
+    pub fn accepts_work(&self) -> bool {
+        matches!(self.state, NodeState::Up)
+    }
+
+    pub fn is_up(&self) -> bool {
+        !matches!(self.state, NodeState::Down { .. })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gpu_with(allocs: &[(u32, u32)]) -> Gpu {
+        let mut g = Gpu::new(0, Mib(16_384));
+        for (i, (offset, size)) in allocs.iter().enumerate() {
+            g.allocations.push(Allocation { job: JobId(i as u64), offset: Mib(*offset), size: Mib(*size), exclusive: false });
+        }
+        g
+    }
+
+    #[test]
+    fn free_blocks_are_the_gaps_between_allocations() {
+        let g = gpu_with(&[(4096, 4096), (12_288, 2048)]);
+        assert_eq!(g.free_blocks(), vec![(Mib(0), Mib(4096)), (Mib(8192), Mib(4096)), (Mib(14_336), Mib(2048))]);
+        assert_eq!(g.largest_free_block(), Mib(4096));
+        // free 10240, largest 4096 -> 1 - 0.4 = 0.6
+        assert!((g.fragmentation() - 0.6).abs() < 1e-9);
+    }
+
+    #[test]
+    fn an_empty_or_full_gpu_is_not_fragmented() {
+        assert_eq!(gpu_with(&[]).fragmentation(), 0.0);
+        assert_eq!(gpu_with(&[(0, 16_384)]).fragmentation(), 0.0);
+        assert_eq!(gpu_with(&[(0, 8192)]).fragmentation(), 0.0);
+    }
+}

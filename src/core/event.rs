@@ -1,0 +1,119 @@
+//! What goes into the core (`Event`) and what comes out (`Effect`).
+//!
+//! Everything that changes the control plane is an event, including the
+//! cluster's definition and operator actions, so that the event log alone
+//! rebuilds the state (replay) and the same code serves simulation, tests and
+//! live operation.
+
+use serde::{Deserialize, Serialize};
+
+use super::cluster::NodeSpec;
+use super::ids::{GpuRef, JobId, NodeId, TenantId};
+use super::job::JobSpec;
+use super::units::{At, Mib, Micros, MicrosPerHour};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TenantSpec {
+    pub id: TenantId,
+    /// GPUs the tenant is entitled to.
+    pub quota_gpus: u32,
+    pub monthly_budget: Micros,
+}
+
+/// One GPU sample, kept small because the log holds one per GPU per tick.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GpuSample(pub GpuRef, pub f32, pub Mib);
+
+/// Who did something, taken from the environment by the adapter that saw it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Actor {
+    pub user: String,
+    /// Where the action came from, e.g. the SSH client address or "console".
+    pub origin: String,
+    pub role: Role,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    Operator,
+    /// Read-only: a wall display or an attached viewer. Its actions are refused.
+    Viewer,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Action {
+    /// Save and stop the job, then put it back in the queue.
+    Preempt { job: JobId },
+    /// Stop at once without saving and queue again from the last checkpoint.
+    Requeue { job: JobId },
+    /// Stop for good.
+    Cancel { job: JobId },
+}
+
+impl Action {
+    pub fn job(&self) -> JobId {
+        match self {
+            Action::Preempt { job } | Action::Requeue { job } | Action::Cancel { job } => *job,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Event {
+    /// A node joined (or a replacement instance came up under the same id).
+    NodeUp { spec: NodeSpec },
+    /// The instance is gone (reclaimed, failed): unsaved work on it is lost.
+    NodeLost { node: NodeId, reason: String },
+    TenantDefined { spec: TenantSpec },
+    JobSubmitted { spec: JobSpec },
+    /// The executor started the job's process(es).
+    JobStarted { job: JobId },
+    /// The executor finished writing a checkpoint at `step`.
+    CheckpointDone { job: JobId, step: u64, bytes: u64 },
+    /// The executor stopped the job as asked.
+    JobStopped { job: JobId },
+    /// The job's process ended on its own.
+    JobExited { job: JobId, ok: bool, message: String },
+    /// Utilization and memory per GPU, and progress per running job.
+    Telemetry { gpus: Vec<GpuSample>, progress: Vec<(JobId, u64)> },
+    /// The spot market price of a pool changed.
+    PriceTick { zone: String, instance_type: String, price: MicrosPerHour },
+    /// The cloud will reclaim the instance at `deadline` (2-minute notice).
+    InterruptionNotice { node: NodeId, deadline: At },
+    Operator { actor: Actor, action: Action },
+    /// Time passed with nothing else to say.
+    Tick,
+}
+
+impl Event {
+    /// A short stable name, used as the `kind` column of the event log.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Event::NodeUp { .. } => "node-up",
+            Event::NodeLost { .. } => "node-lost",
+            Event::TenantDefined { .. } => "tenant",
+            Event::JobSubmitted { .. } => "submit",
+            Event::JobStarted { .. } => "started",
+            Event::CheckpointDone { .. } => "checkpoint-done",
+            Event::JobStopped { .. } => "stopped",
+            Event::JobExited { .. } => "exited",
+            Event::Telemetry { .. } => "telemetry",
+            Event::PriceTick { .. } => "price",
+            Event::InterruptionNotice { .. } => "notice",
+            Event::Operator { .. } => "operator",
+            Event::Tick => "tick",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Effect {
+    StartJob { job: JobId, node: NodeId, gpus: Vec<u8>, resume_step: u64 },
+    Checkpoint { job: JobId },
+    StopJob { job: JobId },
+    AlarmRaised { id: String, text: String },
+    AlarmCleared { id: String },
+    /// The event could not be applied; the state is unchanged by it.
+    Rejected { reason: String },
+}

@@ -1,0 +1,294 @@
+//! Jobs: what was asked (the spec, with its attribution tags) and where the job
+//! is in its life cycle. The legal moves of the state machine live here so that
+//! `Room` can refuse an illegal one instead of corrupting its state.
+//!
+//! ```text
+//!  Queued ──▶ Placed ──▶ Running ──▶ Checkpointing ──▶ Running
+//!    ▲          │          │  │            │
+//!    │          │          │  └────────────┴──▶ Done | Failed
+//!    │          ▼          ▼                 ▼
+//!    └──(requeue)◀─── Preempted ◀──────── (stop after save)
+//! ```
+//!
+//! A job that is being stopped may still finish on its own (Preempted → Done).
+
+use serde::{Deserialize, Serialize};
+
+use super::ids::{JobId, NodeId, TenantId};
+use super::units::{At, Micros, Mib};
+
+/// The four attribution levels every job carries (SPEC §5).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Tags {
+    pub tenant: TenantId,
+    pub project: String,
+    pub env: String,
+    pub model: String,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum JobClass {
+    Training,
+    FineTune,
+    Eval,
+    BatchInference,
+}
+
+impl JobClass {
+    pub fn label(self) -> &'static str {
+        match self {
+            JobClass::Training => "train",
+            JobClass::FineTune => "tune",
+            JobClass::Eval => "eval",
+            JobClass::BatchInference => "infer",
+        }
+    }
+}
+
+/// Which capacity a job may run on.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PoolPreference {
+    /// Anything, spot included (the job checkpoints).
+    Any,
+    /// Never on spot: latency-critical or not resumable.
+    NoSpot,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobSpec {
+    pub id: JobId,
+    pub name: String,
+    pub tags: Tags,
+    pub class: JobClass,
+    pub gpus: u8,
+    /// GPU memory asked on each of its GPUs.
+    pub gpu_mem: Mib,
+    /// Exclusive jobs own their GPUs; others may share a GPU's memory and time.
+    pub exclusive: bool,
+    /// Work in steps (layers for layer-wise jobs); progress is steps done / total.
+    pub steps_total: u64,
+    pub priority: i32,
+    pub pool: PoolPreference,
+    /// Size of a full checkpoint of the job's state.
+    pub checkpoint_size: Mib,
+}
+
+/// Why a job was stopped before it finished.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum StopReason {
+    /// A spot interruption notice or the loss of the instance.
+    Interruption,
+    /// An operator asked for it.
+    Operator { actor: String, requeue: bool },
+}
+
+/// What happens once a checkpoint in progress completes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum AfterCheckpoint {
+    Continue,
+    Stop(StopReason),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum JobState {
+    Queued,
+    /// GPUs are reserved and the executor was told to start it.
+    Placed,
+    Running,
+    Checkpointing { then: AfterCheckpoint },
+    /// Stop requested; the GPUs are released when the executor confirms.
+    Preempted { reason: StopReason },
+    Done,
+    Failed { reason: String },
+}
+
+/// A coarse name for each state, for legality checks, counters and display.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    Queued,
+    Placed,
+    Running,
+    Checkpointing,
+    Preempted,
+    Done,
+    Failed,
+}
+
+impl Phase {
+    pub fn label(self) -> &'static str {
+        match self {
+            Phase::Queued => "queued",
+            Phase::Placed => "placed",
+            Phase::Running => "running",
+            Phase::Checkpointing => "ckpt",
+            Phase::Preempted => "stopping",
+            Phase::Done => "done",
+            Phase::Failed => "failed",
+        }
+    }
+
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Phase::Done | Phase::Failed)
+    }
+
+    /// Holds GPUs (placed, running, saving or stopping).
+    pub fn holds_gpus(self) -> bool {
+        matches!(self, Phase::Placed | Phase::Running | Phase::Checkpointing | Phase::Preempted)
+    }
+
+    /// The legal moves of the life cycle.
+    pub fn can_become(self, next: Phase) -> bool {
+        use Phase::*;
+        matches!(
+            (self, next),
+            (Queued, Placed)
+                | (Queued, Failed)
+                | (Placed, Running)
+                | (Placed, Preempted)
+                | (Placed, Failed)
+                | (Running, Checkpointing)
+                | (Running, Preempted)
+                | (Running, Done)
+                | (Running, Failed)
+                | (Checkpointing, Running)
+                | (Checkpointing, Preempted)
+                | (Checkpointing, Done)
+                | (Checkpointing, Failed)
+                | (Preempted, Queued)
+                | (Preempted, Done)
+                | (Preempted, Failed)
+        )
+    }
+}
+
+impl JobState {
+    pub fn phase(&self) -> Phase {
+        match self {
+            JobState::Queued => Phase::Queued,
+            JobState::Placed => Phase::Placed,
+            JobState::Running => Phase::Running,
+            JobState::Checkpointing { .. } => Phase::Checkpointing,
+            JobState::Preempted { .. } => Phase::Preempted,
+            JobState::Done => Phase::Done,
+            JobState::Failed { .. } => Phase::Failed,
+        }
+    }
+}
+
+/// Where a placed job runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Placement {
+    pub node: NodeId,
+    pub gpus: Vec<u8>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Job {
+    pub spec: JobSpec,
+    pub state: JobState,
+    pub submitted_at: At,
+    /// When it last entered the queue (submission or requeue).
+    pub queued_since: At,
+    pub placement: Option<Placement>,
+    pub steps_done: u64,
+    /// Progress in the last completed checkpoint: where a restart resumes.
+    pub steps_saved: u64,
+    pub started_at: Option<At>,
+    pub last_checkpoint_at: Option<At>,
+    pub finished_at: Option<At>,
+    /// Placements so far (1 for a job that ran straight through).
+    pub attempts: u32,
+    pub requeues: u32,
+    /// Seconds spent queued over all attempts, closed periods only.
+    pub waited_secs: i64,
+    pub cost: Micros,
+    /// Steps computed and then lost to an interruption (recompute).
+    pub lost_steps: u64,
+    pub checkpoints: u32,
+    pub checkpoint_bytes: u64,
+}
+
+impl Job {
+    pub fn new(spec: JobSpec, at: At) -> Job {
+        Job {
+            spec,
+            state: JobState::Queued,
+            submitted_at: at,
+            queued_since: at,
+            placement: None,
+            steps_done: 0,
+            steps_saved: 0,
+            started_at: None,
+            last_checkpoint_at: None,
+            finished_at: None,
+            attempts: 0,
+            requeues: 0,
+            waited_secs: 0,
+            cost: Micros::ZERO,
+            lost_steps: 0,
+            checkpoints: 0,
+            checkpoint_bytes: 0,
+        }
+    }
+
+    pub fn phase(&self) -> Phase {
+        self.state.phase()
+    }
+
+    pub fn progress(&self) -> f64 {
+        if self.spec.steps_total == 0 {
+            return 1.0;
+        }
+        (self.steps_done as f64 / self.spec.steps_total as f64).clamp(0.0, 1.0)
+    }
+
+    /// Seconds waited in the queue, the current wait included.
+    pub fn wait_secs(&self, now: At) -> i64 {
+        let current = if self.phase() == Phase::Queued { (now - self.queued_since).num_seconds().max(0) } else { 0 };
+        self.waited_secs + current
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Phase::*;
+
+    #[test]
+    fn the_life_cycle_allows_exactly_its_moves() {
+        let all = [Queued, Placed, Running, Checkpointing, Preempted, Done, Failed];
+        let legal = [
+            (Queued, Placed),
+            (Queued, Failed),
+            (Placed, Running),
+            (Placed, Preempted),
+            (Placed, Failed),
+            (Running, Checkpointing),
+            (Running, Preempted),
+            (Running, Done),
+            (Running, Failed),
+            (Checkpointing, Running),
+            (Checkpointing, Preempted),
+            (Checkpointing, Done),
+            (Checkpointing, Failed),
+            (Preempted, Queued),
+            (Preempted, Done),
+            (Preempted, Failed),
+        ];
+        for from in all {
+            for to in all {
+                assert_eq!(from.can_become(to), legal.contains(&(from, to)), "{from:?} -> {to:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn terminal_states_lead_nowhere() {
+        for to in [Queued, Placed, Running, Checkpointing, Preempted, Done, Failed] {
+            assert!(!Done.can_become(to));
+            assert!(!Failed.can_become(to));
+        }
+    }
+}

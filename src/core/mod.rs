@@ -1,0 +1,20 @@
+//! The deterministic core: the `Room` state machine, its `Event`s and
+//! `Effect`s, the domain types and the `View` the console draws.
+//!
+//! Owns the control-plane state. Must not touch IO, clocks, randomness, tokio
+//! or SQLite (a test scans these modules for such imports); time and
+//! randomness come in with events.
+
+pub mod cluster;
+pub mod event;
+pub mod ids;
+pub mod job;
+pub mod room;
+pub mod testkit;
+pub mod text;
+pub mod units;
+pub mod view;
+
+pub use event::{Action, Actor, Effect, Event, Role};
+pub use room::{Room, RoomConfig};
+pub use view::View;

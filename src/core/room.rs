@@ -1,0 +1,724 @@
+//! `Room`: the whole control-plane state and the only way it changes,
+//! `Room::apply(at, event) -> effects`.
+//!
+//! Deterministic: the same events in the same order give the same state and
+//! the same effects, byte for byte. Every map is ordered, nothing reads a
+//! clock or a random source, and bad input becomes an `Effect::Rejected`
+//! instead of a panic, leaving the state as it was.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+use super::cluster::{Allocation, BillingMode, Node, NodeState};
+use super::event::{Action, Actor, Effect, Event, GpuSample, Role, TenantSpec};
+use super::ids::{JobId, NodeId, TenantId};
+use super::job::{AfterCheckpoint, Job, JobSpec, JobState, Phase, Placement, StopReason};
+use super::text::clean;
+use super::units::{At, Micros, MicrosPerHour, Secs};
+use crate::ckpt::CheckpointPolicy;
+use crate::cost::{split_exact, Accrual, Books};
+use crate::market::Market;
+use crate::predict::ProgressRate;
+use crate::sched::{placement, DisciplineKind};
+
+/// Policy settings. They are part of the state (and of snapshots), so a
+/// replay with other settings is a what-if analysis.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RoomConfig {
+    pub discipline: DisciplineKind,
+    pub checkpoint: CheckpointPolicy,
+    /// How much price history each spot pool keeps for the console.
+    pub price_history: Secs,
+    /// Span of the price-trend window.
+    pub trend_window: Secs,
+    /// Lines of the recent-events log kept for the console.
+    pub log_capacity: usize,
+    /// Limits a job spec must respect; larger asks are refused at submission.
+    pub max_gpus_per_job: u8,
+}
+
+impl Default for RoomConfig {
+    fn default() -> Self {
+        RoomConfig {
+            discipline: DisciplineKind::Fifo,
+            checkpoint: CheckpointPolicy::default(),
+            price_history: Secs(12 * 3600),
+            trend_window: Secs(3600),
+            log_capacity: 200,
+            max_gpus_per_job: 64,
+        }
+    }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Severity {
+    Info,
+    Warn,
+    Alarm,
+    Action,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LogLine {
+    pub at: At,
+    pub severity: Severity,
+    pub text: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Alarm {
+    pub raised_at: At,
+    pub text: String,
+}
+
+/// Counters for the summary and the header.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stats {
+    pub events: u64,
+    pub rejected: u64,
+    pub submitted: u64,
+    pub placements: u64,
+    pub done: u64,
+    pub failed: u64,
+    pub notices: u64,
+    pub nodes_lost: u64,
+    pub operator_actions: u64,
+    pub requeues: u64,
+    pub lost_steps: u64,
+    pub checkpoints: u64,
+    pub checkpoint_bytes: u64,
+    /// Interruption saves that finished before the instance went away, and those that did not.
+    pub notice_saves_in_time: u64,
+    pub notice_saves_missed: u64,
+    /// Queue waits of placements (sum and count, seconds).
+    pub wait_secs_sum: i64,
+    pub wait_count: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Room {
+    pub(crate) config: RoomConfig,
+    pub(crate) now: Option<At>,
+    pub(crate) nodes: BTreeMap<NodeId, Node>,
+    pub(crate) jobs: BTreeMap<JobId, Job>,
+    /// Jobs not yet done or failed.
+    pub(crate) active: BTreeSet<JobId>,
+    pub(crate) tenants: BTreeMap<TenantId, TenantSpec>,
+    pub(crate) market: Market,
+    pub(crate) books: Books,
+    pub(crate) accruals: BTreeMap<NodeId, Accrual>,
+    pub(crate) rates: BTreeMap<JobId, ProgressRate>,
+    pub(crate) alarms: BTreeMap<String, Alarm>,
+    pub(crate) log: VecDeque<LogLine>,
+    pub(crate) stats: Stats,
+    queue_dirty: bool,
+}
+
+impl Default for Room {
+    fn default() -> Self {
+        Room::new(RoomConfig::default())
+    }
+}
+
+impl Room {
+    pub fn new(config: RoomConfig) -> Room {
+        let market = Market::new(config.price_history);
+        Room {
+            config,
+            now: None,
+            nodes: BTreeMap::new(),
+            jobs: BTreeMap::new(),
+            active: BTreeSet::new(),
+            tenants: BTreeMap::new(),
+            market,
+            books: Books::default(),
+            accruals: BTreeMap::new(),
+            rates: BTreeMap::new(),
+            alarms: BTreeMap::new(),
+            log: VecDeque::new(),
+            stats: Stats::default(),
+            queue_dirty: false,
+        }
+    }
+
+    pub fn now(&self) -> Option<At> {
+        self.now
+    }
+
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    pub fn job(&self, id: JobId) -> Option<&Job> {
+        self.jobs.get(&id)
+    }
+
+    pub fn node(&self, id: NodeId) -> Option<&Node> {
+        self.nodes.get(&id)
+    }
+
+    pub fn jobs(&self) -> impl Iterator<Item = &Job> {
+        self.jobs.values()
+    }
+
+    pub fn books(&self) -> &Books {
+        &self.books
+    }
+
+    /// Applies one event at time `at` and returns what the outside world must do.
+    pub fn apply(&mut self, at: At, event: &Event) -> Vec<Effect> {
+        self.stats.events += 1;
+        if let Some(now) = self.now
+            && at < now
+        {
+            return self.reject(
+                at,
+                format!("{} event at {} is earlier than the last one ({}): time went backwards", event.kind(), at, now),
+            );
+        }
+        self.accrue_until(at);
+        self.now = Some(at);
+        let mut effects = Vec::new();
+        let outcome = match event {
+            Event::NodeUp { spec } => self.on_node_up(at, spec),
+            Event::NodeLost { node, reason } => self.on_node_lost(at, *node, reason, &mut effects),
+            Event::TenantDefined { spec } => {
+                self.tenants.insert(spec.id.clone(), spec.clone());
+                Ok(())
+            }
+            Event::JobSubmitted { spec } => self.on_submit(at, spec),
+            Event::JobStarted { job } => self.on_started(at, *job),
+            Event::CheckpointDone { job, step, bytes } => self.on_checkpoint_done(at, *job, *step, *bytes, &mut effects),
+            Event::JobStopped { job } => self.on_stopped(at, *job),
+            Event::JobExited { job, ok, message } => self.on_exited(at, *job, *ok, message),
+            Event::Telemetry { gpus, progress } => self.on_telemetry(at, gpus, progress),
+            Event::PriceTick { zone, instance_type, price } => self.on_price(at, zone, instance_type, *price),
+            Event::InterruptionNotice { node, deadline } => self.on_notice(at, *node, *deadline, &mut effects),
+            Event::Operator { actor, action } => self.on_operator(at, actor, action, &mut effects),
+            Event::Tick => Ok(()),
+        };
+        if let Err(reason) = outcome {
+            effects.extend(self.reject(at, reason));
+        }
+        self.checkpoints_due(at, &mut effects);
+        if self.queue_dirty {
+            self.schedule(at, &mut effects);
+        }
+        effects
+    }
+
+    fn reject(&mut self, at: At, reason: String) -> Vec<Effect> {
+        self.stats.rejected += 1;
+        let reason = clean(&reason);
+        self.note(at, Severity::Warn, format!("rejected: {reason}"));
+        vec![Effect::Rejected { reason }]
+    }
+
+    pub(crate) fn note(&mut self, at: At, severity: Severity, text: String) {
+        if self.log.len() >= self.config.log_capacity.max(1) {
+            self.log.pop_front();
+        }
+        self.log.push_back(LogLine { at, severity, text });
+    }
+
+    fn raise(&mut self, at: At, id: String, text: String, effects: &mut Vec<Effect>) {
+        self.note(at, Severity::Alarm, text.clone());
+        self.alarms.insert(id.clone(), Alarm { raised_at: at, text: text.clone() });
+        effects.push(Effect::AlarmRaised { id, text });
+    }
+
+    fn clear(&mut self, id: &str, effects: &mut Vec<Effect>) {
+        if self.alarms.remove(id).is_some() {
+            effects.push(Effect::AlarmCleared { id: id.to_string() });
+        }
+    }
+
+    fn node_name(&self, id: NodeId) -> String {
+        self.nodes.get(&id).map(|n| clean(&n.spec.name)).unwrap_or_else(|| format!("node#{}", id.0))
+    }
+
+    // ---- cluster -------------------------------------------------------
+
+    fn on_node_up(&mut self, at: At, spec: &super::cluster::NodeSpec) -> Result<(), String> {
+        if spec.gpu_count == 0 || spec.gpu_memory.0 == 0 {
+            return Err(format!("node {} has no GPUs or no GPU memory", clean(&spec.name)));
+        }
+        if let Some(existing) = self.nodes.get(&spec.id)
+            && existing.is_up()
+        {
+            return Err(format!("node {} is already up", clean(&existing.spec.name)));
+        }
+        let relaunch = self.nodes.contains_key(&spec.id);
+        if spec.billing == BillingMode::Spot {
+            self.market.register(spec.pool(), spec.on_demand_price);
+        }
+        self.nodes.insert(spec.id, Node::new(spec.clone(), at));
+        self.accruals.entry(spec.id).or_default();
+        let verb = if relaunch { "relaunched" } else { "joined" };
+        self.note(
+            at,
+            Severity::Info,
+            format!(
+                "{} {verb}: {} {} in {} ({} × {})",
+                clean(&spec.name),
+                spec.billing.label(),
+                clean(&spec.instance_type),
+                clean(&spec.zone),
+                spec.gpu_count,
+                clean(&spec.gpu_model)
+            ),
+        );
+        self.queue_dirty = true;
+        Ok(())
+    }
+
+    fn on_node_lost(&mut self, at: At, node_id: NodeId, reason: &str, effects: &mut Vec<Effect>) -> Result<(), String> {
+        let node = self.nodes.get(&node_id).ok_or_else(|| format!("unknown node #{}", node_id.0))?;
+        if !node.is_up() {
+            return Err(format!("node {} is already down", clean(&node.spec.name)));
+        }
+        let victims: BTreeSet<JobId> = node.gpus.iter().flat_map(|g| g.allocations.iter().map(|a| a.job)).collect();
+        let name = self.node_name(node_id);
+        for job_id in victims {
+            if let Some(job) = self.jobs.get(&job_id)
+                && let JobState::Checkpointing { then: AfterCheckpoint::Stop(StopReason::Interruption) } = job.state
+            {
+                self.stats.notice_saves_missed += 1;
+            }
+            self.release(job_id);
+            self.requeue_from_checkpoint(at, job_id);
+        }
+        if let Some(node) = self.nodes.get_mut(&node_id) {
+            node.state = NodeState::Down { since: at };
+        }
+        self.stats.nodes_lost += 1;
+        self.clear(&format!("notice:{}", node_id.0), effects);
+        self.note(at, Severity::Warn, format!("{name} lost: {}", clean(reason)));
+        Ok(())
+    }
+
+    fn on_notice(&mut self, at: At, node_id: NodeId, deadline: At, effects: &mut Vec<Effect>) -> Result<(), String> {
+        let node = self.nodes.get_mut(&node_id).ok_or_else(|| format!("unknown node #{}", node_id.0))?;
+        if !matches!(node.state, NodeState::Up) {
+            return Err(format!("interruption notice for {} which is not up", clean(&node.spec.name)));
+        }
+        node.state = NodeState::Draining { deadline };
+        let jobs: BTreeSet<JobId> = node.gpus.iter().flat_map(|g| g.allocations.iter().map(|a| a.job)).collect();
+        self.stats.notices += 1;
+        let name = self.node_name(node_id);
+        let secs = (deadline - at).num_seconds();
+        self.raise(
+            at,
+            format!("notice:{}", node_id.0),
+            format!("spot interruption: {name} reclaimed in {secs}s, saving {} job(s)", jobs.len()),
+            effects,
+        );
+        for job in jobs {
+            self.stop_job(job, StopReason::Interruption, true, effects);
+        }
+        Ok(())
+    }
+
+    // ---- jobs ----------------------------------------------------------
+
+    fn validate(&self, spec: &JobSpec) -> Result<(), String> {
+        let name = clean(&spec.name);
+        if self.jobs.contains_key(&spec.id) {
+            return Err(format!("job {} ({name}) already exists", spec.id));
+        }
+        if spec.gpus == 0 || spec.gpus > self.config.max_gpus_per_job {
+            return Err(format!("job {} ({name}) asks {} GPUs (1..={} allowed)", spec.id, spec.gpus, self.config.max_gpus_per_job));
+        }
+        if spec.gpu_mem.0 == 0 {
+            return Err(format!("job {} ({name}) asks no GPU memory", spec.id));
+        }
+        if spec.steps_total == 0 {
+            return Err(format!("job {} ({name}) has no work (0 steps)", spec.id));
+        }
+        if !self.tenants.contains_key(&spec.tags.tenant) {
+            return Err(format!("job {} ({name}) names unknown tenant {:?}", spec.id, clean(&spec.tags.tenant.0)));
+        }
+        Ok(())
+    }
+
+    fn on_submit(&mut self, at: At, spec: &JobSpec) -> Result<(), String> {
+        self.validate(spec)?;
+        self.jobs.insert(spec.id, Job::new(spec.clone(), at));
+        self.active.insert(spec.id);
+        self.stats.submitted += 1;
+        self.queue_dirty = true;
+        Ok(())
+    }
+
+    fn job_mut(&mut self, id: JobId) -> Result<&mut Job, String> {
+        self.jobs.get_mut(&id).ok_or_else(|| format!("unknown job {id}"))
+    }
+
+    /// Moves a job to `state`, refusing moves the life cycle does not allow.
+    fn transition(&mut self, id: JobId, state: JobState) -> Result<(), String> {
+        let job = self.job_mut(id)?;
+        let (from, to) = (job.phase(), state.phase());
+        if !from.can_become(to) {
+            return Err(format!("job {id} cannot go from {} to {}", from.label(), to.label()));
+        }
+        job.state = state;
+        Ok(())
+    }
+
+    fn on_started(&mut self, at: At, id: JobId) -> Result<(), String> {
+        self.transition(id, JobState::Running)?;
+        let job = self.job_mut(id)?;
+        job.started_at = Some(at);
+        self.rates.entry(id).or_default().reset();
+        Ok(())
+    }
+
+    fn on_checkpoint_done(&mut self, at: At, id: JobId, step: u64, bytes: u64, effects: &mut Vec<Effect>) -> Result<(), String> {
+        let job = self.job_mut(id)?;
+        let JobState::Checkpointing { then } = job.state.clone() else {
+            return Err(format!("job {id} reported a checkpoint while {}", job.phase().label()));
+        };
+        if step > job.spec.steps_total || step < job.steps_saved {
+            return Err(format!("job {id} reported a checkpoint at step {step}, outside {}..={}", job.steps_saved, job.spec.steps_total));
+        }
+        job.steps_saved = step;
+        job.last_checkpoint_at = Some(at);
+        job.checkpoints += 1;
+        job.checkpoint_bytes += bytes;
+        self.stats.checkpoints += 1;
+        self.stats.checkpoint_bytes += bytes;
+        match then {
+            AfterCheckpoint::Continue => self.transition(id, JobState::Running),
+            AfterCheckpoint::Stop(reason) => {
+                if reason == StopReason::Interruption {
+                    self.stats.notice_saves_in_time += 1;
+                }
+                self.transition(id, JobState::Preempted { reason })?;
+                effects.push(Effect::StopJob { job: id });
+                Ok(())
+            }
+        }
+    }
+
+    fn on_stopped(&mut self, at: At, id: JobId) -> Result<(), String> {
+        let job = self.jobs.get(&id).ok_or_else(|| format!("unknown job {id}"))?;
+        let JobState::Preempted { reason } = job.state.clone() else {
+            return Err(format!("job {id} reported stopped while {}", job.phase().label()));
+        };
+        self.release(id);
+        match reason {
+            StopReason::Operator { actor, requeue: false } => {
+                self.finish(at, id, JobState::Failed { reason: format!("cancelled by {}", clean(&actor)) })?;
+            }
+            _ => self.requeue_from_checkpoint(at, id),
+        }
+        Ok(())
+    }
+
+    fn on_exited(&mut self, at: At, id: JobId, ok: bool, message: &str) -> Result<(), String> {
+        let job = self.jobs.get(&id).ok_or_else(|| format!("unknown job {id}"))?;
+        if !job.phase().holds_gpus() {
+            return Err(format!("job {id} exited while {}", job.phase().label()));
+        }
+        let (state, severity, verb) = if ok {
+            (JobState::Done, Severity::Info, "finished".to_string())
+        } else {
+            (JobState::Failed { reason: clean(message) }, Severity::Warn, format!("failed: {}", clean(message)))
+        };
+        let name = clean(&job.spec.name);
+        self.release(id);
+        self.finish(at, id, state)?;
+        if ok && let Some(job) = self.jobs.get_mut(&id) {
+            job.steps_done = job.spec.steps_total;
+        }
+        self.note(at, severity, format!("{id} {name} {verb}"));
+        Ok(())
+    }
+
+    fn finish(&mut self, at: At, id: JobId, state: JobState) -> Result<(), String> {
+        let done = state.phase() == Phase::Done;
+        self.transition(id, state)?;
+        let job = self.job_mut(id)?;
+        job.finished_at = Some(at);
+        if job.waited_secs == 0 && job.attempts == 0 {
+            job.waited_secs = (at - job.queued_since).num_seconds().max(0);
+        }
+        self.active.remove(&id);
+        self.rates.remove(&id);
+        if done {
+            self.stats.done += 1;
+        } else {
+            self.stats.failed += 1;
+        }
+        Ok(())
+    }
+
+    /// Frees the job's GPUs (no state change).
+    fn release(&mut self, id: JobId) {
+        let Some(job) = self.jobs.get_mut(&id) else { return };
+        if let Some(placement) = job.placement.take()
+            && let Some(node) = self.nodes.get_mut(&placement.node)
+        {
+            for gpu in node.gpus.iter_mut() {
+                gpu.allocations.retain(|a| a.job != id);
+            }
+        }
+        self.queue_dirty = true;
+    }
+
+    /// Back to the queue, resuming from the last checkpoint; what was computed
+    /// since then is counted as lost (recompute).
+    fn requeue_from_checkpoint(&mut self, at: At, id: JobId) {
+        let Some(job) = self.jobs.get_mut(&id) else { return };
+        if job.phase().is_terminal() {
+            return;
+        }
+        let lost = job.steps_done.saturating_sub(job.steps_saved);
+        job.lost_steps += lost;
+        job.steps_done = job.steps_saved;
+        job.state = JobState::Queued;
+        job.placement = None;
+        job.queued_since = at;
+        job.started_at = None;
+        job.requeues += 1;
+        self.stats.lost_steps += lost;
+        self.stats.requeues += 1;
+        self.rates.remove(&id);
+        self.queue_dirty = true;
+    }
+
+    /// Asks a running job to stop: with a save first where `save` and possible.
+    fn stop_job(&mut self, id: JobId, reason: StopReason, save: bool, effects: &mut Vec<Effect>) {
+        let Some(job) = self.jobs.get_mut(&id) else { return };
+        match (&mut job.state, save) {
+            (JobState::Running, true) => {
+                job.state = JobState::Checkpointing { then: AfterCheckpoint::Stop(reason) };
+                effects.push(Effect::Checkpoint { job: id });
+            }
+            (JobState::Checkpointing { then }, true) => *then = AfterCheckpoint::Stop(reason),
+            (JobState::Running | JobState::Checkpointing { .. } | JobState::Placed, _) => {
+                job.state = JobState::Preempted { reason };
+                effects.push(Effect::StopJob { job: id });
+            }
+            (JobState::Preempted { reason: current }, _) => {
+                // Already stopping; a cancel still wins over a requeue.
+                if matches!(reason, StopReason::Operator { requeue: false, .. }) {
+                    *current = reason;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn on_telemetry(&mut self, at: At, gpus: &[GpuSample], progress: &[(JobId, u64)]) -> Result<(), String> {
+        let mut unknown = 0usize;
+        for GpuSample(gpu_ref, util, mem) in gpus {
+            let gpu = self.nodes.get_mut(&gpu_ref.node).and_then(|n| n.gpus.get_mut(usize::from(gpu_ref.index)));
+            match gpu {
+                Some(gpu) if util.is_finite() => {
+                    gpu.util = Some(util.clamp(0.0, 100.0));
+                    gpu.mem_used = Some((*mem).min(gpu.memory));
+                    gpu.sampled_at = Some(at);
+                }
+                _ => unknown += 1,
+            }
+        }
+        for (id, steps) in progress {
+            let Some(job) = self.jobs.get_mut(id) else {
+                unknown += 1;
+                continue;
+            };
+            if matches!(job.phase(), Phase::Running | Phase::Checkpointing) {
+                let steps = (*steps).min(job.spec.steps_total);
+                if steps >= job.steps_done {
+                    job.steps_done = steps;
+                    self.rates.entry(*id).or_default().observe(at, steps);
+                }
+            }
+        }
+        if unknown > 0 {
+            return Err(format!("telemetry named {unknown} unknown GPU(s) or job(s), or carried a non-finite value"));
+        }
+        Ok(())
+    }
+
+    fn on_price(&mut self, at: At, zone: &str, instance_type: &str, price: MicrosPerHour) -> Result<(), String> {
+        let key = crate::core::ids::PoolKey { zone: zone.to_string(), instance_type: instance_type.to_string() };
+        let before = self.market.price(&key);
+        self.market.observe(key.clone(), at, price)?;
+        if let Some(before) = before
+            && before.0 > 0
+            && (price.0 - before.0).abs() * 10 >= before.0
+        {
+            self.note(at, Severity::Info, format!("spot {} {before} → {price}", clean(&key.to_string())));
+        }
+        Ok(())
+    }
+
+    fn on_operator(&mut self, at: At, actor: &Actor, action: &Action, effects: &mut Vec<Effect>) -> Result<(), String> {
+        let who = clean(&actor.user);
+        let id = action.job();
+        let verb = match action {
+            Action::Preempt { .. } => "preempt",
+            Action::Requeue { .. } => "requeue",
+            Action::Cancel { .. } => "cancel",
+        };
+        if actor.role != Role::Operator {
+            return Err(format!("{who} ({}) may not {verb} {id}: read-only", clean(&actor.origin)));
+        }
+        let job = self.jobs.get(&id).ok_or_else(|| format!("{who} asked to {verb} unknown job {id}"))?;
+        let phase = job.phase();
+        let name = clean(&job.spec.name);
+        match (action, phase) {
+            (_, p) if p.is_terminal() => return Err(format!("{who} asked to {verb} {id}, which is already {}", p.label())),
+            (Action::Cancel { .. }, Phase::Queued) => {
+                self.finish(at, id, JobState::Failed { reason: format!("cancelled by {who}") })?;
+            }
+            (Action::Preempt { .. } | Action::Requeue { .. }, Phase::Queued) => {
+                return Err(format!("{who} asked to {verb} {id}, which is queued, not running"));
+            }
+            (Action::Preempt { .. }, _) => {
+                self.stop_job(id, StopReason::Operator { actor: actor.user.clone(), requeue: true }, true, effects)
+            }
+            (Action::Requeue { .. }, _) => {
+                self.stop_job(id, StopReason::Operator { actor: actor.user.clone(), requeue: true }, false, effects)
+            }
+            (Action::Cancel { .. }, _) => {
+                self.stop_job(id, StopReason::Operator { actor: actor.user.clone(), requeue: false }, false, effects)
+            }
+        }
+        self.stats.operator_actions += 1;
+        self.note(at, Severity::Action, format!("{who}@{}: {verb} {id} {name}", clean(&actor.origin)));
+        Ok(())
+    }
+
+    // ---- policies --------------------------------------------------------
+
+    fn checkpoints_due(&mut self, at: At, effects: &mut Vec<Effect>) {
+        let policy = &self.config.checkpoint;
+        let due: Vec<JobId> = self
+            .active
+            .iter()
+            .filter_map(|id| self.jobs.get(id))
+            .filter(|job| job.phase() == Phase::Running)
+            .filter(|job| {
+                let billing = job.placement.as_ref().and_then(|p| self.nodes.get(&p.node)).map(|n| n.spec.billing);
+                billing.is_some_and(|b| policy.is_due(job, b, at))
+            })
+            .map(|job| job.spec.id)
+            .collect();
+        for id in due {
+            if let Some(job) = self.jobs.get_mut(&id) {
+                job.state = JobState::Checkpointing { then: AfterCheckpoint::Continue };
+                effects.push(Effect::Checkpoint { job: id });
+            }
+        }
+    }
+
+    fn schedule(&mut self, at: At, effects: &mut Vec<Effect>) {
+        self.queue_dirty = false;
+        let mut queued: Vec<&Job> =
+            self.active.iter().filter_map(|id| self.jobs.get(id)).filter(|j| j.phase() == Phase::Queued).collect();
+        self.config.discipline.discipline().order(&mut queued);
+        let order: Vec<JobId> = queued.iter().map(|j| j.spec.id).collect();
+        for id in order {
+            let Some(spec) = self.jobs.get(&id).map(|j| &j.spec) else { continue };
+            let Some(plan) = placement::best_fit(&self.nodes, spec) else { continue };
+            let (size, exclusive) = (spec.gpu_mem, spec.exclusive);
+            if let Some(node) = self.nodes.get_mut(&plan.node) {
+                for (index, offset) in &plan.gpus {
+                    if let Some(gpu) = node.gpus.get_mut(usize::from(*index)) {
+                        let size = if exclusive { gpu.memory } else { size };
+                        gpu.allocations.push(Allocation { job: id, offset: *offset, size, exclusive });
+                    }
+                }
+            }
+            let gpus: Vec<u8> = plan.gpus.iter().map(|(i, _)| *i).collect();
+            let Some(job) = self.jobs.get_mut(&id) else { continue };
+            let waited = (at - job.queued_since).num_seconds().max(0);
+            job.waited_secs += waited;
+            job.attempts += 1;
+            job.state = JobState::Placed;
+            job.placement = Some(Placement { node: plan.node, gpus: gpus.clone() });
+            self.stats.placements += 1;
+            self.stats.wait_secs_sum += waited;
+            self.stats.wait_count += 1;
+            effects.push(Effect::StartJob { job: id, node: plan.node, gpus, resume_step: job.steps_saved });
+        }
+    }
+
+    // ---- cost --------------------------------------------------------------
+
+    /// The hourly price a node costs now: its contract, or the spot market.
+    pub(crate) fn node_rate(&self, node: &Node) -> Option<MicrosPerHour> {
+        match node.spec.billing {
+            BillingMode::Spot => self.market.price(&node.spec.pool()),
+            BillingMode::OnDemand | BillingMode::Reserved => Some(node.spec.contract_price),
+        }
+    }
+
+    /// Charges every up node from the last event to `to`, split at month starts
+    /// so that month-to-date figures are exact.
+    fn accrue_until(&mut self, to: At) {
+        let Some(mut from) = self.now else { return };
+        while from < to {
+            let next_month = super::units::start_of_next_month(from);
+            let end = next_month.min(to);
+            self.accrue_span(from, end);
+            from = end;
+        }
+    }
+
+    fn accrue_span(&mut self, from: At, to: At) {
+        let millis = (to - from).num_milliseconds();
+        if millis <= 0 {
+            return;
+        }
+        let ids: Vec<NodeId> = self.nodes.iter().filter(|(_, n)| n.is_up()).map(|(id, _)| *id).collect();
+        for id in ids {
+            let node = &self.nodes[&id];
+            let mode = node.spec.billing;
+            let gpu_count = node.gpus.len() as i64;
+            let Some(rate) = self.node_rate(node) else {
+                self.books.unpriced_ms += millis;
+                continue;
+            };
+            let amount = self.accruals.entry(id).or_default().accrue(rate, millis);
+            let node = &self.nodes[&id];
+            // Each GPU's share, then the jobs on it by memory share; the rest is idle.
+            let per_gpu = split_exact(amount.0, &vec![1; node.gpus.len()]);
+            let mut charges: Vec<(JobId, i64)> = Vec::new();
+            let mut idle = 0i64;
+            let mut busy_gpus = 0i64;
+            for (gpu, share) in node.gpus.iter().zip(per_gpu) {
+                if gpu.allocations.is_empty() {
+                    idle += share;
+                    continue;
+                }
+                busy_gpus += 1;
+                let mut weights: Vec<u64> = gpu.allocations.iter().map(|a| u64::from(a.size.0)).collect();
+                let free = u64::from(gpu.memory.0).saturating_sub(weights.iter().sum());
+                let exclusive = gpu.has_exclusive();
+                weights.push(if exclusive { 0 } else { free });
+                let parts = split_exact(share, &weights);
+                for (alloc, part) in gpu.allocations.iter().zip(&parts) {
+                    charges.push((alloc.job, *part));
+                }
+                idle += parts.last().copied().unwrap_or(0);
+            }
+            let allocated: i64 = charges.iter().map(|(_, c)| c).sum();
+            self.books.charge_mode(mode, Micros(allocated), Micros(idle));
+            self.books.gpu_ms_allocated[mode.index()] += busy_gpus * millis;
+            self.books.gpu_ms_idle[mode.index()] += (gpu_count - busy_gpus) * millis;
+            for (job_id, part) in charges {
+                if let Some(job) = self.jobs.get_mut(&job_id) {
+                    job.cost += Micros(part);
+                    let tenant = job.spec.tags.tenant.clone();
+                    self.books.charge_tenant(&tenant, from, Micros(part));
+                }
+            }
+        }
+    }
+}

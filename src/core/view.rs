@@ -1,0 +1,408 @@
+//! `View`: an immutable snapshot of everything the console draws, built from
+//! the `Room` by `Room::view()`. The TUI renders a `View` and nothing else.
+//!
+//! Every text that came from outside is cleaned here (see `text::clean`), so no
+//! pane has to remember to. Rates derived for display (burn per hour,
+//! projections) are computed here, not in the TUI.
+
+use serde::{Deserialize, Serialize};
+
+use super::cluster::{BillingMode, NodeState};
+use super::ids::{JobId, NodeId};
+use super::job::{JobClass, Phase};
+use super::room::{LogLine, Room, Severity, Stats};
+use super::text::clean;
+use super::units::{start_of_next_month, At, Mib, Micros, MicrosPerHour, Secs};
+use crate::market::Trend;
+use crate::sched::fragmentation::{self, ClusterFragmentation};
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct View {
+    pub at: Option<At>,
+    pub events: u64,
+    pub discipline: String,
+    pub cluster: ClusterView,
+    pub nodes: Vec<NodeView>,
+    pub queue: QueueView,
+    /// Jobs not finished: running first (by node), then queued in queue order.
+    pub jobs: Vec<JobRow>,
+    pub market: Vec<MarketRow>,
+    pub budgets: Vec<BudgetRow>,
+    pub alarms: Vec<AlarmRow>,
+    /// Recent notable events, newest last.
+    pub log: Vec<LogLine>,
+    pub totals: Totals,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClusterView {
+    pub nodes_up: u32,
+    pub nodes_total: u32,
+    pub gpus_total: u32,
+    pub gpus_busy: u32,
+    /// Mean utilization over GPUs of up nodes that have a sample.
+    pub util_mean: f64,
+    pub mem_total: u64,
+    pub mem_allocated: u64,
+    pub fragmentation: ClusterFragmentation,
+    /// What the whole fleet costs per hour right now.
+    pub burn: MicrosPerHour,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NodeView {
+    pub id: NodeId,
+    pub name: String,
+    pub instance_type: String,
+    pub zone: String,
+    pub billing: BillingMode,
+    pub gpu_model: String,
+    pub state: String,
+    pub up: bool,
+    pub price: Option<MicrosPerHour>,
+    pub max_price: Option<MicrosPerHour>,
+    pub gpus: Vec<GpuView>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GpuView {
+    pub index: u8,
+    pub util: Option<f32>,
+    pub mem_total: Mib,
+    pub mem_used: Option<Mib>,
+    pub mem_allocated: Mib,
+    pub largest_free: Mib,
+    pub fragmentation: f64,
+    pub jobs: Vec<JobId>,
+    pub exclusive: bool,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct QueueView {
+    pub depth: u32,
+    pub gpus_asked: u32,
+    pub oldest_wait: Option<Secs>,
+    pub oldest_job: Option<JobId>,
+    pub by_tenant: Vec<TenantQueue>,
+    pub running: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TenantQueue {
+    pub tenant: String,
+    pub queued: u32,
+    pub gpus_asked: u32,
+    pub running: u32,
+    pub gpus_held: u32,
+    pub quota_gpus: u32,
+    pub oldest_wait: Option<Secs>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobRow {
+    pub id: JobId,
+    pub name: String,
+    pub tenant: String,
+    pub project: String,
+    pub env: String,
+    pub model: String,
+    pub class: JobClass,
+    pub phase: Phase,
+    /// "requeued" for a queued job that ran before, else the phase label.
+    pub state: String,
+    pub gpus: u8,
+    pub gpu_mem: Mib,
+    pub node: Option<String>,
+    pub billing: Option<BillingMode>,
+    pub progress: f64,
+    pub wait: Secs,
+    pub eta: Option<Secs>,
+    pub cost: Micros,
+    pub attempts: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MarketRow {
+    pub zone: String,
+    pub instance_type: String,
+    pub price: Option<MicrosPerHour>,
+    pub on_demand: MicrosPerHour,
+    /// Max prices of the spot instances bought in this pool.
+    pub max_prices: Vec<MicrosPerHour>,
+    pub nodes_up: u32,
+    pub nodes_total: u32,
+    pub updated_at: Option<At>,
+    pub change: i64,
+    pub trend: Trend,
+    /// Price points over the history window, oldest first.
+    pub history: Vec<(At, MicrosPerHour)>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BudgetRow {
+    pub tenant: String,
+    /// What the tenant's running work costs per hour now.
+    pub burn: MicrosPerHour,
+    pub month_to_date: Micros,
+    pub budget: Micros,
+    /// Month-to-date plus the current burn until the month ends.
+    pub projected: Micros,
+    pub gpus_held: u32,
+    pub quota_gpus: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AlarmRow {
+    pub id: String,
+    pub raised_at: At,
+    pub text: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Totals {
+    pub stats: Stats,
+    pub spend_by_mode: [Micros; 3],
+    pub idle_by_mode: [Micros; 3],
+    pub gpu_hours_allocated: [f64; 3],
+    pub gpu_hours_idle: [f64; 3],
+    pub spend: Micros,
+    pub mean_wait: Option<Secs>,
+}
+
+impl Room {
+    pub fn view(&self) -> View {
+        let now = self.now;
+        let mut view = View {
+            at: now,
+            events: self.stats.events,
+            discipline: self.config.discipline.discipline().name().to_string(),
+            ..View::default()
+        };
+        self.fill_nodes(&mut view);
+        self.fill_jobs(&mut view);
+        self.fill_market(&mut view);
+        self.fill_budgets(&mut view);
+        view.alarms = self
+            .alarms
+            .iter()
+            .rev()
+            .map(|(id, a)| AlarmRow { id: clean(id), raised_at: a.raised_at, text: clean(&a.text) })
+            .collect();
+        view.alarms.sort_by(|a, b| b.raised_at.cmp(&a.raised_at).then(a.id.cmp(&b.id)));
+        view.log = self.log.iter().cloned().collect();
+        view.totals = Totals {
+            stats: self.stats.clone(),
+            spend_by_mode: self.books.spend,
+            idle_by_mode: self.books.idle_spend,
+            gpu_hours_allocated: self.books.gpu_ms_allocated.map(|ms| ms as f64 / 3.6e6),
+            gpu_hours_idle: self.books.gpu_ms_idle.map(|ms| ms as f64 / 3.6e6),
+            spend: self.books.total(),
+            mean_wait: (self.stats.wait_count > 0).then(|| Secs(self.stats.wait_secs_sum / self.stats.wait_count as i64)),
+        };
+        view
+    }
+
+    fn fill_nodes(&self, view: &mut View) {
+        let mut util_sum = 0.0;
+        let mut util_n = 0u32;
+        let cluster = &mut view.cluster;
+        let mut burn = 0i64;
+        for node in self.nodes.values() {
+            cluster.nodes_total += 1;
+            let up = node.is_up();
+            if up {
+                cluster.nodes_up += 1;
+                burn += self.node_rate(node).map(|r| r.0).unwrap_or(0);
+            }
+            let gpus = node
+                .gpus
+                .iter()
+                .map(|gpu| {
+                    if up {
+                        cluster.gpus_total += 1;
+                        cluster.mem_total += u64::from(gpu.memory.0);
+                        cluster.mem_allocated += u64::from(gpu.allocated().0);
+                        if !gpu.allocations.is_empty() {
+                            cluster.gpus_busy += 1;
+                        }
+                        if let Some(u) = gpu.util {
+                            util_sum += f64::from(u);
+                            util_n += 1;
+                        }
+                    }
+                    GpuView {
+                        index: gpu.index,
+                        util: if up { gpu.util } else { None },
+                        mem_total: gpu.memory,
+                        mem_used: if up { gpu.mem_used } else { None },
+                        mem_allocated: gpu.allocated(),
+                        largest_free: if gpu.has_exclusive() { Mib(0) } else { gpu.largest_free_block() },
+                        fragmentation: gpu.fragmentation(),
+                        jobs: gpu.allocations.iter().map(|a| a.job).collect(),
+                        exclusive: gpu.has_exclusive(),
+                    }
+                })
+                .collect();
+            let state = match &node.state {
+                NodeState::Up => "up".to_string(),
+                NodeState::Draining { deadline } => match self.now {
+                    Some(now) => format!("draining {}s", (*deadline - now).num_seconds().max(0)),
+                    None => "draining".to_string(),
+                },
+                NodeState::Down { .. } => "down".to_string(),
+            };
+            view.nodes.push(NodeView {
+                id: node.spec.id,
+                name: clean(&node.spec.name),
+                instance_type: clean(&node.spec.instance_type),
+                zone: clean(&node.spec.zone),
+                billing: node.spec.billing,
+                gpu_model: clean(&node.spec.gpu_model),
+                state,
+                up,
+                price: self.node_rate(node),
+                max_price: node.spec.max_price,
+                gpus,
+            });
+        }
+        cluster.util_mean = if util_n > 0 { util_sum / f64::from(util_n) } else { 0.0 };
+        cluster.fragmentation = fragmentation::measure(&self.nodes);
+        cluster.burn = MicrosPerHour(burn);
+    }
+
+    fn fill_jobs(&self, view: &mut View) {
+        let now = self.now.unwrap_or_default();
+        let mut running = Vec::new();
+        let mut queued = Vec::new();
+        for job in self.active.iter().filter_map(|id| self.jobs.get(id)) {
+            let phase = job.phase();
+            let node = job.placement.as_ref().and_then(|p| self.nodes.get(&p.node));
+            let eta = self
+                .rates
+                .get(&job.spec.id)
+                .and_then(|r| r.remaining_secs(job.spec.steps_total.saturating_sub(job.steps_done)))
+                .map(|(mean, _)| Secs(mean.round() as i64));
+            let row = JobRow {
+                id: job.spec.id,
+                name: clean(&job.spec.name),
+                tenant: clean(&job.spec.tags.tenant.0),
+                project: clean(&job.spec.tags.project),
+                env: clean(&job.spec.tags.env),
+                model: clean(&job.spec.tags.model),
+                class: job.spec.class,
+                phase,
+                state: if phase == Phase::Queued && job.requeues > 0 { "requeued".into() } else { phase.label().into() },
+                gpus: job.spec.gpus,
+                gpu_mem: job.spec.gpu_mem,
+                node: node.map(|n| clean(&n.spec.name)),
+                billing: node.map(|n| n.spec.billing),
+                progress: job.progress(),
+                wait: Secs(job.wait_secs(now)),
+                eta,
+                cost: job.cost,
+                attempts: job.attempts,
+            };
+            if phase == Phase::Queued {
+                queued.push((job, row));
+            } else {
+                running.push(row);
+            }
+        }
+        let q = &mut view.queue;
+        q.depth = queued.len() as u32;
+        q.running = running.len() as u32;
+        q.gpus_asked = queued.iter().map(|(j, _)| u32::from(j.spec.gpus)).sum();
+        if let Some((job, row)) = queued.iter().max_by_key(|(j, r)| (r.wait, std::cmp::Reverse(j.spec.id))) {
+            q.oldest_wait = Some(row.wait);
+            q.oldest_job = Some(job.spec.id);
+        }
+        for (tenant, spec) in &self.tenants {
+            let mine_q: Vec<_> = queued.iter().filter(|(j, _)| &j.spec.tags.tenant == tenant).collect();
+            let held: Vec<&JobRow> = running.iter().filter(|r| r.tenant == clean(&tenant.0)).collect();
+            q.by_tenant.push(TenantQueue {
+                tenant: clean(&tenant.0),
+                queued: mine_q.len() as u32,
+                gpus_asked: mine_q.iter().map(|(j, _)| u32::from(j.spec.gpus)).sum(),
+                running: held.len() as u32,
+                gpus_held: held.iter().map(|r| u32::from(r.gpus)).sum(),
+                quota_gpus: spec.quota_gpus,
+                oldest_wait: mine_q.iter().map(|(_, r)| r.wait).max(),
+            });
+        }
+        let mut ordered: Vec<&crate::core::job::Job> = queued.iter().map(|(j, _)| *j).collect();
+        self.config.discipline.discipline().order(&mut ordered);
+        let position: std::collections::BTreeMap<JobId, usize> =
+            ordered.iter().enumerate().map(|(i, j)| (j.spec.id, i)).collect();
+        queued.sort_by_key(|(j, _)| position.get(&j.spec.id).copied().unwrap_or(usize::MAX));
+        running.sort_by(|a, b| a.node.cmp(&b.node).then(a.id.cmp(&b.id)));
+        view.jobs = running;
+        view.jobs.extend(queued.into_iter().map(|(_, r)| r));
+    }
+
+    fn fill_market(&self, view: &mut View) {
+        let now = self.now.unwrap_or_default();
+        for (key, pool) in &self.market.pools {
+            let nodes: Vec<_> = self.nodes.values().filter(|n| n.spec.billing == BillingMode::Spot && n.spec.pool() == *key).collect();
+            let (change, trend) = self.market.trend(key, now, self.config.trend_window).unwrap_or((0, Trend::Flat));
+            view.market.push(MarketRow {
+                zone: clean(&key.zone),
+                instance_type: clean(&key.instance_type),
+                price: pool.price,
+                on_demand: pool.on_demand,
+                max_prices: nodes.iter().filter_map(|n| n.spec.max_price).collect(),
+                nodes_up: nodes.iter().filter(|n| n.is_up()).count() as u32,
+                nodes_total: nodes.len() as u32,
+                updated_at: pool.updated_at,
+                change,
+                trend,
+                history: pool.history.iter().copied().collect(),
+            });
+        }
+    }
+
+    fn fill_budgets(&self, view: &mut View) {
+        let now = self.now.unwrap_or_default();
+        // Burn per tenant: each GPU's hourly share, split over its jobs by memory.
+        let mut burn: std::collections::BTreeMap<&str, f64> = std::collections::BTreeMap::new();
+        let mut held: std::collections::BTreeMap<&str, u32> = std::collections::BTreeMap::new();
+        for node in self.nodes.values().filter(|n| n.is_up()) {
+            let Some(rate) = self.node_rate(node) else { continue };
+            let per_gpu = rate.0 as f64 / node.gpus.len().max(1) as f64;
+            for gpu in &node.gpus {
+                let exclusive = gpu.has_exclusive();
+                let total = if exclusive { gpu.allocated().0 } else { gpu.memory.0 };
+                for alloc in &gpu.allocations {
+                    if let Some(job) = self.jobs.get(&alloc.job) {
+                        let share = f64::from(alloc.size.0) / f64::from(total.max(1));
+                        *burn.entry(job.spec.tags.tenant.0.as_str()).or_default() += per_gpu * share;
+                    }
+                }
+            }
+        }
+        for job in self.active.iter().filter_map(|id| self.jobs.get(id)) {
+            if job.phase().holds_gpus() {
+                *held.entry(job.spec.tags.tenant.0.as_str()).or_default() += u32::from(job.spec.gpus);
+            }
+        }
+        let hours_left = (start_of_next_month(now) - now).num_seconds() as f64 / 3600.0;
+        for (tenant, spec) in &self.tenants {
+            let rate = burn.get(tenant.0.as_str()).copied().unwrap_or(0.0);
+            let mtd = self.books.month_to_date(tenant, now);
+            view.budgets.push(BudgetRow {
+                tenant: clean(&tenant.0),
+                burn: MicrosPerHour(rate.round() as i64),
+                month_to_date: mtd,
+                budget: spec.monthly_budget,
+                projected: mtd + Micros((rate * hours_left).round() as i64),
+                gpus_held: held.get(tenant.0.as_str()).copied().unwrap_or(0),
+                quota_gpus: spec.quota_gpus,
+            });
+        }
+    }
+}
+
+impl View {
+    pub fn severity_count(&self, severity: Severity) -> usize {
+        self.log.iter().filter(|l| l.severity == severity).count()
+    }
+}

@@ -1,0 +1,91 @@
+//! Exact division of a price over time and over shares.
+
+use serde::{Deserialize, Serialize};
+
+use crate::core::units::{Micros, MicrosPerHour};
+
+const MS_PER_HOUR: i128 = 3_600_000;
+
+/// Turns a price per hour into whole micro-units over successive intervals,
+/// carrying the sub-micro remainder so that no fraction is ever lost.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Accrual {
+    /// Remainder in micro-units × milliseconds per hour (always below one micro-unit).
+    carry: i64,
+}
+
+impl Accrual {
+    pub fn accrue(&mut self, rate: MicrosPerHour, millis: i64) -> Micros {
+        if rate.0 <= 0 || millis <= 0 {
+            return Micros::ZERO;
+        }
+        let numerator = i128::from(rate.0) * i128::from(millis) + i128::from(self.carry);
+        self.carry = (numerator % MS_PER_HOUR) as i64;
+        Micros((numerator / MS_PER_HOUR) as i64)
+    }
+}
+
+/// Splits `total` in proportion to `weights` so that the parts sum to `total`
+/// exactly (largest remainder; ties go to the earlier weight). All-zero
+/// weights give all-zero parts except that nothing can be lost: the whole goes
+/// to the last part.
+pub fn split_exact(total: i64, weights: &[u64]) -> Vec<i64> {
+    if weights.is_empty() {
+        return Vec::new();
+    }
+    let sum: u128 = weights.iter().map(|w| u128::from(*w)).sum();
+    if sum == 0 {
+        let mut parts = vec![0; weights.len()];
+        *parts.last_mut().expect("not empty") = total;
+        return parts;
+    }
+    let magnitude = u128::from(total.unsigned_abs());
+    let mut parts: Vec<u128> = Vec::with_capacity(weights.len());
+    let mut remainders: Vec<(u128, usize)> = Vec::with_capacity(weights.len());
+    for (i, w) in weights.iter().enumerate() {
+        let exact = magnitude * u128::from(*w);
+        parts.push(exact / sum);
+        remainders.push((exact % sum, i));
+    }
+    let handed_out: u128 = parts.iter().sum();
+    let mut left = magnitude - handed_out;
+    remainders.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    for (_, i) in remainders {
+        if left == 0 {
+            break;
+        }
+        parts[i] += 1;
+        left -= 1;
+    }
+    let sign = if total < 0 { -1 } else { 1 };
+    parts.into_iter().map(|p| sign * p as i64).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accrual_over_many_small_intervals_equals_one_large_one() {
+        // p3.2xlarge spot at $0.9183/h, accrued every 7 ms for an hour.
+        let rate = MicrosPerHour(918_300);
+        let mut step = Accrual::default();
+        let mut total = Micros::ZERO;
+        for _ in 0..(3_600_000 / 7) {
+            total += step.accrue(rate, 7);
+        }
+        total += step.accrue(rate, 3_600_000 % 7);
+        assert_eq!(total, Micros(918_300));
+    }
+
+    #[test]
+    fn split_is_exact_and_proportional() {
+        assert_eq!(split_exact(100, &[1, 1, 1]), vec![34, 33, 33]);
+        assert_eq!(split_exact(10, &[3, 1]), vec![8, 2]); // 7.5 / 2.5: tie to the first
+        assert_eq!(split_exact(-7, &[1, 1]), vec![-4, -3]);
+        assert_eq!(split_exact(5, &[0, 0]), vec![0, 5]);
+        assert_eq!(split_exact(0, &[4, 4]), vec![0, 0]);
+        let parts = split_exact(1_000_003, &[16_384, 4_000, 2_500, 0, 9_884]);
+        assert_eq!(parts.iter().sum::<i64>(), 1_000_003);
+    }
+}

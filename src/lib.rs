@@ -1,0 +1,13 @@
+//! gpuroom: a terminal control room for GPU clusters bought by the hour.
+//!
+//! The crate is laid out as DESIGN.md describes: a deterministic core
+//! (`core`, with the policy engines `sched`, `market`, `ckpt`, `cost`,
+//! `predict`) that never does IO, and adapters at its edges (`sim`, `sources`,
+//! `store`, `tui`, `engine`).
+
+pub mod ckpt;
+pub mod core;
+pub mod cost;
+pub mod market;
+pub mod predict;
+pub mod sched;
