@@ -8,6 +8,12 @@
 pub mod ckpt;
 pub mod core;
 pub mod cost;
+pub mod engine;
 pub mod market;
 pub mod predict;
+pub mod report;
 pub mod sched;
+pub mod sim;
+pub mod sources;
+pub mod store;
+pub mod tui;

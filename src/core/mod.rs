@@ -10,6 +10,7 @@ pub mod event;
 pub mod ids;
 pub mod job;
 pub mod room;
+pub mod serde_pairs;
 pub mod testkit;
 pub mod text;
 pub mod units;

@@ -25,6 +25,7 @@ pub struct Pool {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Market {
     pub history_window: Secs,
+    #[serde(with = "crate::core::serde_pairs")]
     pub pools: BTreeMap<PoolKey, Pool>,
 }
 

@@ -1,0 +1,80 @@
+//! Plain-text reports of a run (for `gpuroom sim`, `gpuroom replay` and the
+//! console's exit), computed from the same `View` the console draws.
+
+use std::fmt::Write;
+
+use crate::core::cluster::BillingMode;
+use crate::core::units::{Micros, Secs};
+use crate::core::view::View;
+use crate::sim::WorldStats;
+
+pub fn summary(view: &View, world: Option<&WorldStats>) -> String {
+    let mut out = String::new();
+    let t = &view.totals;
+    let s = &t.stats;
+    let at = view.at.map(|a| a.format("%Y-%m-%d %H:%M:%S UTC").to_string()).unwrap_or_else(|| "-".into());
+    let _ = writeln!(out, "gpuroom run summary at {at} ({} events, discipline {})", view.events, view.discipline);
+    let _ = writeln!(
+        out,
+        "cluster   {} nodes up of {}, {} GPUs ({} busy now), mean utilization {:.0}%",
+        view.cluster.nodes_up, view.cluster.nodes_total, view.cluster.gpus_total, view.cluster.gpus_busy, view.cluster.util_mean
+    );
+    let _ = writeln!(
+        out,
+        "jobs      {} submitted, {} done, {} failed, {} running, {} queued",
+        s.submitted, s.done, s.failed, view.queue.running, view.queue.depth
+    );
+    let mean_wait = t.mean_wait.map(|w| w.to_string()).unwrap_or_else(|| "-".into());
+    let oldest = view.queue.oldest_wait.map(|w| w.to_string()).unwrap_or_else(|| "-".into());
+    let _ = writeln!(out, "waits     mean {mean_wait} over {} placements, oldest queued now {oldest}", s.wait_count);
+    let _ = writeln!(out, "gpu-hours {:>10} {:>10} {:>12} {:>12}", "allocated", "idle", "spend", "of it idle");
+    for mode in BillingMode::ALL {
+        let i = mode.index();
+        let _ = writeln!(
+            out,
+            "  {:<9} {:>8.1} h {:>8.1} h {:>12} {:>12}",
+            mode.label(),
+            t.gpu_hours_allocated[i],
+            t.gpu_hours_idle[i],
+            t.spend_by_mode[i].to_string(),
+            t.idle_by_mode[i].to_string()
+        );
+    }
+    let _ = writeln!(out, "spend     {} in all; fleet burn now {}", t.spend, view.cluster.burn);
+    for b in &view.budgets {
+        let used = if b.budget.0 > 0 { 100.0 * b.month_to_date.as_f64() / b.budget.as_f64() } else { 0.0 };
+        let _ = writeln!(
+            out,
+            "  tenant {:<8} month to date {:>11} of {:>11} ({used:>5.1}%), burn {}, projected {}",
+            b.tenant,
+            b.month_to_date.to_string(),
+            b.budget.to_string(),
+            b.burn,
+            b.projected
+        );
+    }
+    let _ = writeln!(
+        out,
+        "spot      {} interruption notices, {} nodes lost, saves in time {} / missed {}, {} steps recomputed",
+        s.notices, s.nodes_lost, s.notice_saves_in_time, s.notice_saves_missed, s.lost_steps
+    );
+    let _ = writeln!(
+        out,
+        "ckpt      {} checkpoints, {:.1} GiB written; {} requeues; {} operator actions; {} rejected events",
+        s.checkpoints,
+        s.checkpoint_bytes as f64 / f64::from(1u32 << 30),
+        s.requeues,
+        s.operator_actions,
+        s.rejected
+    );
+    if let Some(w) = world {
+        let _ = writeln!(
+            out,
+            "world     {} arrivals, {} reclaims from the trace, {} from price, {} relaunches",
+            w.arrivals, w.reclaims_by_trace, w.reclaims_by_price, w.relaunches
+        );
+    }
+    let _ = Micros::ZERO;
+    let _ = Secs(0);
+    out
+}

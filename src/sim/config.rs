@@ -1,0 +1,255 @@
+//! The simulated cluster's description (TOML): instance types with their
+//! prices, the nodes bought, the tenants and the workload's shape.
+
+use serde::Deserialize;
+
+use crate::core::cluster::{BillingMode, NodeSpec};
+use crate::core::event::TenantSpec;
+use crate::core::ids::{NodeId, TenantId};
+use crate::core::units::{At, Mib, Micros, MicrosPerHour};
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimConfig {
+    pub start: At,
+    pub telemetry_secs: i64,
+    pub target_load: f64,
+    pub instance_types: Vec<InstanceType>,
+    pub nodes: Vec<NodeConfig>,
+    pub tenants: Vec<TenantConfig>,
+    pub workload: Workload,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InstanceType {
+    pub name: String,
+    pub gpu_model: String,
+    pub gpus: u8,
+    pub gpu_memory_mib: u32,
+    pub mig_capable: bool,
+    pub cpus: u32,
+    pub host_memory_mib: u32,
+    pub on_demand: String,
+    pub reserved: String,
+    /// Throughput relative to a V100 (the Philly durations are taken as V100 time).
+    pub speed: f64,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeConfig {
+    pub name: String,
+    pub instance_type: String,
+    pub zone: String,
+    pub billing: BillingMode,
+    /// Spot only; defaults to the on-demand price (AWS's default max price).
+    #[serde(default)]
+    pub max_price: Option<String>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TenantConfig {
+    pub name: String,
+    pub quota_gpus: u32,
+    pub monthly_budget: String,
+    /// Fraction of arriving jobs that are this tenant's.
+    pub share: f64,
+    pub projects: Vec<String>,
+    pub models: Vec<String>,
+    pub envs: Vec<String>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Workload {
+    pub max_gpus: u32,
+    pub min_duration_secs: i64,
+    pub max_duration_secs: i64,
+    pub shared_fraction: f64,
+    pub no_spot_fraction: f64,
+    pub failure_rate: f64,
+    pub checkpoint_mib_per_sec: u32,
+}
+
+/// A configuration error, naming the file and, where TOML knows it, the line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}: {message}")]
+pub struct ConfigError {
+    pub file: String,
+    pub message: String,
+}
+
+fn money(file: &str, what: &str, text: &str) -> Result<Micros, ConfigError> {
+    Micros::parse_decimal(text)
+        .ok()
+        .filter(|m| m.0 >= 0)
+        .ok_or_else(|| ConfigError { file: file.into(), message: format!("{what}: {text:?} is not a non-negative amount") })
+}
+
+fn fraction(file: &str, what: &str, value: f64) -> Result<(), ConfigError> {
+    if (0.0..=1.0).contains(&value) {
+        Ok(())
+    } else {
+        Err(ConfigError { file: file.into(), message: format!("{what} must be within 0..=1, got {value}") })
+    }
+}
+
+impl SimConfig {
+    pub fn default_embedded() -> SimConfig {
+        let (name, text) = super::data::DEFAULT_CONFIG;
+        SimConfig::parse(name, text).expect("the embedded default simulation config is valid (tested)")
+    }
+
+    pub fn parse(file: &str, text: &str) -> Result<SimConfig, ConfigError> {
+        let config: SimConfig = toml::from_str(text).map_err(|e| {
+            let line = e.span().map(|span| text[..span.start.min(text.len())].lines().count().max(1));
+            let at = line.map(|l| format!("line {l}: ")).unwrap_or_default();
+            ConfigError { file: file.into(), message: format!("{at}{}", e.message()) }
+        })?;
+        config.validate(file)?;
+        Ok(config)
+    }
+
+    fn validate(&self, file: &str) -> Result<(), ConfigError> {
+        let err = |message: String| ConfigError { file: file.into(), message };
+        if self.nodes.is_empty() {
+            return Err(err("no [[nodes]]".into()));
+        }
+        if self.tenants.is_empty() {
+            return Err(err("no [[tenants]]".into()));
+        }
+        if self.telemetry_secs <= 0 {
+            return Err(err(format!("telemetry_secs must be positive, got {}", self.telemetry_secs)));
+        }
+        if !(self.target_load > 0.0 && self.target_load <= 2.0) {
+            return Err(err(format!("target_load must be within (0, 2], got {}", self.target_load)));
+        }
+        for t in &self.instance_types {
+            money(file, &format!("instance type {} on_demand", t.name), &t.on_demand)?;
+            money(file, &format!("instance type {} reserved", t.name), &t.reserved)?;
+            if t.gpus == 0 || t.gpu_memory_mib == 0 || !(t.speed > 0.0) {
+                return Err(err(format!("instance type {} needs gpus, gpu_memory_mib and a positive speed", t.name)));
+            }
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for n in &self.nodes {
+            if !names.insert(&n.name) {
+                return Err(err(format!("node name {:?} used twice", n.name)));
+            }
+            if self.instance_type(&n.instance_type).is_none() {
+                return Err(err(format!("node {} names unknown instance type {:?}", n.name, n.instance_type)));
+            }
+            if let Some(max) = &n.max_price {
+                money(file, &format!("node {} max_price", n.name), max)?;
+            }
+        }
+        for t in &self.tenants {
+            money(file, &format!("tenant {} monthly_budget", t.name), &t.monthly_budget)?;
+            fraction(file, &format!("tenant {} share", t.name), t.share)?;
+            if t.projects.is_empty() || t.models.is_empty() || t.envs.is_empty() {
+                return Err(err(format!("tenant {} needs projects, models and envs", t.name)));
+            }
+        }
+        if self.tenants.iter().map(|t| t.share).sum::<f64>() <= 0.0 {
+            return Err(err("tenant shares add up to 0".into()));
+        }
+        let w = &self.workload;
+        fraction(file, "workload.shared_fraction", w.shared_fraction)?;
+        fraction(file, "workload.no_spot_fraction", w.no_spot_fraction)?;
+        fraction(file, "workload.failure_rate", w.failure_rate)?;
+        if w.max_gpus == 0 || w.min_duration_secs < 1 || w.max_duration_secs < w.min_duration_secs || w.checkpoint_mib_per_sec == 0 {
+            return Err(err("workload bounds: max_gpus ≥ 1, 1 ≤ min_duration_secs ≤ max_duration_secs, checkpoint_mib_per_sec ≥ 1".into()));
+        }
+        Ok(())
+    }
+
+    pub fn instance_type(&self, name: &str) -> Option<&InstanceType> {
+        self.instance_types.iter().find(|t| t.name == name)
+    }
+
+    /// The node specs, ids in file order from 1.
+    pub fn node_specs(&self) -> Vec<NodeSpec> {
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, n)| {
+                let t = self.instance_type(&n.instance_type)?;
+                let on_demand = MicrosPerHour(Micros::parse_decimal(&t.on_demand).ok()?.0);
+                let reserved = MicrosPerHour(Micros::parse_decimal(&t.reserved).ok()?.0);
+                let max_price = match (&n.billing, &n.max_price) {
+                    (BillingMode::Spot, Some(text)) => Some(MicrosPerHour(Micros::parse_decimal(text).ok()?.0)),
+                    (BillingMode::Spot, None) => Some(on_demand),
+                    _ => None,
+                };
+                Some(NodeSpec {
+                    id: NodeId(i as u32 + 1),
+                    name: n.name.clone(),
+                    instance_type: t.name.clone(),
+                    zone: n.zone.clone(),
+                    billing: n.billing,
+                    gpu_model: t.gpu_model.clone(),
+                    gpu_count: t.gpus,
+                    gpu_memory: Mib(t.gpu_memory_mib),
+                    mig_capable: t.mig_capable,
+                    cpus: t.cpus,
+                    host_memory: Mib(t.host_memory_mib),
+                    on_demand_price: on_demand,
+                    contract_price: if n.billing == BillingMode::Reserved { reserved } else { on_demand },
+                    max_price,
+                })
+            })
+            .collect()
+    }
+
+    pub fn tenant_specs(&self) -> Vec<TenantSpec> {
+        self.tenants
+            .iter()
+            .map(|t| TenantSpec {
+                id: TenantId(t.name.clone()),
+                quota_gpus: t.quota_gpus,
+                monthly_budget: Micros::parse_decimal(&t.monthly_budget).unwrap_or_default(),
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_embedded_config_is_valid_and_believable() {
+        let c = SimConfig::default_embedded();
+        let specs = c.node_specs();
+        assert_eq!(specs.len(), c.nodes.len());
+        assert!(specs.iter().filter(|s| s.gpu_count == 8).count() >= 4, "at least 4 nodes × 8 GPUs");
+        let models: std::collections::BTreeSet<_> = specs.iter().map(|s| &s.gpu_model).collect();
+        assert!(models.len() >= 2);
+        let zones: std::collections::BTreeSet<_> = specs.iter().map(|s| &s.zone).collect();
+        assert!(zones.len() >= 2);
+        for mode in BillingMode::ALL {
+            assert!(specs.iter().any(|s| s.billing == mode), "{mode:?} present");
+        }
+        assert_eq!(c.tenant_specs().len(), 3);
+    }
+
+    #[test]
+    fn bad_configs_name_the_file_and_line() {
+        let (_, text) = super::super::data::DEFAULT_CONFIG;
+        let broken = text.replacen("telemetry_secs = 30", "telemetry_secs = \"soon\"", 1);
+        let err = SimConfig::parse("my.toml", &broken).unwrap_err();
+        assert_eq!(err.file, "my.toml");
+        assert!(err.message.starts_with("line 10:"), "{err}");
+
+        let unknown_type = text.replacen("instance_type = \"p3.16xlarge\"\nzone = \"us-east-1c\"\nbilling = \"reserved\"", "instance_type = \"x9.huge\"\nzone = \"us-east-1c\"\nbilling = \"reserved\"", 1);
+        assert!(SimConfig::parse("my.toml", &unknown_type).unwrap_err().message.contains("x9.huge"));
+
+        let bad_money = text.replacen("monthly_budget = \"30000\"", "monthly_budget = \"lots\"", 1);
+        assert!(SimConfig::parse("my.toml", &bad_money).unwrap_err().message.contains("monthly_budget"));
+
+        let typo = text.replacen("target_load", "target_laod", 1);
+        assert!(SimConfig::parse("my.toml", &typo).is_err());
+    }
+}

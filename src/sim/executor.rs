@@ -1,0 +1,219 @@
+//! The simulated executor: runs jobs on simulated GPUs at their true speed,
+//! writes checkpoints at a bandwidth, stops on request, crashes now and then,
+//! and reports GPU utilization and memory the way NVML would.
+
+use std::collections::BTreeMap;
+
+use rand::RngExt;
+use rand_chacha::ChaCha8Rng;
+
+use super::workload::SimJob;
+use crate::core::cluster::NodeSpec;
+use crate::core::event::{Effect, Event, GpuSample};
+use crate::core::ids::{GpuRef, JobId, NodeId};
+use crate::core::job::JobClass;
+use crate::core::units::{At, Mib};
+
+/// A CUDA context takes 3–5 s to initialize (SPEC §2).
+const CUDA_INIT_SECS: f64 = 4.0;
+const STOP_SECS: f64 = 2.0;
+
+#[derive(Clone, Debug)]
+pub enum Step {
+    Ready { job: JobId, run: u64 },
+    Finish { job: JobId, run: u64, at: At },
+    CheckpointWritten { job: JobId, run: u64, step: u64, bytes: u64 },
+    Stopped { job: JobId },
+}
+
+#[derive(Clone, Debug)]
+struct Run {
+    id: u64,
+    node: NodeId,
+    gpus: Vec<u8>,
+    ready: bool,
+    saving: bool,
+    base_step: u64,
+    base_at: At,
+    /// Steps per second on this node.
+    rate: f64,
+    /// Step at which this run crashes, if it does.
+    crash_at_step: Option<u64>,
+    finish_at: Option<At>,
+    /// Phase of the memory-use wave of a training job (radians).
+    wave: f64,
+}
+
+pub struct Executor {
+    jobs: BTreeMap<JobId, SimJob>,
+    runs: BTreeMap<JobId, Run>,
+    speeds: BTreeMap<NodeId, f64>,
+    failure_rate: f64,
+    checkpoint_mib_per_sec: u32,
+    next_run: u64,
+}
+
+fn after(at: At, secs: f64) -> At {
+    at + chrono::TimeDelta::milliseconds((secs.max(0.0) * 1000.0).ceil() as i64)
+}
+
+impl Executor {
+    pub fn new(speeds: BTreeMap<NodeId, f64>, failure_rate: f64, checkpoint_mib_per_sec: u32) -> Executor {
+        Executor { jobs: BTreeMap::new(), runs: BTreeMap::new(), speeds, failure_rate, checkpoint_mib_per_sec, next_run: 1 }
+    }
+
+    pub fn know(&mut self, job: SimJob) {
+        self.jobs.insert(job.spec.id, job);
+    }
+
+    fn steps_at(&self, job: JobId, at: At) -> u64 {
+        let (Some(run), Some(sim)) = (self.runs.get(&job), self.jobs.get(&job)) else { return 0 };
+        if !run.ready || run.saving {
+            return run.base_step;
+        }
+        let secs = (at - run.base_at).num_milliseconds().max(0) as f64 / 1000.0;
+        (run.base_step + (secs * run.rate).floor() as u64).min(sim.spec.steps_total)
+    }
+
+    fn schedule_finish(&mut self, job: JobId, out: &mut Vec<(At, Step)>) {
+        let (Some(run), Some(sim)) = (self.runs.get_mut(&job), self.jobs.get(&job)) else { return };
+        let target = run.crash_at_step.unwrap_or(sim.spec.steps_total).max(run.base_step);
+        let secs = (target - run.base_step) as f64 / run.rate.max(1e-9);
+        let at = after(run.base_at, secs);
+        run.finish_at = Some(at);
+        out.push((at, Step::Finish { job, run: run.id, at }));
+    }
+
+    pub fn handle(&mut self, at: At, effect: &Effect, rng: &mut ChaCha8Rng, out: &mut Vec<(At, Step)>) {
+        match effect {
+            Effect::StartJob { job, node, gpus, resume_step } => {
+                let Some(sim) = self.jobs.get(job) else { return };
+                let speed = self.speeds.get(node).copied().unwrap_or(1.0);
+                let restore = if *resume_step > 0 { f64::from(sim.spec.checkpoint_size.0) / f64::from(self.checkpoint_mib_per_sec) } else { 0.0 };
+                let startup = CUDA_INIT_SECS + restore + rng.random_range(10.0..60.0);
+                let remaining = sim.spec.steps_total.saturating_sub(*resume_step);
+                let crash_at_step = (rng.random::<f64>() < self.failure_rate && remaining > 1)
+                    .then(|| resume_step + rng.random_range(1..remaining));
+                let id = self.next_run;
+                self.next_run += 1;
+                self.runs.insert(
+                    *job,
+                    Run {
+                        id,
+                        node: *node,
+                        gpus: gpus.clone(),
+                        ready: false,
+                        saving: false,
+                        base_step: *resume_step,
+                        base_at: at,
+                        rate: speed / sim.step_secs,
+                        crash_at_step,
+                        finish_at: None,
+                        wave: rng.random_range(0.0..std::f64::consts::TAU),
+                    },
+                );
+                out.push((after(at, startup), Step::Ready { job: *job, run: id }));
+            }
+            Effect::Checkpoint { job } => {
+                let step = self.steps_at(*job, at);
+                let (Some(run), Some(sim)) = (self.runs.get_mut(job), self.jobs.get(job)) else { return };
+                if !run.ready || run.saving {
+                    return;
+                }
+                let mib = sim.spec.checkpoint_size.0;
+                run.saving = true;
+                run.base_step = step;
+                run.finish_at = None;
+                let secs = f64::from(mib) / f64::from(self.checkpoint_mib_per_sec);
+                out.push((after(at, secs), Step::CheckpointWritten { job: *job, run: run.id, step, bytes: u64::from(mib) << 20 }));
+            }
+            Effect::StopJob { job } => {
+                if self.runs.remove(job).is_some() {
+                    out.push((after(at, STOP_SECS), Step::Stopped { job: *job }));
+                }
+            }
+            Effect::AlarmRaised { .. } | Effect::AlarmCleared { .. } | Effect::Rejected { .. } => {}
+        }
+    }
+
+    /// Carries out a scheduled step; stale steps (a run that was stopped or
+    /// rescheduled since) produce nothing.
+    pub fn happen(&mut self, at: At, step: Step, rng: &mut ChaCha8Rng) -> (Option<Event>, Vec<(At, Step)>) {
+        let mut more = Vec::new();
+        let current = |runs: &BTreeMap<JobId, Run>, job: &JobId, id: u64| runs.get(job).is_some_and(|r| r.id == id);
+        let event = match step {
+            Step::Ready { job, run } if current(&self.runs, &job, run) => {
+                if let Some(r) = self.runs.get_mut(&job) {
+                    r.ready = true;
+                    r.base_at = at;
+                }
+                self.schedule_finish(job, &mut more);
+                Some(Event::JobStarted { job })
+            }
+            Step::Finish { job, run, at: when } if current(&self.runs, &job, run) && self.runs[&job].finish_at == Some(when) => {
+                let crashed = self.runs.get(&job).and_then(|r| r.crash_at_step).is_some();
+                self.runs.remove(&job);
+                let message = if crashed {
+                    ["CUDA error: out of memory", "NCCL watchdog timeout", "dataloader worker killed (signal 9)"][rng.random_range(0..3)]
+                } else {
+                    "exit 0"
+                };
+                Some(Event::JobExited { job, ok: !crashed, message: message.to_string() })
+            }
+            Step::CheckpointWritten { job, run, step, bytes } if current(&self.runs, &job, run) => {
+                if let Some(r) = self.runs.get_mut(&job) {
+                    r.saving = false;
+                    r.base_at = at;
+                }
+                self.schedule_finish(job, &mut more);
+                Some(Event::CheckpointDone { job, step, bytes })
+            }
+            Step::Stopped { job } => Some(Event::JobStopped { job }),
+            _ => None,
+        };
+        (event, more)
+    }
+
+    /// The instance is gone with everything on it.
+    pub fn node_lost(&mut self, node: NodeId) {
+        self.runs.retain(|_, r| r.node != node);
+    }
+
+    /// GPU samples for every GPU of the up nodes, and progress of running jobs.
+    pub fn telemetry(&self, at: At, nodes: &[&NodeSpec], rng: &mut ChaCha8Rng) -> (Vec<GpuSample>, Vec<(JobId, u64)>) {
+        let mut per_gpu: BTreeMap<GpuRef, (f64, f64)> = BTreeMap::new();
+        let t = at.timestamp() as f64;
+        for (job, run) in &self.runs {
+            let Some(sim) = self.jobs.get(job) else { continue };
+            let (util, mem_frac) = if !run.ready {
+                (rng.random_range(3.0..15.0), 0.3)
+            } else if run.saving {
+                (rng.random_range(5.0..20.0), 0.9)
+            } else {
+                let util = (sim.util + rng.random_range(-6.0..6.0)).clamp(0.0, 100.0);
+                let mem = match sim.spec.class {
+                    // Training memory swings over iterations (SPEC §2: >30%).
+                    JobClass::Training | JobClass::FineTune => 0.78 + 0.2 * (t / 600.0 + run.wave).sin(),
+                    JobClass::Eval | JobClass::BatchInference => 0.85 + rng.random_range(-0.05..0.05),
+                };
+                (util, mem)
+            };
+            for gpu in &run.gpus {
+                let e = per_gpu.entry(GpuRef { node: run.node, index: *gpu }).or_default();
+                e.0 += util;
+                e.1 += f64::from(sim.spec.gpu_mem.0) * mem_frac;
+            }
+        }
+        let mut samples = Vec::new();
+        for node in nodes {
+            for index in 0..node.gpu_count {
+                let gpu = GpuRef { node: node.id, index };
+                let (util, mem) = per_gpu.get(&gpu).copied().unwrap_or((0.0, 0.0));
+                let mem = Mib((mem.round() as u32).min(node.gpu_memory.0));
+                samples.push(GpuSample(gpu, (util.min(100.0) * 10.0).round() as f32 / 10.0, mem));
+            }
+        }
+        let progress = self.runs.iter().filter(|(_, r)| r.ready).map(|(job, _)| (*job, self.steps_at(*job, at))).collect();
+        (samples, progress)
+    }
+}

@@ -1,0 +1,126 @@
+//! Arriving jobs: durations and GPU counts sampled from the real Philly trace,
+//! dressed with tenants, tags, memory asks and a per-step time. What only the
+//! simulated world knows (true speed, how busy the job keeps its GPU, whether
+//! it will crash) stays in `SimJob` and never reaches the `Room`.
+
+use rand::RngExt;
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, Exp};
+
+use super::config::SimConfig;
+use crate::core::ids::{JobId, TenantId};
+use crate::core::job::{JobClass, JobSpec, PoolPreference, Tags};
+use crate::core::units::{Mib, Secs};
+use crate::sources::philly::PhillyJob;
+
+/// The simulated world's private facts about a job.
+#[derive(Clone, Debug)]
+pub struct SimJob {
+    pub spec: JobSpec,
+    /// Seconds per step on a V100 (speed 1.0).
+    pub step_secs: f64,
+    /// Mean GPU utilization while computing, percent.
+    pub util: f64,
+}
+
+pub struct Workload {
+    samples: Vec<(Secs, u32)>,
+    arrivals: Exp<f64>,
+    tenant_weights: Vec<f64>,
+    pub mean_gpu_secs: f64,
+    pub jobs_per_hour: f64,
+}
+
+impl Workload {
+    pub fn new(config: &SimConfig, philly: &[PhillyJob]) -> Result<Workload, String> {
+        let w = &config.workload;
+        let samples: Vec<(Secs, u32)> = philly
+            .iter()
+            .filter(|j| j.gpus <= w.max_gpus && (w.min_duration_secs..=w.max_duration_secs).contains(&j.duration.0))
+            .map(|j| (j.duration, j.gpus))
+            .collect();
+        if samples.is_empty() {
+            return Err("no Philly job fits the workload bounds".into());
+        }
+        let mean_gpu_secs = samples.iter().map(|(d, g)| d.0 as f64 * f64::from(*g)).sum::<f64>() / samples.len() as f64;
+        let capacity: f64 = config
+            .node_specs()
+            .iter()
+            .map(|n| f64::from(n.gpu_count) * config.instance_type(&n.instance_type).map(|t| t.speed).unwrap_or(1.0))
+            .sum();
+        let per_sec = config.target_load * capacity / mean_gpu_secs;
+        let arrivals = Exp::new(per_sec).map_err(|e| format!("arrival rate {per_sec}: {e}"))?;
+        Ok(Workload {
+            samples,
+            arrivals,
+            tenant_weights: config.tenants.iter().map(|t| t.share).collect(),
+            mean_gpu_secs,
+            jobs_per_hour: per_sec * 3600.0,
+        })
+    }
+
+    /// Seconds until the next arrival (Poisson process).
+    pub fn next_gap(&self, rng: &mut ChaCha8Rng) -> f64 {
+        self.arrivals.sample(rng)
+    }
+
+    fn pick<'a>(rng: &mut ChaCha8Rng, items: &'a [String]) -> &'a str {
+        &items[rng.random_range(0..items.len())]
+    }
+
+    pub fn make_job(&self, config: &SimConfig, id: JobId, rng: &mut ChaCha8Rng) -> SimJob {
+        let w = &config.workload;
+        let (duration, gpus) = self.samples[rng.random_range(0..self.samples.len())];
+        let total: f64 = self.tenant_weights.iter().sum();
+        let mut roll = rng.random::<f64>() * total;
+        let mut tenant = &config.tenants[0];
+        for (t, weight) in config.tenants.iter().zip(&self.tenant_weights) {
+            if roll < *weight {
+                tenant = t;
+                break;
+            }
+            roll -= weight;
+        }
+        let shared = gpus == 1 && rng.random::<f64>() < w.shared_fraction;
+        let class = match (shared, gpus) {
+            (true, _) if rng.random::<f64>() < 0.5 => JobClass::Eval,
+            (true, _) => JobClass::BatchInference,
+            (false, 1) if rng.random::<f64>() < 0.4 => JobClass::FineTune,
+            _ => JobClass::Training,
+        };
+        let gpu_mem = if shared { Mib(rng.random_range(1024..6144)) } else { Mib(rng.random_range(6144..15_872)) };
+        let step_secs = rng.random_range(0.4..2.5);
+        let steps_total = ((duration.0 as f64 / step_secs).round() as u64).max(1);
+        let util = match class {
+            JobClass::Training | JobClass::FineTune => rng.random_range(78.0..97.0),
+            JobClass::Eval => rng.random_range(25.0..60.0),
+            JobClass::BatchInference => rng.random_range(20.0..50.0),
+        };
+        let checkpoint_size = match class {
+            JobClass::Training => Mib(rng.random_range(2048..24_576) * gpus.min(4)),
+            JobClass::FineTune => Mib(rng.random_range(1024..8192)),
+            JobClass::Eval | JobClass::BatchInference => Mib(rng.random_range(128..1024)),
+        };
+        let project = Self::pick(rng, &tenant.projects).to_string();
+        let model = Self::pick(rng, &tenant.models).to_string();
+        let env = Self::pick(rng, &tenant.envs).to_string();
+        let pool = if rng.random::<f64>() < w.no_spot_fraction { PoolPreference::NoSpot } else { PoolPreference::Any };
+        SimJob {
+            spec: JobSpec {
+                id,
+                name: format!("{project}-{}-{}", class.label(), id.0),
+                tags: Tags { tenant: TenantId(tenant.name.clone()), project, env, model },
+                class,
+                gpus: gpus as u8,
+                gpu_mem,
+                exclusive: !shared,
+                steps_total,
+                priority: 0,
+                pool,
+                checkpoint_size,
+            },
+            step_secs,
+            util,
+        }
+    }
+}

@@ -1,0 +1,31 @@
+//! Adapters from the outside world to the core's types. For now, the real
+//! data files the simulator replays: AWS spot price-history dumps, spot
+//! preemption traces and the Philly job trace.
+//!
+//! Parsers take text and a source name and return domain values or an error
+//! that names the source and the line or entry; they never touch the `Room`.
+//! Live adapters (NVML, dcgm-exporter, EC2, IMDS, Slurm) join them here.
+
+pub mod philly;
+pub mod price_history;
+pub mod spot_trace;
+
+/// A parse failure that says where: the file (or source) and the position.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{source_name}: {position}: {message}")]
+pub struct ParseError {
+    pub source_name: String,
+    /// "line 12", "entry 7", "line 3 column 14"...
+    pub position: String,
+    pub message: String,
+}
+
+impl ParseError {
+    pub fn new(source_name: &str, position: impl Into<String>, message: impl Into<String>) -> ParseError {
+        ParseError { source_name: source_name.to_string(), position: position.into(), message: message.into() }
+    }
+
+    pub(crate) fn from_json(source_name: &str, err: &serde_json::Error) -> ParseError {
+        ParseError::new(source_name, format!("line {} column {}", err.line(), err.column()), err.to_string())
+    }
+}

@@ -1,0 +1,223 @@
+//! Persistence: one SQLite file per engine, in WAL mode.
+//!
+//! * `events` — the append-only event log. Each event is written before it
+//!   is applied; replaying the log into a fresh `Room` rebuilds the state.
+//! * `snapshots` — the whole `Room` every so often, so a replay can start
+//!   from the latest one instead of the beginning.
+//! * `meta` — the `RoomConfig` the run started with and what produced it.
+//!
+//! Durability: `synchronous=NORMAL` under WAL. A commit survives a crash of
+//! the process; an OS crash or power loss may drop the last commits, never
+//! corrupt the file. Events are appended inside a transaction that the engine
+//! commits once per batch (once per wall-clock tick in the console), so a
+//! killed process loses at most the batch it had not committed, and none of
+//! that batch's effects were acknowledged by the store.
+//!
+//! Owns SQL; knows nothing of the TUI or of how events are produced.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
+use serde::{Deserialize, Serialize};
+
+use crate::core::event::Event;
+use crate::core::room::{Room, RoomConfig};
+use crate::core::units::At;
+
+const SCHEMA_VERSION: i64 = 1;
+
+/// What started a recorded run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunMeta {
+    pub room_config: RoomConfig,
+    /// e.g. "sim seed=1 config=fixtures/sim/default.toml".
+    pub source: String,
+    pub created_with: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{path}: {message}")]
+    Sqlite { path: String, message: String },
+    #[error("{path}: event {seq}: {message}")]
+    BadEvent { path: String, seq: i64, message: String },
+    #[error("{path}: {message}")]
+    Format { path: String, message: String },
+}
+
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+    in_tx: bool,
+    next_seq: i64,
+}
+
+fn at_text(at: At) -> String {
+    at.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
+}
+
+impl Store {
+    fn sql_err(&self, e: rusqlite::Error) -> StoreError {
+        StoreError::Sqlite { path: self.path.display().to_string(), message: e.to_string() }
+    }
+
+    fn wrap(path: &Path, e: rusqlite::Error) -> StoreError {
+        StoreError::Sqlite { path: path.display().to_string(), message: e.to_string() }
+    }
+
+    /// Creates a new event log. Refuses to touch an existing file, so no
+    /// recorded run is ever overwritten.
+    pub fn create(path: &Path, meta: &RunMeta) -> Result<Store, StoreError> {
+        if path.exists() {
+            return Err(StoreError::Format { path: path.display().to_string(), message: "already exists; refusing to overwrite a recorded run".into() });
+        }
+        let conn = Connection::open(path).map_err(|e| Self::wrap(path, e))?;
+        let mut store = Store { conn, path: path.to_path_buf(), in_tx: false, next_seq: 1 };
+        store.pragmas()?;
+        let meta_json = serde_json::to_string(meta).map_err(|e| StoreError::Format { path: path.display().to_string(), message: e.to_string() })?;
+        store
+            .conn
+            .execute_batch(
+                "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                 CREATE TABLE events (seq INTEGER PRIMARY KEY, at TEXT NOT NULL, at_ms INTEGER NOT NULL, kind TEXT NOT NULL, body TEXT NOT NULL);
+                 CREATE TABLE snapshots (seq INTEGER PRIMARY KEY, at TEXT NOT NULL, room TEXT NOT NULL);",
+            )
+            .map_err(|e| store.sql_err(e))?;
+        store
+            .conn
+            .execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?1), ('run', ?2)", params![SCHEMA_VERSION.to_string(), meta_json])
+            .map_err(|e| store.sql_err(e))?;
+        Ok(store)
+    }
+
+    /// Opens an existing log for reading only (replay, wall display).
+    pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
+        if !path.exists() {
+            return Err(StoreError::Format { path: path.display().to_string(), message: "no such file".into() });
+        }
+        let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(|e| Self::wrap(path, e))?;
+        let store = Store { conn, path: path.to_path_buf(), in_tx: false, next_seq: 0 };
+        let version: Option<String> = store
+            .conn
+            .query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0))
+            .optional()
+            .map_err(|e| StoreError::Format { path: path.display().to_string(), message: format!("not a gpuroom event log ({e})") })?;
+        match version.as_deref().map(str::parse::<i64>) {
+            Some(Ok(SCHEMA_VERSION)) => Ok(store),
+            other => Err(StoreError::Format { path: path.display().to_string(), message: format!("unsupported schema version {other:?}") }),
+        }
+    }
+
+    fn pragmas(&mut self) -> Result<(), StoreError> {
+        self.conn.pragma_update(None, "journal_mode", "WAL").map_err(|e| self.sql_err(e))?;
+        self.conn.pragma_update(None, "synchronous", "NORMAL").map_err(|e| self.sql_err(e))?;
+        Ok(())
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn meta(&self) -> Result<RunMeta, StoreError> {
+        let text: String = self.conn.query_row("SELECT value FROM meta WHERE key = 'run'", [], |r| r.get(0)).map_err(|e| self.sql_err(e))?;
+        serde_json::from_str(&text).map_err(|e| StoreError::Format { path: self.path.display().to_string(), message: format!("meta: {e}") })
+    }
+
+    pub fn begin(&mut self) -> Result<(), StoreError> {
+        if !self.in_tx {
+            self.conn.execute_batch("BEGIN IMMEDIATE").map_err(|e| self.sql_err(e))?;
+            self.in_tx = true;
+        }
+        Ok(())
+    }
+
+    pub fn commit(&mut self) -> Result<(), StoreError> {
+        if self.in_tx {
+            self.conn.execute_batch("COMMIT").map_err(|e| self.sql_err(e))?;
+            self.in_tx = false;
+        }
+        Ok(())
+    }
+
+    /// Appends one event (inside the open transaction, if any) and returns its sequence number.
+    pub fn append(&mut self, at: At, event: &Event) -> Result<i64, StoreError> {
+        let body = serde_json::to_string(event).map_err(|e| StoreError::Format { path: self.path.display().to_string(), message: e.to_string() })?;
+        let seq = self.next_seq;
+        self.conn
+            .prepare_cached("INSERT INTO events (seq, at, at_ms, kind, body) VALUES (?1, ?2, ?3, ?4, ?5)")
+            .and_then(|mut stmt| stmt.execute(params![seq, at_text(at), at.timestamp_millis(), event.kind(), body]))
+            .map_err(|e| self.sql_err(e))?;
+        self.next_seq += 1;
+        Ok(seq)
+    }
+
+    /// Saves the whole room as of event `seq`.
+    pub fn snapshot(&mut self, seq: i64, room: &Room) -> Result<(), StoreError> {
+        let json = serde_json::to_string(room).map_err(|e| StoreError::Format { path: self.path.display().to_string(), message: e.to_string() })?;
+        let at = room.now().map(at_text).unwrap_or_default();
+        self.conn
+            .execute("INSERT OR REPLACE INTO snapshots (seq, at, room) VALUES (?1, ?2, ?3)", params![seq, at, json])
+            .map_err(|e| self.sql_err(e))?;
+        Ok(())
+    }
+
+    pub fn event_count(&self) -> Result<i64, StoreError> {
+        self.conn.query_row("SELECT COUNT(*) FROM events", [], |r| r.get(0)).map_err(|e| self.sql_err(e))
+    }
+
+    /// The latest snapshot and the sequence number it covers.
+    pub fn latest_snapshot(&self) -> Result<Option<(i64, Room)>, StoreError> {
+        let row: Option<(i64, String)> = self
+            .conn
+            .query_row("SELECT seq, room FROM snapshots ORDER BY seq DESC LIMIT 1", [], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()
+            .map_err(|e| self.sql_err(e))?;
+        row.map(|(seq, json)| {
+            serde_json::from_str(&json)
+                .map(|room| (seq, room))
+                .map_err(|e| StoreError::Format { path: self.path.display().to_string(), message: format!("snapshot {seq}: {e}") })
+        })
+        .transpose()
+    }
+
+    /// Calls `f` for every event after `after_seq`, in order, reading in pages.
+    pub fn for_each_event(&self, after_seq: i64, mut f: impl FnMut(i64, At, Event)) -> Result<u64, StoreError> {
+        let path = self.path.display().to_string();
+        let mut stmt = self.conn.prepare("SELECT seq, at, body FROM events WHERE seq > ?1 ORDER BY seq").map_err(|e| self.sql_err(e))?;
+        let mut rows = stmt.query(params![after_seq]).map_err(|e| Self::wrap(&self.path, e))?;
+        let mut count = 0;
+        while let Some(row) = rows.next().map_err(|e| Self::wrap(&self.path, e))? {
+            let seq: i64 = row.get(0).map_err(|e| Self::wrap(&self.path, e))?;
+            let at: String = row.get(1).map_err(|e| Self::wrap(&self.path, e))?;
+            let body: String = row.get(2).map_err(|e| Self::wrap(&self.path, e))?;
+            let at = chrono::DateTime::parse_from_rfc3339(&at)
+                .map_err(|e| StoreError::BadEvent { path: path.clone(), seq, message: format!("time {at:?}: {e}") })?
+                .to_utc();
+            let event: Event =
+                serde_json::from_str(&body).map_err(|e| StoreError::BadEvent { path: path.clone(), seq, message: format!("body: {e}") })?;
+            f(seq, at, event);
+            count += 1;
+        }
+        Ok(count)
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        // An open batch is committed on a clean shutdown; a crash loses only it.
+        let _ = self.commit();
+    }
+}
+
+/// Rebuilds the state from a log: from the beginning, or from the latest
+/// snapshot when `from_snapshot` is set (both must agree; a test checks).
+pub fn replay(store: &Store, from_snapshot: bool) -> Result<(Room, u64), StoreError> {
+    let (mut room, after) = match (from_snapshot, store.latest_snapshot()?) {
+        (true, Some((seq, room))) => (room, seq),
+        _ => (Room::new(store.meta()?.room_config), 0),
+    };
+    let applied = store.for_each_event(after, |_, at, event| {
+        room.apply(at, &event);
+    })?;
+    Ok((room, applied))
+}
