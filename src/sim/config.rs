@@ -241,7 +241,8 @@ mod tests {
         let broken = text.replacen("telemetry_secs = 30", "telemetry_secs = \"soon\"", 1);
         let err = SimConfig::parse("my.toml", &broken).unwrap_err();
         assert_eq!(err.file, "my.toml");
-        assert!(err.message.starts_with("line 10:"), "{err}");
+        let line = text.lines().position(|l| l.starts_with("telemetry_secs")).unwrap() + 1;
+        assert!(err.message.starts_with(&format!("line {line}:")), "{err}");
 
         let unknown_type = text.replacen("instance_type = \"p3.16xlarge\"\nzone = \"us-east-1c\"\nbilling = \"reserved\"", "instance_type = \"x9.huge\"\nzone = \"us-east-1c\"\nbilling = \"reserved\"", 1);
         assert!(SimConfig::parse("my.toml", &unknown_type).unwrap_err().message.contains("x9.huge"));

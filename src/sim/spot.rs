@@ -42,7 +42,8 @@ impl PriceReplay {
     pub fn next_change(&mut self, start: At) -> (At, MicrosPerHour) {
         if self.next >= self.steps.len() {
             let span = self.steps.last().map(|s| s.0).unwrap_or(start) - self.steps[0].0;
-            self.shift += span.max(chrono::TimeDelta::hours(1));
+            // A one-point series has no span: lap by an hour rather than spin.
+            self.shift += if span > chrono::TimeDelta::zero() { span } else { chrono::TimeDelta::hours(1) };
             self.next = 0;
         }
         let (t, p) = self.steps[self.next];
