@@ -244,7 +244,7 @@ mod tests {
         let line = text.lines().position(|l| l.starts_with("telemetry_secs")).unwrap() + 1;
         assert!(err.message.starts_with(&format!("line {line}:")), "{err}");
 
-        let unknown_type = text.replacen("instance_type = \"p3.16xlarge\"\nzone = \"us-east-1c\"\nbilling = \"reserved\"", "instance_type = \"x9.huge\"\nzone = \"us-east-1c\"\nbilling = \"reserved\"", 1);
+        let unknown_type = text.replacen("instance_type = \"p3.16xlarge\"\nzone", "instance_type = \"x9.huge\"\nzone", 1);
         assert!(SimConfig::parse("my.toml", &unknown_type).unwrap_err().message.contains("x9.huge"));
 
         let bad_money = text.replacen("monthly_budget = \"30000\"", "monthly_budget = \"lots\"", 1);
