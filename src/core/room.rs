@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::cluster::{Allocation, BillingMode, Node, NodeState};
 use super::event::{Action, Actor, Effect, Event, GpuSample, Role, TenantSpec};
-use super::ids::{JobId, NodeId, TenantId};
+use super::ids::{GpuRef, JobId, NodeId, TenantId};
 use super::job::{AfterCheckpoint, Job, JobSpec, JobState, Phase, Placement, StopReason};
 use super::text::clean;
 use super::units::{At, Micros, MicrosPerHour, Secs};
@@ -108,7 +108,9 @@ pub struct Room {
     pub(crate) tenants: BTreeMap<TenantId, TenantSpec>,
     pub(crate) market: Market,
     pub(crate) books: Books,
-    pub(crate) accruals: BTreeMap<NodeId, Accrual>,
+    /// One accrual per GPU: each GPU's share of its instance's price.
+    #[serde(with = "crate::core::serde_pairs")]
+    pub(crate) accruals: BTreeMap<GpuRef, Accrual>,
     pub(crate) rates: BTreeMap<JobId, ProgressRate>,
     pub(crate) alarms: BTreeMap<String, Alarm>,
     pub(crate) log: VecDeque<LogLine>,
@@ -255,7 +257,6 @@ impl Room {
             self.market.register(spec.pool(), spec.on_demand_price);
         }
         self.nodes.insert(spec.id, Node::new(spec.clone(), at));
-        self.accruals.entry(spec.id).or_default();
         let verb = if relaunch { "relaunched" } else { "joined" };
         self.note(
             at,
@@ -685,10 +686,15 @@ impl Room {
                 self.books.unpriced_ms += millis;
                 continue;
             };
-            let amount = self.accruals.entry(id).or_default().accrue(rate, millis);
+            let parts = node.gpus.len() as u32;
+            let per_gpu: Vec<i64> = (0..node.gpus.len())
+                .map(|i| {
+                    let gpu = GpuRef { node: id, index: i as u8 };
+                    self.accruals.entry(gpu).or_default().accrue_share(rate, millis, parts).0
+                })
+                .collect();
             let node = &self.nodes[&id];
-            // Each GPU's share, then the jobs on it by memory share; the rest is idle.
-            let per_gpu = split_exact(amount.0, &vec![1; node.gpus.len()]);
+            // Each GPU's share goes to the jobs on it by memory share; the rest is idle.
             let mut charges: Vec<(JobId, i64)> = Vec::new();
             let mut idle = 0i64;
             let mut busy_gpus = 0i64;

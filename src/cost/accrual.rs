@@ -10,18 +10,25 @@ const MS_PER_HOUR: i128 = 3_600_000;
 /// carrying the sub-micro remainder so that no fraction is ever lost.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Accrual {
-    /// Remainder in micro-units × milliseconds per hour (always below one micro-unit).
+    /// Remainder in micro-units × milliseconds per hour × parts (always below one micro-unit).
     carry: i64,
 }
 
 impl Accrual {
     pub fn accrue(&mut self, rate: MicrosPerHour, millis: i64) -> Micros {
+        self.accrue_share(rate, millis, 1)
+    }
+
+    /// Accrues one of `parts` equal shares of `rate` (one GPU of an instance),
+    /// with its own remainder, so no share is favoured by rounding.
+    pub fn accrue_share(&mut self, rate: MicrosPerHour, millis: i64, parts: u32) -> Micros {
         if rate.0 <= 0 || millis <= 0 {
             return Micros::ZERO;
         }
+        let divisor = MS_PER_HOUR * i128::from(parts.max(1));
         let numerator = i128::from(rate.0) * i128::from(millis) + i128::from(self.carry);
-        self.carry = (numerator % MS_PER_HOUR) as i64;
-        Micros((numerator / MS_PER_HOUR) as i64)
+        self.carry = (numerator % divisor) as i64;
+        Micros((numerator / divisor) as i64)
     }
 }
 
@@ -76,6 +83,21 @@ mod tests {
         }
         total += step.accrue(rate, 3_600_000 % 7);
         assert_eq!(total, Micros(918_300));
+    }
+
+    #[test]
+    fn equal_shares_accrue_alike_whatever_the_rounding() {
+        // $7.0/h over 3 GPUs does not divide evenly; each share keeps its own remainder.
+        let rate = MicrosPerHour(7_000_000);
+        let mut shares = [Accrual::default(), Accrual::default(), Accrual::default()];
+        let mut totals = [0i64; 3];
+        for _ in 0..1000 {
+            for (share, total) in shares.iter_mut().zip(totals.iter_mut()) {
+                *total += share.accrue_share(rate, 3_607, 3).0;
+            }
+        }
+        let exact = 7_000_000i128 * 3_607_000 / (3_600_000 * 3);
+        assert!(totals.iter().all(|t| i128::from(*t) == exact), "{totals:?} vs {exact}");
     }
 
     #[test]
