@@ -264,3 +264,16 @@ fn names_with_escape_sequences_reach_the_view_clean() {
     let text = serde_json::to_string(&view).unwrap();
     assert!(!text.contains("\\u001b") && !text.contains("\\u0007") && !text.contains('\u{202E}'), "{text}");
 }
+
+#[test]
+fn a_job_being_cancelled_when_its_node_is_lost_ends_cancelled() {
+    let mut room = room_with(&[(1, BillingMode::Spot, 8)]);
+    submit(&mut room, 0, job_spec(1, "nlp", 1));
+    room.apply(t(1), &Event::JobStarted { job: JobId(1) });
+    let alice = operator("alice", Role::Operator);
+    room.apply(t(2), &Event::Operator { actor: alice, action: Action::Cancel { job: JobId(1) } });
+    room.apply(t(3), &Event::NodeLost { node: NodeId(1), reason: "reclaimed".into() });
+    let job = room.job(JobId(1)).unwrap();
+    assert_eq!(job.state, gpuroom::core::job::JobState::Failed { reason: "cancelled by alice".into() });
+    assert_eq!(job.requeues, 0);
+}

@@ -10,7 +10,8 @@
 //!    └──(requeue)◀─── Preempted ◀──────── (stop after save)
 //! ```
 //!
-//! A job that is being stopped may still finish on its own (Preempted → Done).
+//! A job that is being stopped may still finish on its own (Preempted → Done),
+//! and a very short job may end before its start was reported (Placed → Done).
 
 use serde::{Deserialize, Serialize};
 
@@ -148,6 +149,7 @@ impl Phase {
                 | (Queued, Failed)
                 | (Placed, Running)
                 | (Placed, Preempted)
+                | (Placed, Done)
                 | (Placed, Failed)
                 | (Running, Checkpointing)
                 | (Running, Preempted)
@@ -264,6 +266,7 @@ mod tests {
             (Queued, Failed),
             (Placed, Running),
             (Placed, Preempted),
+            (Placed, Done),
             (Placed, Failed),
             (Running, Checkpointing),
             (Running, Preempted),

@@ -161,6 +161,10 @@ impl Room {
         self.nodes.get(&id)
     }
 
+    pub fn nodes(&self) -> impl Iterator<Item = &Node> {
+        self.nodes.values()
+    }
+
     pub fn jobs(&self) -> impl Iterator<Item = &Job> {
         self.jobs.values()
     }
@@ -288,8 +292,16 @@ impl Room {
             {
                 self.stats.notice_saves_missed += 1;
             }
+            let cancelled_by = match self.jobs.get(&job_id).map(|j| &j.state) {
+                Some(JobState::Preempted { reason: StopReason::Operator { actor, requeue: false } }) => Some(clean(actor)),
+                _ => None,
+            };
             self.release(job_id);
-            self.requeue_from_checkpoint(at, job_id);
+            match cancelled_by {
+                // Being cancelled anyway: the loss only makes it final sooner.
+                Some(actor) => self.finish(at, job_id, JobState::Failed { reason: format!("cancelled by {actor}") })?,
+                None => self.requeue_from_checkpoint(at, job_id),
+            }
         }
         if let Some(node) = self.nodes.get_mut(&node_id) {
             node.state = NodeState::Down { since: at };
@@ -385,6 +397,8 @@ impl Room {
             return Err(format!("job {id} reported a checkpoint at step {step}, outside {}..={}", job.steps_saved, job.spec.steps_total));
         }
         job.steps_saved = step;
+        // The checkpoint is evidence of progress that telemetry may not have shown yet.
+        job.steps_done = job.steps_done.max(step);
         job.last_checkpoint_at = Some(at);
         job.checkpoints += 1;
         job.checkpoint_bytes += bytes;
@@ -428,6 +442,10 @@ impl Room {
         } else {
             (JobState::Failed { reason: clean(message) }, Severity::Warn, format!("failed: {}", clean(message)))
         };
+        // Check before releasing anything: a refused event changes nothing.
+        if !job.phase().can_become(state.phase()) {
+            return Err(format!("job {id} cannot go from {} to {}", job.phase().label(), state.phase().label()));
+        }
         let name = clean(&job.spec.name);
         self.release(id);
         self.finish(at, id, state)?;
