@@ -1,0 +1,173 @@
+//! The one-line header (product, data source, clock, GPUs, queue, burn,
+//! alarms, STALE), the alarm strip under it, and the footer of key hints
+//! generated from the command list.
+//!
+//! Draws from the `View`, the `DrawContext` (source label, data age measured
+//! by the caller) and `App`. Reads no clock itself. Items that do not fit are
+//! dropped whole, least important first, never cut in the middle of a figure.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Widget;
+
+use super::app::App;
+use super::commands::COMMANDS;
+use super::fmt::{self, put};
+use super::theme::Theme;
+use super::DrawContext;
+use crate::core::room::Severity;
+use crate::core::units::Secs;
+use crate::core::View;
+
+/// An item of the header: full text, short text, style, priority (lower
+/// stays longer; 0 is never dropped), and whether it sits on the right.
+struct Item {
+    full: String,
+    short: String,
+    style: Style,
+    priority: u8,
+    right: bool,
+}
+
+impl Item {
+    fn new(full: String, short: String, style: Style, priority: u8) -> Item {
+        Item { full, short, style, priority, right: false }
+    }
+    fn text(&self, short: bool) -> &str {
+        if short { &self.short } else { &self.full }
+    }
+}
+
+const SEP: &str = " │ ";
+const SEP_SHORT: &str = "  ";
+
+/// The data is older than the caller's threshold.
+pub fn is_stale(ctx: &DrawContext) -> bool {
+    ctx.data_age.is_some_and(|age| age > ctx.stale_after)
+}
+
+pub fn header(view: &View, ctx: &DrawContext, t: &Theme, area: Rect, buf: &mut Buffer) {
+    buf.set_style(area, t.header);
+    let c = &view.cluster;
+    let clock = view.at.map(fmt::clock).unwrap_or_else(|| "no data yet".into());
+    let alarms = view.alarms.len();
+    let mut items = vec![
+        Item::new(" gpuroom".into(), " gpuroom".into(), t.brand, 0),
+        Item::new(ctx.source.clone(), fmt::trunc(&ctx.source, 14), t.header, 6),
+        Item::new(format!("{clock} UTC"), clock.clone(), t.header, 1),
+        Item::new(format!("GPUs {}/{} busy", c.gpus_busy, c.gpus_total), format!("{}/{} GPU", c.gpus_busy, c.gpus_total), t.header, 3),
+        Item::new(format!("queue {}", view.queue.depth), format!("Q {}", view.queue.depth), t.header, 4),
+        Item::new(format!("burn {}", c.burn), c.burn.to_string(), t.header, 5),
+    ];
+    if is_stale(ctx) {
+        let age = ctx.data_age.map(|a| Secs(a.as_secs() as i64).to_string()).unwrap_or_default();
+        items.push(Item { right: true, ..Item::new(format!(" STALE {age} "), " STALE ".into(), t.alarm_banner, 0) });
+    }
+    if alarms > 0 {
+        let word = if alarms == 1 { "alarm" } else { "alarms" };
+        items.push(Item { right: true, ..Item::new(format!(" ▲ {alarms} {word} "), format!(" ▲{alarms} "), t.alarm_banner, 0) });
+    } else {
+        items.push(Item { right: true, ..Item::new(" ✓ no alarms ".into(), " ✓ ".into(), t.header.patch(t.ok), 7) });
+    }
+    let (short, keep) = choose(&items, area.width as usize);
+    let mut left = Vec::new();
+    let mut right = Vec::new();
+    for (item, _) in items.iter().zip(&keep).filter(|(_, k)| **k) {
+        let side = if item.right { &mut right } else { &mut left };
+        if !item.right && !side.is_empty() {
+            side.push(Span::styled(if short { SEP_SHORT } else { SEP }, t.header));
+        }
+        side.push(Span::styled(item.text(short).to_string(), item.style));
+    }
+    Line::from(left).render(area, buf);
+    Line::from(right).right_aligned().render(area, buf);
+}
+
+fn width_of(items: &[Item], keep: &[bool], short: bool) -> usize {
+    let kept = items.iter().zip(keep).filter(|(_, k)| **k).map(|(i, _)| i);
+    let lefts = kept.clone().filter(|i| !i.right).count();
+    let sep = fmt::width(if short { SEP_SHORT } else { SEP });
+    kept.map(|i| fmt::width(i.text(short))).sum::<usize>() + lefts.saturating_sub(1) * sep + 1
+}
+
+/// Full texts if all fit, else short texts, dropping the least important
+/// items until the rest fits. Returns (short texts?, kept).
+fn choose(items: &[Item], w: usize) -> (bool, Vec<bool>) {
+    let mut keep = vec![true; items.len()];
+    if width_of(items, &keep, false) <= w {
+        return (false, keep);
+    }
+    let mut order: Vec<usize> = (0..items.len()).filter(|i| items[*i].priority > 0).collect();
+    order.sort_by_key(|i| std::cmp::Reverse((items[*i].priority, *i)));
+    for i in order {
+        if width_of(items, &keep, true) <= w {
+            break;
+        }
+        keep[i] = false;
+    }
+    (true, keep)
+}
+
+/// The newest alarm across the full width, or a quiet line with the newest log entry.
+pub fn alarm_strip(view: &View, t: &Theme, area: Rect, buf: &mut Buffer) {
+    if let Some(alarm) = view.alarms.first() {
+        buf.set_style(area, t.alarm_banner);
+        let more = view.alarms.len() - 1;
+        let mut spans = vec![
+            Span::styled(" ▲ ALARM ", t.alarm_banner),
+            Span::styled(format!("{} ", fmt::time_of_day(alarm.raised_at)), t.alarm_banner),
+            Span::styled(alarm.text.clone(), t.alarm_banner),
+        ];
+        if more > 0 {
+            spans.push(Span::styled(format!("   (+{more} more)"), t.alarm_banner));
+        }
+        put(buf, area, 0, Line::from(spans));
+        return;
+    }
+    let mut spans = vec![Span::styled("✓ no active alarms", t.ok)];
+    if let Some(last) = view.log.last() {
+        spans.push(Span::styled(format!("   {} ", fmt::time_of_day(last.at)), t.dim));
+        spans.push(Span::styled(last.text.clone(), severity_style(last.severity, t)));
+    }
+    put(buf, area, 0, Line::from(spans));
+}
+
+pub fn severity_style(s: Severity, t: &Theme) -> Style {
+    match s {
+        Severity::Info => t.text,
+        Severity::Warn => t.warn,
+        Severity::Alarm => t.alarm,
+        Severity::Action => t.key,
+    }
+}
+
+pub fn severity_tag(s: Severity) -> &'static str {
+    match s {
+        Severity::Info => "info",
+        Severity::Warn => "WARN",
+        Severity::Alarm => "ALRM",
+        Severity::Action => "act ",
+    }
+}
+
+/// Key hints for the commands that apply now, then the focus on the right.
+pub fn footer(app: &App, t: &Theme, area: Rect, buf: &mut Buffer) {
+    let mut spans = Vec::new();
+    let mut used = 0usize;
+    let focus = format!(" {}{} ", app.focus.title(), if app.zoom { " (zoomed)" } else { "" });
+    let room = (area.width as usize).saturating_sub(fmt::width(&focus));
+    for c in COMMANDS.iter().filter(|c| c.enabled(app)) {
+        let Some((keys, word)) = c.hint else { continue };
+        let add = fmt::width(keys) + 1 + fmt::width(word) + 2;
+        if used + add > room {
+            break;
+        }
+        used += add;
+        spans.push(Span::styled(format!(" {keys}"), t.key));
+        spans.push(Span::styled(format!(" {word} "), t.dim));
+    }
+    put(buf, area, 0, Line::from(spans));
+    Line::from(Span::styled(focus, t.title_focused)).right_aligned().render(area, buf);
+}

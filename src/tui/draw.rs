@@ -1,0 +1,198 @@
+//! One frame: lays out the screen and has each part draw itself — header,
+//! alarm strip, the five panes, the log pane, footer, and the help overlay.
+//!
+//! Pure: it draws the `View` and the `App` it is handed, with the caller's
+//! `DrawContext` (source label, data age, theme). It reads no clock and
+//! changes nothing but the frame (and the queue's scroll window in `App`).
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::Frame;
+
+use super::app::{App, PaneId};
+use super::panes::queue::QueueUi;
+use super::panes::{self, PaneProps};
+use super::{chrome, help, layout, log, DrawContext};
+use crate::core::View;
+
+/// Draws the whole console into `frame`.
+pub fn draw(frame: &mut Frame<'_>, app: &App, view: &View, ctx: &DrawContext) {
+    let area = frame.area();
+    draw_buffer(app, view, ctx, area, frame.buffer_mut());
+}
+
+/// The same, into any buffer (for tests and screenshots).
+pub fn draw_buffer(app: &App, view: &View, ctx: &DrawContext, area: Rect, buf: &mut Buffer) {
+    let t = &ctx.theme;
+    let a = layout::compute(area, app, view);
+    if !a.header.is_empty() {
+        chrome::header(view, ctx, t, a.header, buf);
+    }
+    if !a.strip.is_empty() {
+        chrome::alarm_strip(view, t, a.strip, buf);
+    }
+    for id in PaneId::ALL {
+        let r = a.pane(id);
+        if r.is_empty() {
+            continue;
+        }
+        let props = PaneProps { theme: t, focused: app.focus == id };
+        match id {
+            PaneId::Fleet => panes::fleet::render(view, props, r, buf),
+            PaneId::Memory => panes::memory::render(view, props, r, buf),
+            PaneId::Queue => {
+                let ui = QueueUi { selected: app.selected_index(view), window: &app.queue_window };
+                panes::queue::render(view, &ui, props, r, buf)
+            }
+            PaneId::Market => panes::market::render(view, props, r, buf),
+            PaneId::Budget => panes::budget::render(view, props, r, buf),
+        }
+    }
+    if let Some(r) = a.log {
+        log::render(view, t, r, buf);
+    }
+    if !a.footer.is_empty() {
+        chrome::footer(app, t, a.footer, buf);
+    }
+    if app.help {
+        help::render(app, t, area, buf);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ratatui::backend::TestBackend;
+    use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use ratatui::Terminal;
+
+    use super::*;
+    use crate::tui::commands::COMMANDS;
+    use crate::tui::fixture::demo_view;
+    use crate::tui::theme::Theme;
+
+    fn ctx() -> DrawContext {
+        DrawContext { theme: Theme::dark(), ..DrawContext::new("SIM seed 1 ×60") }
+    }
+
+    fn screen(w: u16, h: u16, app: &App, view: &View, ctx: &DrawContext) -> Terminal<TestBackend> {
+        let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
+        terminal.draw(|f| draw(f, app, view, ctx)).unwrap();
+        terminal
+    }
+
+    fn text(terminal: &Terminal<TestBackend>) -> String {
+        terminal.backend().buffer().content.iter().map(|c| c.symbol()).collect()
+    }
+
+    #[test]
+    fn full_screen_120x40() {
+        let view = demo_view();
+        let app = App::with_focus(PaneId::Queue);
+        insta::assert_snapshot!(screen(120, 40, &app, &view, &ctx()).backend());
+    }
+
+    #[test]
+    fn full_screen_80x24() {
+        let view = demo_view();
+        insta::assert_snapshot!(screen(80, 24, &App::default(), &view, &ctx()).backend());
+    }
+
+    #[test]
+    fn full_screen_200x60_stale() {
+        let view = demo_view();
+        let ctx = DrawContext { data_age: Some(std::time::Duration::from_secs(42)), ..ctx() };
+        insta::assert_snapshot!(screen(200, 60, &App::default(), &view, &ctx).backend());
+    }
+
+    #[test]
+    fn zoomed_queue_80x24() {
+        let view = demo_view();
+        let mut app = App::with_focus(PaneId::Queue);
+        app.zoom = true;
+        insta::assert_snapshot!(screen(80, 24, &app, &view, &ctx()).backend());
+    }
+
+    #[test]
+    fn help_overlay_lists_every_command() {
+        let view = demo_view();
+        let mut app = App::new();
+        app.help = true;
+        let terminal = screen(80, 24, &app, &view, &ctx());
+        insta::assert_snapshot!(terminal.backend());
+        let shown = text(&terminal);
+        for c in COMMANDS {
+            assert!(shown.contains(c.keys), "help lacks the keys {:?}", c.keys);
+            assert!(shown.contains(c.desc), "help lacks {:?}", c.desc);
+        }
+    }
+
+    #[test]
+    fn footer_hints_come_from_the_command_list() {
+        let view = demo_view();
+        let app = App::with_focus(PaneId::Queue);
+        let terminal = screen(120, 40, &app, &view, &ctx());
+        let buf = terminal.backend().buffer();
+        let footer: String = (0..120).map(|x| buf[(x, 39)].symbol().to_string()).collect();
+        for c in COMMANDS.iter().filter(|c| c.enabled(&app)) {
+            if let Some((keys, word)) = c.hint {
+                assert!(footer.contains(&format!("{keys} {word}")), "footer lacks {keys} {word}: {footer}");
+            }
+        }
+    }
+
+    #[test]
+    fn tiny_sizes_do_not_panic() {
+        let view = demo_view();
+        let mut app = App::with_focus(PaneId::Queue);
+        for (w, h) in [(1, 1), (2, 2), (20, 5), (5, 20), (40, 10), (59, 12), (79, 23), (300, 100), (0, 0)] {
+            for help in [false, true] {
+                for zoom in [false, true] {
+                    app.help = help;
+                    app.zoom = zoom;
+                    let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
+                    terminal.draw(|f| draw(f, &app, &view, &ctx())).unwrap();
+                    terminal.draw(|f| draw(f, &app, &View::default(), &ctx())).unwrap();
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_hostile_job_name_never_puts_an_escape_on_screen() {
+        use crate::core::event::{Event, TenantSpec};
+        use crate::core::ids::TenantId;
+        use crate::core::job::JobSpec;
+        use crate::core::testkit::job_spec;
+        use crate::core::units::Micros;
+        let mut room = crate::tui::fixture::demo_room();
+        let at = room.now().unwrap();
+        let evil = "\x1b[2J\x1b]0;pwned\x07\u{9b}31m";
+        let spec = TenantSpec { id: TenantId(format!("t{evil}")), quota_gpus: 1, monthly_budget: Micros(1) };
+        room.apply(at, &Event::TenantDefined { spec });
+        let spec = JobSpec { name: format!("job{evil}"), ..job_spec(99, &format!("t{evil}"), 64) };
+        room.apply(at + chrono::TimeDelta::seconds(1), &Event::JobSubmitted { spec });
+        let view = room.view();
+        assert!(view.jobs.iter().any(|j| j.name.starts_with("job")), "the job is in the view");
+        for (w, h) in [(120, 40), (80, 24)] {
+            let mut app = App::with_focus(PaneId::Queue);
+            app.on_key(KeyEvent::new(KeyCode::End, KeyModifiers::NONE), &view);
+            let terminal = screen(w, h, &app, &view, &ctx());
+            assert!(text(&terminal).contains("job[2J"), "the hostile job is on screen at {w}x{h}");
+            for cell in &terminal.backend().buffer().content {
+                assert!(!cell.symbol().chars().any(|c| c.is_control()), "control character in {:?}", cell.symbol());
+            }
+        }
+    }
+
+    #[test]
+    fn keys_then_draw_moves_the_highlight() {
+        let view = demo_view();
+        let mut app = App::with_focus(PaneId::Queue);
+        for _ in 0..3 {
+            app.on_key(KeyEvent::new(KeyCode::Down, KeyModifiers::NONE), &view);
+        }
+        let terminal = screen(120, 40, &app, &view, &ctx());
+        let shown = text(&terminal);
+        assert!(shown.contains(&format!("▶ {}", view.jobs[3].id)), "selected row marked");
+    }
+}

@@ -1,0 +1,160 @@
+//! Where everything goes, from 80×24 (or less: never refused) to 300×100.
+//!
+//! Full layout (≥ 100 wide, body ≥ 28 rows): fleet | memory on top, queue |
+//! market in the middle, budget | log at the bottom. Compact: the same three
+//! bands with budget alone at the bottom (the newest alarm stays in the strip
+//! under the header). Narrow (< 60 wide): the five panes stacked. Zoom gives
+//! the focused pane the whole body. Band heights follow what the `View` holds
+//! (nodes, tenants) within bounds, the queue takes the rest.
+//!
+//! Pure geometry: no drawing, no styles.
+
+use ratatui::layout::{Constraint, Layout, Rect};
+
+use super::app::{App, PaneId};
+use crate::core::View;
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Areas {
+    pub header: Rect,
+    pub strip: Rect,
+    pub footer: Rect,
+    pub fleet: Rect,
+    pub memory: Rect,
+    pub queue: Rect,
+    pub market: Rect,
+    pub budget: Rect,
+    /// The alarms & log pane, in the full layout only.
+    pub log: Option<Rect>,
+}
+
+impl Areas {
+    pub fn pane(&self, id: PaneId) -> Rect {
+        match id {
+            PaneId::Fleet => self.fleet,
+            PaneId::Memory => self.memory,
+            PaneId::Queue => self.queue,
+            PaneId::Market => self.market,
+            PaneId::Budget => self.budget,
+        }
+    }
+
+    fn pane_mut(&mut self, id: PaneId) -> &mut Rect {
+        match id {
+            PaneId::Fleet => &mut self.fleet,
+            PaneId::Memory => &mut self.memory,
+            PaneId::Queue => &mut self.queue,
+            PaneId::Market => &mut self.market,
+            PaneId::Budget => &mut self.budget,
+        }
+    }
+}
+
+/// Rows a band wants, kept between `min` and `share` of the body.
+fn band(want: usize, min: u16, body: u16, share: f64) -> u16 {
+    let cap = ((f64::from(body) * share) as u16).max(min);
+    (want.min(u16::MAX as usize) as u16).clamp(min, cap)
+}
+
+fn split(area: Rect, left_percent: u16) -> [Rect; 2] {
+    area.layout(&Layout::horizontal([Constraint::Percentage(left_percent), Constraint::Fill(1)]))
+}
+
+pub fn compute(area: Rect, app: &App, view: &View) -> Areas {
+    let mut a = Areas::default();
+    let h = area.height;
+    // Chrome first: header always, footer from 3 rows, alarm strip from 10.
+    let header = u16::from(h >= 1);
+    let footer = u16::from(h >= 3);
+    let strip = u16::from(h >= 10);
+    let [hd, st, body, ft] = area.layout(&Layout::vertical([
+        Constraint::Length(header),
+        Constraint::Length(strip),
+        Constraint::Fill(1),
+        Constraint::Length(footer),
+    ]));
+    (a.header, a.strip, a.footer) = (hd, st, ft);
+    if body.is_empty() {
+        return a;
+    }
+    if app.zoom {
+        *a.pane_mut(app.focus) = body;
+        return a;
+    }
+    let nodes = view.nodes.len();
+    let up = view.nodes.iter().filter(|n| n.up).count();
+    let shared = view.nodes.iter().filter(|n| n.up).flat_map(|n| &n.gpus).filter(|g| !g.exclusive && !g.jobs.is_empty()).count();
+    let tenants = view.budgets.len();
+    if area.width < 60 {
+        let parts: [Rect; 5] = body.layout(&Layout::vertical([Constraint::Fill(1); 5]));
+        for (id, r) in PaneId::ALL.into_iter().zip(parts) {
+            *a.pane_mut(id) = r;
+        }
+        return a;
+    }
+    let full = area.width >= 100 && body.height >= 28;
+    let (top, bottom) = if full {
+        let fleet = nodes + 3;
+        let memory = up + shared + 3;
+        (band(fleet.max(memory), 5, body.height, 0.4), band(tenants + 5, 5, body.height, 0.3))
+    } else {
+        (band(nodes + 3, 4, body.height, 0.35), band(tenants + 3, 3, body.height, 0.3))
+    };
+    let [t, m, b] = body.layout(&Layout::vertical([Constraint::Length(top), Constraint::Fill(1), Constraint::Length(bottom)]));
+    [a.fleet, a.memory] = split(t, 58);
+    [a.queue, a.market] = split(m, if full { 64 } else { 58 });
+    if full {
+        let [budget, log] = split(b, 64);
+        a.budget = budget;
+        a.log = Some(log);
+    } else {
+        a.budget = b;
+    }
+    a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::fixture::demo_view;
+
+    fn all(a: &Areas) -> Vec<Rect> {
+        let mut v = vec![a.header, a.strip, a.footer];
+        v.extend(PaneId::ALL.iter().map(|p| a.pane(*p)));
+        v.extend(a.log);
+        v
+    }
+
+    #[test]
+    fn every_pane_shows_from_80x24_up_and_nothing_overlaps() {
+        let view = demo_view();
+        let app = App::new();
+        for (w, h) in [(80, 24), (100, 30), (120, 40), (200, 60), (300, 100)] {
+            let area = Rect::new(0, 0, w, h);
+            let a = compute(area, &app, &view);
+            for id in PaneId::ALL {
+                let r = a.pane(id);
+                assert!(r.width >= 20 && r.height >= 3, "{id:?} too small at {w}x{h}: {r:?}");
+            }
+            let rects = all(&a);
+            for (i, x) in rects.iter().enumerate() {
+                assert!(area.contains(x.as_position()) || x.is_empty());
+                assert_eq!(x.intersection(area), *x);
+                for y in &rects[i + 1..] {
+                    assert!(!x.intersects(*y), "{x:?} overlaps {y:?} at {w}x{h}");
+                }
+            }
+            assert_eq!(a.log.is_some(), w >= 120, "log pane at {w}x{h}");
+        }
+    }
+
+    #[test]
+    fn zoom_gives_the_focused_pane_the_body() {
+        let view = demo_view();
+        let mut app = App::with_focus(PaneId::Market);
+        app.zoom = true;
+        let a = compute(Rect::new(0, 0, 80, 24), &app, &view);
+        assert_eq!(a.market, Rect::new(0, 2, 80, 21));
+        assert!(a.fleet.is_empty() && a.queue.is_empty());
+    }
+}

@@ -1,0 +1,262 @@
+//! Spot market pane: per pool (instance type, zone) the market price, the
+//! max price(s) of our instances in it, on-demand price and the price as a
+//! share of it, trend with its change, nodes up, age of the last quote, and
+//! the price history as a step chart with the max price drawn across it.
+//!
+//! Draws from `View::market` (and `View::at` for ages) only. A price above a
+//! max price is flagged in words, not just colour: that instance is being
+//! interrupted. Must not draw outside its `Rect`.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+
+use super::{PaneProps, frame};
+use crate::core::units::{At, Micros, MicrosPerHour, Secs};
+use crate::core::view::MarketRow;
+use crate::core::View;
+use crate::market::Trend;
+use crate::tui::app::PaneId;
+use crate::tui::fmt::{self, put};
+use crate::tui::theme::Theme;
+
+pub fn render(view: &View, props: PaneProps<'_>, area: Rect, buf: &mut Buffer) {
+    let t = props.theme;
+    let over = view.market.iter().filter(|m| above_max(m)).count();
+    let extra = (over > 0).then(|| Line::from(Span::styled(format!(" ▲ {over} above max "), t.alarm)));
+    let inner = frame(PaneId::Market, extra, props, area, buf);
+    if inner.is_empty() {
+        return;
+    }
+    if view.market.is_empty() {
+        put(buf, inner, 0, Line::from(Span::styled("no spot pools", t.dim)));
+        return;
+    }
+    let pools = view.market.len();
+    let rows = inner.height as usize;
+    // When not all pools fit, those above a max price come first.
+    let (shown, more) = if rows >= pools { (pools, false) } else { (rows.saturating_sub(1).max(1), rows > 1) };
+    let mut order: Vec<&MarketRow> = view.market.iter().collect();
+    if shown < pools {
+        order.sort_by_key(|m| !above_max(m));
+    }
+    let per = rows / shown;
+    for (i, row) in order.iter().take(shown).enumerate() {
+        let y = inner.y + (i * per) as u16;
+        let h = if i + 1 == shown && !more { inner.bottom() - y } else { per as u16 };
+        pool(view.at, row, t, Rect { y, height: h, ..inner }, buf);
+    }
+    if more {
+        let line = Line::from(Span::styled(format!("+{} more pools", pools - shown), t.dim));
+        put(buf, inner, (shown * per) as u16, line);
+    }
+}
+
+/// The highest max price of an instance in the pool is below the market.
+fn above_max(m: &MarketRow) -> bool {
+    m.price.is_some_and(|p| m.max_prices.iter().any(|mp| p > *mp))
+}
+
+fn trend_parts(m: &MarketRow, t: &Theme) -> (&'static str, &'static str, Style) {
+    match m.trend {
+        Trend::Rising => ("↑", "rising", t.warn),
+        Trend::Falling => ("↓", "falling", t.ok),
+        Trend::Flat => ("→", "flat", t.dim),
+    }
+}
+
+/// The first variant that fits in `w` whole, else the last one fitted group by group.
+fn first_fitting<'a>(variants: Vec<Vec<Vec<Span<'a>>>>, w: usize) -> Line<'a> {
+    let n = variants.len();
+    for (i, groups) in variants.into_iter().enumerate() {
+        let width: usize = groups.iter().flatten().map(Span::width).sum();
+        if width <= w || i + 1 == n {
+            return fmt::fit_groups(groups, w);
+        }
+    }
+    Line::default()
+}
+
+fn pool(at: Option<At>, m: &MarketRow, t: &Theme, area: Rect, buf: &mut Buffer) {
+    let w = area.width as usize;
+    let h = area.height;
+    let over = above_max(m);
+    let ident = format!("{} {}", m.instance_type, m.zone);
+    let price = Span::styled(m.price.map(|p| p.to_string()).unwrap_or_else(|| "no price yet".into()), if over { t.alarm } else { t.figure });
+    let (arrow, word, trend_style) = trend_parts(m, t);
+    let change = fmt::signed_money(m.change);
+    let share = match m.price {
+        Some(p) if m.on_demand.0 > 0 => Some(fmt::pct(p.0 as f64 / m.on_demand.0 as f64)),
+        _ => None,
+    };
+    let nodes = vec![Span::styled(format!("  {}/{} up", m.nodes_up, m.nodes_total), t.text)];
+    let age = m.updated_at.and_then(|u| fmt::since(at, u)).map(|a| vec![Span::styled(format!("  quoted {a} ago"), t.dim)]);
+    let over_span = |long: bool| Span::styled(if long { " ▲ OVER MAX: interrupting" } else { " ▲OVER" }, t.alarm);
+    if h == 1 {
+        let mut groups = vec![vec![Span::styled(fmt::trunc(&ident, w), t.text)], vec![Span::raw(" "), price]];
+        groups.push(vec![Span::styled(format!(" {arrow}"), trend_style)]);
+        if over {
+            groups.push(vec![over_span(false)]);
+        }
+        put(buf, area, 0, fmt::fit_groups(groups, w));
+        return;
+    }
+    let mut line1 = vec![vec![Span::styled(fmt::trunc(&ident, w), t.text)], nodes];
+    line1.extend(age);
+    put(buf, area, 0, fmt::fit_groups(line1, w));
+    let tall = h >= 5;
+    let max_style = if over { t.alarm } else { t.text };
+    let max = Span::styled(caps(&m.max_prices, true), max_style);
+    let max_short = Span::styled(caps(&m.max_prices, false), max_style);
+    let share_group = |long: bool| {
+        share.clone().map(|s| vec![Span::styled(if long { format!("  {s} of OD") } else { format!(" {s}OD") }, t.dim)]).unwrap_or_default()
+    };
+    if tall {
+        let long = vec![
+            vec![price.clone()],
+            vec![Span::styled(format!(" {arrow} {word} {change}"), trend_style)],
+            share_group(true),
+            vec![Span::styled(format!("  OD {}", m.on_demand), t.dim)],
+        ];
+        put(buf, area, 1, fmt::fit_groups(long, w));
+        let mut line3 = vec![vec![Span::styled("max ", t.dim), max.clone()]];
+        if over {
+            line3.push(vec![over_span(true)]);
+        }
+        put(buf, area, 2, first_fitting(vec![line3.clone(), vec![line3[0].clone(), vec![over_span(false)]]], w));
+    } else {
+        let mut full = vec![vec![price.clone()], vec![Span::styled(format!(" {arrow} {change}"), trend_style)]];
+        let mut short = full.clone();
+        if over {
+            full.push(vec![over_span(false)]);
+            short.push(vec![over_span(false)]);
+        }
+        full.push(vec![Span::styled(" max ", t.dim), max.clone()]);
+        short.push(vec![Span::styled(" max ", t.dim), max_short]);
+        full.push(share_group(true));
+        short.push(share_group(false));
+        put(buf, area, 1, first_fitting(vec![full, short], w));
+    }
+    let top = if tall { 3 } else { 2 };
+    if h <= top {
+        return;
+    }
+    let rows = h - top;
+    let axis = tall && rows >= 3;
+    let chart_area = Rect { y: area.y + top, height: rows - u16::from(axis), ..area };
+    chart(at, m, t, chart_area, tall, buf);
+    if axis {
+        let span = window(at, m).map(|(s, e)| Secs((e - s).num_seconds())).unwrap_or_default();
+        let left = format!("-{span}");
+        let pad = w.saturating_sub(fmt::width(&left) + 3);
+        put(buf, area, h - 1, Line::from(Span::styled(format!("{left}{}now", " ".repeat(pad)), t.dim)));
+    }
+}
+
+/// The max prices of the pool's instances: `$8.00/h`, or `$8.00–$9.00/h`;
+/// `per_hour: false` leaves out the `/h` where space is short.
+fn caps(max_prices: &[MicrosPerHour], per_hour: bool) -> String {
+    let unit = if per_hour { "/h" } else { "" };
+    match (max_prices.iter().min(), max_prices.iter().max()) {
+        (Some(lo), Some(hi)) if lo == hi => format!("{}{unit}", Micros(lo.0)),
+        (Some(lo), Some(hi)) => format!("{}–{}{unit}", Micros(lo.0), Micros(hi.0)),
+        _ => "—".into(),
+    }
+}
+
+/// The time span the chart covers: from the oldest point to now.
+fn window(at: Option<At>, m: &MarketRow) -> Option<(At, At)> {
+    let first = m.history.first()?.0;
+    let end = at.or(m.updated_at).unwrap_or(first).max(m.history.last()?.0);
+    let start = if end > first { first } else { end - chrono::TimeDelta::hours(1) };
+    Some((start, end))
+}
+
+/// The price in force at `when` (history is a step function, oldest first).
+fn price_at(m: &MarketRow, when: At) -> Option<MicrosPerHour> {
+    m.history.iter().rev().find(|(t, _)| *t <= when).map(|(_, p)| *p)
+}
+
+/// A step chart of the history, one column per time slice, eighth blocks,
+/// with the lowest max price drawn as `╌` where the bars do not reach it.
+fn chart(at: Option<At>, m: &MarketRow, t: &Theme, area: Rect, labels: bool, buf: &mut Buffer) {
+    let Some((start, end)) = window(at, m) else { return };
+    let cap = m.max_prices.iter().min().copied();
+    let mut lo = m.history.iter().map(|(_, p)| p.0).min().unwrap_or(0);
+    let mut hi = m.history.iter().map(|(_, p)| p.0).max().unwrap_or(0);
+    if let Some(c) = cap
+        && c.0 * 10 <= hi * 13
+        && c.0 * 10 >= lo * 7
+    {
+        lo = lo.min(c.0);
+        hi = hi.max(c.0);
+    }
+    let h = area.height as usize;
+    let label_w = if labels && h >= 2 && area.width >= 30 {
+        fmt::width(&MicrosPerHour(hi).to_string()).max(fmt::width(&MicrosPerHour(lo).to_string())) + 1
+    } else {
+        0
+    };
+    let cols = (area.width as usize).saturating_sub(label_w);
+    if cols == 0 || h == 0 {
+        return;
+    }
+    let levels = (h * 8) as i64;
+    let level = |v: i64| -> i64 {
+        if hi == lo { levels / 2 } else { 1 + ((v - lo) as f64 / (hi - lo) as f64 * (levels - 1) as f64).round() as i64 }
+    };
+    let cap_row = cap.filter(|c| c.0 >= lo && c.0 <= hi).map(|c| ((level(c.0) - 1) / 8) as usize);
+    let span = (end - start).num_milliseconds().max(1);
+    for x in 0..cols {
+        // Each column shows the price at its right edge: the last one is now.
+        let when = start + chrono::TimeDelta::milliseconds(span * (x as i64 + 1) / cols as i64);
+        let value = price_at(m, when);
+        let above = matches!((value, cap), (Some(v), Some(c)) if v > c);
+        let style: Style = if above { t.chart_over } else { t.chart };
+        let lv = value.map(|v| level(v.0)).unwrap_or(0);
+        for r in 0..h {
+            let fill = (lv - (r as i64) * 8).clamp(0, 8) as usize;
+            let (glyph, s) = match (fill, cap_row) {
+                (0, Some(cr)) if cr == r => ('╌', t.chart_over),
+                (0, _) => (' ', style),
+                (f, _) => (fmt::RAMP[f], style),
+            };
+            let pos = (area.x + (label_w + x) as u16, area.y + (h - 1 - r) as u16);
+            if let Some(cell) = buf.cell_mut(pos) {
+                cell.set_char(glyph).set_style(s);
+            }
+        }
+    }
+    if label_w > 0 {
+        let top = Rect { width: label_w as u16, height: 1, ..area };
+        put(buf, top, 0, Line::from(Span::styled(MicrosPerHour(hi).to_string(), t.dim)));
+        let bottom = Rect { y: area.bottom() - 1, ..top };
+        put(buf, bottom, 0, Line::from(Span::styled(MicrosPerHour(lo).to_string(), t.dim)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::fixture::demo_view;
+    use crate::tui::panes::testing::draw_pane;
+
+    #[test]
+    fn market_pane_tall() {
+        let view = demo_view();
+        insta::assert_snapshot!(draw_pane(50, 14, false, |p, a, b| render(&view, p, a, b)).backend());
+    }
+
+    #[test]
+    fn market_pane_compact() {
+        let view = demo_view();
+        insta::assert_snapshot!(draw_pane(36, 6, true, |p, a, b| render(&view, p, a, b)).backend());
+    }
+
+    #[test]
+    fn market_pane_one_row() {
+        let view = demo_view();
+        insta::assert_snapshot!(draw_pane(40, 3, false, |p, a, b| render(&view, p, a, b)).backend());
+    }
+}

@@ -1,0 +1,236 @@
+//! Queue pane: queue depth, GPUs asked and the oldest wait; per-tenant rows
+//! (queued, asked, running, held vs quota, oldest wait) when there is room;
+//! then the job table with a selectable, scrolling row.
+//!
+//! Draws from `View::queue`, `View::jobs` and `View::discipline`, plus the
+//! selection it is handed. It writes back only the scroll window (so the
+//! next key press knows the page size). Must not draw outside its `Rect`.
+
+use std::cell::Cell;
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+
+use super::{Col, PaneProps, fit_columns, frame, header_line, table_line, widest};
+use crate::core::job::Phase;
+use crate::core::units::Secs;
+use crate::core::view::JobRow;
+use crate::core::View;
+use crate::tui::app::{PaneId, Window};
+use crate::tui::fmt::{self, put};
+use crate::tui::theme::Theme;
+
+/// The UI state the queue pane needs.
+pub struct QueueUi<'a> {
+    pub selected: Option<usize>,
+    pub window: &'a Cell<Window>,
+}
+
+pub fn render(view: &View, ui: &QueueUi<'_>, props: PaneProps<'_>, area: Rect, buf: &mut Buffer) {
+    let t = props.theme;
+    let extra = ui.selected.map(|i| Line::from(Span::styled(format!(" {}/{} ", i + 1, view.jobs.len()), t.dim)));
+    let inner = frame(PaneId::Queue, extra, props, area, buf);
+    if inner.is_empty() {
+        return;
+    }
+    put(buf, inner, 0, summary_line(view, t, inner.width as usize));
+    let mut row = 1u16;
+    let tenants = view.queue.by_tenant.len() as u16;
+    // Tenant rows only when the job table keeps at least three rows.
+    if tenants > 0 && inner.height >= 1 + (tenants + 1) + 1 + 3 {
+        row = tenant_table(view, t, inner, row, buf);
+    }
+    if row >= inner.height {
+        return;
+    }
+    job_table(view, ui, props, Rect { y: inner.y + row, height: inner.height - row, ..inner }, buf);
+}
+
+fn summary_line<'a>(view: &View, t: &Theme, w: usize) -> Line<'a> {
+    let q = &view.queue;
+    let mut groups = vec![
+        vec![Span::styled(q.depth.to_string(), if q.depth > 0 { t.figure } else { t.text }), Span::styled(" queued", t.dim)],
+        vec![Span::styled(format!("  {}", q.gpus_asked), t.figure), Span::styled(" GPUs asked", t.dim)],
+    ];
+    if let Some(wait) = q.oldest_wait {
+        groups.push(vec![Span::styled("  oldest ", t.dim), Span::styled(wait.to_string(), wait_style(wait, t))]);
+        if let Some(id) = q.oldest_job {
+            groups.push(vec![Span::styled(format!(" {id}"), t.text)]);
+            if let Some(job) = view.jobs.iter().find(|j| j.id == id) {
+                groups.push(vec![Span::styled(format!(" {}", fmt::trunc(&job.name, 20)), t.text)]);
+            }
+        }
+    }
+    groups.push(vec![Span::styled(format!("  {}", q.running), t.figure), Span::styled(" running", t.dim)]);
+    if !view.discipline.is_empty() {
+        groups.push(vec![Span::styled(format!("  {}", view.discipline), t.dim)]);
+    }
+    fmt::fit_groups(groups, w)
+}
+
+fn wait_style(wait: Secs, t: &Theme) -> Style {
+    t.grade(wait.0 as f64, 1800.0, 4.0 * 3600.0)
+}
+
+fn tenant_table(view: &View, t: &Theme, inner: Rect, mut row: u16, buf: &mut Buffer) -> u16 {
+    let by = &view.queue.by_tenant;
+    let cols = [
+        Col::left("TENANT", widest(by.iter().map(|r| r.tenant.as_str()), 6, 16), 0),
+        Col::right("QUEUED", 6, 0),
+        Col::right("ASKED", 5, 1),
+        Col::right("RUN", 4, 2),
+        Col::right("HELD/QUOTA", 10, 0),
+        Col::right("OLDEST", 7, 1),
+    ];
+    let widths = fit_columns(&cols, inner.width as usize);
+    let mut lines = vec![header_line(&cols, &widths, t.heading)];
+    for r in by {
+        let over = r.gpus_held > r.quota_gpus;
+        let held = format!("{}{}/{}", if over { "▲" } else { "" }, r.gpus_held, r.quota_gpus);
+        let oldest = r.oldest_wait.map(|w| w.to_string()).unwrap_or_else(|| "—".into());
+        lines.push(table_line(
+            &cols,
+            &widths,
+            vec![
+                Span::styled(r.tenant.clone(), t.text),
+                Span::styled(r.queued.to_string(), if r.queued > 0 { t.figure } else { t.dim }),
+                Span::styled(r.gpus_asked.to_string(), t.text),
+                Span::styled(r.running.to_string(), t.text),
+                Span::styled(held, if over { t.warn } else { t.text }),
+                Span::styled(oldest, r.oldest_wait.map(|w| wait_style(w, t)).unwrap_or(t.dim)),
+            ],
+        ));
+    }
+    for line in lines {
+        put(buf, inner, row, line);
+        row += 1;
+    }
+    row
+}
+
+fn job_columns(jobs: &[JobRow]) -> [Col; 12] {
+    let cost_w = widest(jobs.iter().map(|j| j.cost.to_string()).collect::<Vec<_>>().iter().map(String::as_str), 4, 12);
+    [
+        Col::left(" ", 1, 0),
+        Col::left("ID", widest(jobs.iter().map(|j| j.id.to_string()).collect::<Vec<_>>().iter().map(String::as_str), 2, 8), 0),
+        Col::flex("NAME", 12, 28, 0),
+        Col::left("TENANT", widest(jobs.iter().map(|j| j.tenant.as_str()), 6, 10), 5),
+        Col::left("STATE", 10, 1),
+        Col::right("GPU", 3, 2),
+        Col::left("NODE", widest(jobs.iter().filter_map(|j| j.node.as_deref()), 4, 8), 4),
+        Col::left("PROGRESS", 8, 6),
+        Col::right("%", 4, 1),
+        Col::right("WAIT", 6, 3),
+        Col::right("ETA", 6, 2),
+        Col::right("COST", cost_w, 4),
+    ]
+}
+
+fn state_style(job: &JobRow, t: &Theme) -> Style {
+    match job.phase {
+        Phase::Queued if job.state == "requeued" => t.warn,
+        Phase::Queued => t.dim,
+        Phase::Running => t.ok,
+        Phase::Checkpointing | Phase::Preempted => t.warn,
+        Phase::Failed => t.alarm,
+        Phase::Placed | Phase::Done => t.text,
+    }
+}
+
+fn job_cells<'a>(job: &JobRow, selected: bool, t: &Theme) -> Vec<Span<'a>> {
+    let requeued = job.state == "requeued";
+    let state = if requeued { format!("↻ {}", job.state) } else { job.state.clone() };
+    let queued = job.phase == Phase::Queued;
+    vec![
+        Span::styled(if selected { "▶" } else { " " }, t.figure),
+        Span::styled(job.id.to_string(), t.dim),
+        Span::styled(job.name.clone(), t.text),
+        Span::styled(job.tenant.clone(), t.text),
+        Span::styled(state, state_style(job, t)),
+        Span::styled(job.gpus.to_string(), t.text),
+        Span::styled(job.node.clone().unwrap_or_else(|| "—".into()), t.dim),
+        Span::styled(fmt::bar(job.progress, 8), if queued { t.dim } else { t.ok }),
+        Span::styled(fmt::pct(job.progress), t.text),
+        Span::styled(job.wait.to_string(), if queued { wait_style(job.wait, t) } else { t.dim }),
+        Span::styled(job.eta.map(|e| e.to_string()).unwrap_or_else(|| "—".into()), t.text),
+        Span::styled(job.cost.to_string(), t.text),
+    ]
+}
+
+fn job_table(view: &View, ui: &QueueUi<'_>, props: PaneProps<'_>, area: Rect, buf: &mut Buffer) {
+    let t = props.theme;
+    let cols = job_columns(&view.jobs);
+    let widths = fit_columns(&cols, area.width as usize);
+    put(buf, area, 0, header_line(&cols, &widths, t.heading));
+    let rows = area.height.saturating_sub(1) as usize;
+    if view.jobs.is_empty() {
+        put(buf, area, 1, Line::from(Span::styled("no jobs", t.dim)));
+        return;
+    }
+    let window = scroll(ui.window.get(), ui.selected, rows, view.jobs.len());
+    ui.window.set(window);
+    for (i, job) in view.jobs.iter().enumerate().skip(window.offset).take(rows) {
+        let selected = ui.selected == Some(i);
+        let mut line = table_line(&cols, &widths, job_cells(job, selected, t));
+        if selected {
+            let style = if props.focused { t.selected } else { t.selected_unfocused };
+            line = line.patch_style(style);
+        }
+        put(buf, area, 1 + (i - window.offset) as u16, line);
+    }
+}
+
+/// Keeps the selected row in view, moving the window as little as possible.
+fn scroll(mut w: Window, selected: Option<usize>, rows: usize, len: usize) -> Window {
+    w.rows = rows;
+    if rows == 0 {
+        return w;
+    }
+    if let Some(sel) = selected {
+        if sel < w.offset {
+            w.offset = sel;
+        } else if sel >= w.offset + rows {
+            w.offset = sel + 1 - rows;
+        }
+    }
+    w.offset = w.offset.min(len.saturating_sub(rows));
+    w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::fixture::demo_view;
+    use crate::tui::panes::testing::draw_pane;
+
+    fn draw(view: &View, w: u16, h: u16, selected: Option<usize>) -> ratatui::Terminal<ratatui::backend::TestBackend> {
+        let window = Cell::new(Window::default());
+        draw_pane(w, h, true, |p, a, b| render(view, &QueueUi { selected, window: &window }, p, a, b))
+    }
+
+    #[test]
+    fn queue_pane_wide() {
+        let view = demo_view();
+        insta::assert_snapshot!(draw(&view, 110, 20, Some(10)).backend());
+    }
+
+    #[test]
+    fn queue_pane_narrow_scrolls_to_the_selection() {
+        let view = demo_view();
+        insta::assert_snapshot!(draw(&view, 46, 8, Some(11)).backend());
+    }
+
+    #[test]
+    fn scrolling_is_sticky() {
+        let w = scroll(Window::default(), Some(12), 5, 20);
+        assert_eq!(w, Window { offset: 8, rows: 5 });
+        let w = scroll(w, Some(10), 5, 20);
+        assert_eq!(w.offset, 8, "inside the window: no move");
+        let w = scroll(w, Some(3), 5, 20);
+        assert_eq!(w.offset, 3);
+        let w = scroll(Window { offset: 30, rows: 5 }, None, 5, 20);
+        assert_eq!(w.offset, 15);
+    }
+}

@@ -1,0 +1,239 @@
+//! The interactive loop: terminal setup and restore, a std thread reading
+//! crossterm events into a tokio channel, and a `select!` over new views,
+//! input and a 1 s timer. Redraws only when something changed, at most
+//! every `FRAME` (all pending input is drained first), each frame wrapped in
+//! a synchronized update so SSH and tmux never show half a frame.
+//!
+//! Owns the terminal while it runs and nothing else: it never blocks the
+//! (current-thread) runtime — blocking reads live on their own thread — and
+//! it measures data age from the wall clock here, so `draw` stays pure.
+
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use ratatui::backend::Backend;
+use ratatui::crossterm::event::{self, Event};
+use ratatui::crossterm::execute;
+use ratatui::crossterm::terminal::{BeginSynchronizedUpdate, EndSynchronizedUpdate};
+use ratatui::Terminal;
+use tokio::sync::{mpsc, watch};
+use tokio::time::MissedTickBehavior;
+
+use super::app::{App, Control};
+use super::chrome::is_stale;
+use super::DrawContext;
+use crate::core::View;
+
+/// The shortest time between two frames (10 frames per second at most).
+pub const FRAME: Duration = Duration::from_millis(100);
+
+/// Runs the console until the user quits (q, Ctrl-C) or the engine drops the
+/// sender of `views`. The terminal is restored on every way out, panics
+/// included (`ratatui::init`'s hook).
+pub async fn run_console(views: watch::Receiver<Arc<View>>, source: String) -> anyhow::Result<()> {
+    let mut terminal = ratatui::try_init().context("cannot set up the terminal (raw mode, alternate screen)")?;
+    let _restore = RestoreOnDrop;
+    let (tx, events) = mpsc::channel(256);
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = spawn_reader(tx, stop.clone()).context("cannot start the terminal input thread")?;
+    let ctx = DrawContext::new(source);
+    let result = event_loop(&mut terminal, views, events, ctx, |backend, begin| {
+        if begin { execute!(backend, BeginSynchronizedUpdate) } else { execute!(backend, EndSynchronizedUpdate) }
+    })
+    .await;
+    // The reader notices within one poll interval; it is not joined so that
+    // this never waits on the runtime thread.
+    stop.store(true, Ordering::Relaxed);
+    drop(reader);
+    result
+}
+
+struct RestoreOnDrop;
+
+impl Drop for RestoreOnDrop {
+    fn drop(&mut self) {
+        ratatui::restore();
+    }
+}
+
+/// Reads terminal events on a plain thread (crossterm's read blocks) and
+/// forwards them; stops when asked, when the receiver is gone, or on error.
+fn spawn_reader(tx: mpsc::Sender<io::Result<Event>>, stop: Arc<AtomicBool>) -> io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new().name("gpuroom-input".into()).spawn(move || {
+        while !stop.load(Ordering::Relaxed) && !tx.is_closed() {
+            match event::poll(FRAME) {
+                Ok(false) => continue,
+                Ok(true) => {
+                    let read = event::read();
+                    let failed = read.is_err();
+                    if tx.blocking_send(read).is_err() || failed {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    let _ = tx.blocking_send(Err(e));
+                    break;
+                }
+            }
+        }
+    })
+}
+
+/// Applies one input event; `None` when it changes nothing on screen.
+fn handle(event: Event, app: &mut App, view: &View) -> Option<Control> {
+    match event {
+        Event::Key(key) => Some(app.on_key(key, view)),
+        Event::Resize(..) => Some(Control::Continue),
+        _ => None,
+    }
+}
+
+/// The loop proper, generic over the backend so tests can drive it.
+/// `sync(backend, begin)` brackets each frame (synchronized update).
+pub(crate) async fn event_loop<B, S>(
+    terminal: &mut Terminal<B>,
+    mut views: watch::Receiver<Arc<View>>,
+    mut events: mpsc::Receiver<io::Result<Event>>,
+    mut ctx: DrawContext,
+    mut sync: S,
+) -> anyhow::Result<()>
+where
+    B: Backend,
+    B::Error: Send + Sync + 'static,
+    S: FnMut(&mut B, bool) -> io::Result<()>,
+{
+    let mut app = App::new();
+    let mut view = views.borrow_and_update().clone();
+    let mut view_arrived = Instant::now();
+    let mut dirty = true;
+    let mut last_draw: Option<Instant> = None;
+    let mut shown_stale = false;
+    let mut timer = tokio::time::interval(Duration::from_secs(1));
+    timer.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    loop {
+        let now = Instant::now();
+        let next_frame = last_draw.map_or(now, |t| t + FRAME);
+        if dirty && now >= next_frame {
+            ctx.data_age = Some(now.saturating_duration_since(view_arrived));
+            sync(terminal.backend_mut(), true)?;
+            let drawn = terminal.draw(|frame| super::draw(frame, &app, &view, &ctx)).map(|_| ());
+            sync(terminal.backend_mut(), false)?;
+            drawn.context("drawing the console")?;
+            last_draw = Some(now);
+            dirty = false;
+            shown_stale = is_stale(&ctx);
+        }
+        let next_frame = last_draw.map_or(now, |t| t + FRAME);
+        tokio::select! {
+            changed = views.changed() => match changed {
+                Ok(()) => {
+                    view = views.borrow_and_update().clone();
+                    view_arrived = Instant::now();
+                    dirty = true;
+                }
+                Err(_) => return Ok(()),
+            },
+            first = events.recv() => {
+                let mut next = first;
+                // Drain whatever else is queued before drawing once.
+                while let Some(event) = next {
+                    if let Some(control) = handle(event.context("reading terminal input")?, &mut app, &view) {
+                        if control == Control::Quit {
+                            return Ok(());
+                        }
+                        dirty = true;
+                    }
+                    next = events.try_recv().ok();
+                }
+                if events.is_closed() && events.is_empty() {
+                    anyhow::bail!("terminal input ended");
+                }
+            },
+            _ = timer.tick() => {
+                // Redraw each second while stale (the age counts up), and when it flips.
+                let age = Instant::now().saturating_duration_since(view_arrived);
+                let stale = age > ctx.stale_after;
+                if stale || stale != shown_stale {
+                    dirty = true;
+                }
+            },
+            _ = tokio::time::sleep_until(next_frame.into()), if dirty => {},
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use ratatui::backend::TestBackend;
+    use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+    use super::*;
+    use crate::tui::fixture::demo_view;
+    use crate::tui::Theme;
+
+    fn key(c: char) -> io::Result<Event> {
+        Ok(Event::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)))
+    }
+
+    fn ctx() -> DrawContext {
+        DrawContext { theme: Theme::dark(), ..DrawContext::new("TEST") }
+    }
+
+    #[tokio::test]
+    async fn quits_on_q_after_drawing() {
+        let (_views_tx, views) = watch::channel(Arc::new(demo_view()));
+        let (tx, rx) = mpsc::channel(8);
+        let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
+        let frames = AtomicUsize::new(0);
+        tx.send(key('q')).await.unwrap();
+        event_loop(&mut terminal, views, rx, ctx(), |_, begin| {
+            frames.fetch_add(usize::from(begin), Ordering::Relaxed);
+            Ok(())
+        })
+        .await
+        .unwrap();
+        assert_eq!(frames.load(Ordering::Relaxed), 1, "one frame, bracketed");
+        assert!(terminal.backend().buffer().content.iter().any(|c| c.symbol() == "▲"));
+    }
+
+    #[tokio::test]
+    async fn returns_when_the_engine_goes_away() {
+        let (views_tx, views) = watch::channel(Arc::new(View::default()));
+        let (_tx, rx) = mpsc::channel(8);
+        let mut terminal = Terminal::new(TestBackend::new(40, 10)).unwrap();
+        drop(views_tx);
+        event_loop(&mut terminal, views, rx, ctx(), |_, _| Ok(())).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_burst_of_views_costs_few_frames() {
+        let (views_tx, views) = watch::channel(Arc::new(View::default()));
+        let (tx, rx) = mpsc::channel(8);
+        let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
+        let frames = AtomicUsize::new(0);
+        let demo = Arc::new(demo_view());
+        let feeder = async {
+            for _ in 0..200 {
+                views_tx.send(demo.clone()).unwrap();
+                tokio::task::yield_now().await;
+            }
+            tokio::time::sleep(FRAME * 2).await;
+            tx.send(key('x')).await.unwrap();
+            tx.send(key('q')).await.unwrap();
+        };
+        let run = event_loop(&mut terminal, views, rx, ctx(), |_, begin| {
+            frames.fetch_add(usize::from(begin), Ordering::Relaxed);
+            Ok(())
+        });
+        let (result, ()) = tokio::join!(run, feeder);
+        result.unwrap();
+        let n = frames.load(Ordering::Relaxed);
+        assert!((1..=6).contains(&n), "{n} frames for 200 views in ~0.2 s");
+        assert!(terminal.backend().buffer().content.iter().any(|c| c.symbol() == "▲"), "the last view is on screen");
+    }
+}
