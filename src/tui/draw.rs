@@ -141,6 +141,36 @@ mod tests {
     }
 
     #[test]
+    fn the_monochrome_theme_uses_no_colour_anywhere() {
+        let view = demo_view();
+        let mut app = App::with_focus(PaneId::Queue);
+        app.help = true;
+        let ctx = DrawContext { theme: Theme::mono(), ..ctx() };
+        for (w, h) in [(120, 40), (80, 24)] {
+            for help in [false, true] {
+                app.help = help;
+                let terminal = screen(w, h, &app, &view, &ctx);
+                for cell in &terminal.backend().buffer().content {
+                    assert_eq!((cell.fg, cell.bg), (ratatui::style::Color::Reset, ratatui::style::Color::Reset));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_important_figures_are_said_in_words() {
+        let view = demo_view();
+        let shown = text(&screen(120, 40, &App::new(), &view, &ctx()));
+        for needle in ["OVER MAX", "draining 87s", "↻ requeued", "▲ 1 alarm", "▲ 1 over budget", "2020-01-06 03:00:00", "$58.02/h"] {
+            assert!(shown.contains(needle), "{needle:?} missing");
+        }
+        let small = text(&screen(80, 24, &App::new(), &view, &ctx()));
+        for needle in ["▲OVER", "draining 87s", "▲ ALARM", "2020-01-06 03:00:00"] {
+            assert!(small.contains(needle), "{needle:?} missing at 80x24");
+        }
+    }
+
+    #[test]
     fn tiny_sizes_do_not_panic() {
         let view = demo_view();
         let mut app = App::with_focus(PaneId::Queue);

@@ -100,7 +100,19 @@ pub fn compute(area: Rect, app: &App, view: &View) -> Areas {
     } else {
         (band(nodes + 3, 4, body.height, 0.35), band(tenants + 3, 3, body.height, 0.3))
     };
-    let [t, m, b] = body.layout(&Layout::vertical([Constraint::Length(top), Constraint::Fill(1), Constraint::Length(bottom)]));
+    // The middle band takes what the queue and the charts want; on a tall
+    // screen the rows beyond that are shared with the budget and log band.
+    let rest = body.height.saturating_sub(top + bottom);
+    let (middle, bottom) = if full {
+        let queue = 1 + (view.queue.by_tenant.len() + 1) + 1 + view.jobs.len() + 2;
+        let market = view.market.len() * 9 + 2;
+        let want = (queue.max(market).min(u16::MAX as usize) as u16).min(rest);
+        let middle = want + (rest - want) / 2;
+        (middle, body.height - top - middle)
+    } else {
+        (rest, bottom)
+    };
+    let [t, m, b] = body.layout(&Layout::vertical([Constraint::Length(top), Constraint::Length(middle), Constraint::Length(bottom)]));
     [a.fleet, a.memory] = split(t, 58);
     [a.queue, a.market] = split(m, if full { 64 } else { 58 });
     if full {

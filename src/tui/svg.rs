@@ -312,3 +312,31 @@ mod tests {
         assert!(svg.contains("gpuroom"));
     }
 }
+
+/// Writes screenshots of the demo view for eyeballing:
+/// `cargo test --lib tui::svg::shots -- --ignored`, into `$TUI_SHOTS` or `/tmp/tui-shots`.
+#[cfg(test)]
+mod shots {
+    use super::*;
+    use crate::tui::app::PaneId;
+
+    #[test]
+    #[ignore]
+    fn write_demo_screenshots() {
+        let dir = std::env::var("TUI_SHOTS").unwrap_or_else(|_| "/tmp/tui-shots".into());
+        std::fs::create_dir_all(&dir).unwrap();
+        let view = crate::tui::fixture::demo_view();
+        let app = App::with_focus(PaneId::Queue);
+        for (w, h) in [(120, 40), (80, 24), (200, 60)] {
+            for (name, theme) in [("dark", crate::tui::Theme::dark()), ("mono", crate::tui::Theme::mono())] {
+                let ctx = DrawContext { theme, ..DrawContext::new("SIM seed 1 ×60") };
+                let buf = render_to_buffer(&view, &app, &ctx, w, h);
+                std::fs::write(format!("{dir}/console-{w}x{h}-{name}.svg"), buffer_to_svg(&buf)).unwrap();
+            }
+        }
+        let mut help = App::new();
+        help.help = true;
+        let ctx = DrawContext { theme: crate::tui::Theme::dark(), ..DrawContext::new("SIM seed 1 ×60") };
+        std::fs::write(format!("{dir}/help-80x24.svg"), buffer_to_svg(&render_to_buffer(&view, &help, &ctx, 80, 24))).unwrap();
+    }
+}

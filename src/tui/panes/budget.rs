@@ -57,7 +57,7 @@ pub fn render(view: &View, props: PaneProps<'_>, area: Rect, buf: &mut Buffer) {
     let widths = fit_columns(&cols, inner.width as usize);
     let h = inner.height as usize;
     let n = b.len();
-    let (header, total, modes) = (h >= n + 1, h >= n + 2, h >= n + 3);
+    let (header, total, modes) = (h > n, h >= n + 2, h >= n + 3);
     let mut row = 0u16;
     if header {
         let mut line = header_line(&cols, &widths, t.heading);

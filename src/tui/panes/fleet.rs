@@ -101,7 +101,7 @@ impl Columns {
         let base = |cell: usize| name + 1 + 4 + 1 + state + 1 + gpus * cell + 1 + 4;
         let mut cols = Columns { name, itype: None, zone: None, state, cell: 1, gpus };
         let mut used = base(1);
-        if used + itype + 1 <= avail {
+        if used + itype < avail {
             cols.itype = Some(itype);
             used += itype + 1;
         }
@@ -109,7 +109,7 @@ impl Columns {
             cols.cell = 2;
             used += gpus;
         }
-        if used + zone + 1 <= avail {
+        if used + zone < avail {
             cols.zone = Some(zone);
             used += zone + 1;
         }
@@ -218,6 +218,36 @@ mod tests {
         let view = demo_view();
         let terminal = draw_pane(44, 6, false, |p, a, b| render(&view, p, a, b));
         insta::assert_snapshot!(terminal.backend());
+    }
+
+    #[test]
+    fn nodes_in_trouble_keep_their_row_and_every_gpu_state_has_a_glyph() {
+        let view = demo_view();
+        let shown = pick_rows(&view.nodes, 3);
+        let names: Vec<&str> = view.nodes.iter().zip(&shown).filter(|(_, s)| **s).map(|(n, _)| n.name.as_str()).collect();
+        assert_eq!(names, ["n04", "n05"], "draining and down first, one row left for +N");
+        let terminal = draw_pane(72, 9, false, |p, a, b| render(&view, p, a, b));
+        let rows: Vec<String> = (0..9)
+            .map(|y| (0..72).map(|x| terminal.backend().buffer()[(x, y)].symbol().to_string()).collect())
+            .collect();
+        let row = |name: &str| rows.iter().find(|r| r.contains(name)).cloned().unwrap_or_default();
+        assert!(row("n05").contains("✕") && row("n05").contains("down"));
+        assert!(row("n06").contains("·"), "no sample yet");
+        assert!(row("n04").contains("draining 87s"));
+        assert!(row("n02").contains("░"), "an idle GPU is visible, not blank");
+    }
+
+    #[test]
+    fn many_nodes_degrade_to_plus_n_more() {
+        let mut view = demo_view();
+        let template = view.nodes[0].clone();
+        for i in 0..40 {
+            view.nodes.push(NodeView { name: format!("x{i:02}"), ..template.clone() });
+        }
+        let terminal = draw_pane(60, 8, false, |p, a, b| render(&view, p, a, b));
+        let text: String = terminal.backend().buffer().content.iter().map(|c| c.symbol()).collect();
+        assert!(text.contains("+42 more — z to zoom"), "{text}");
+        assert!(text.contains("draining 87s") && text.contains("down"), "trouble stays on screen: {text}");
     }
 
     #[test]

@@ -207,6 +207,16 @@ mod tests {
     }
 
     #[test]
+    fn shared_gpus_win_rows_over_full_nodes() {
+        let view = demo_view();
+        let nodes: Vec<&NodeView> = view.nodes.iter().filter(|n| n.up).collect();
+        let (shown, shared) = pick_rows(&nodes, 1, 3);
+        assert_eq!(shared, 1);
+        let names: Vec<&str> = nodes.iter().zip(&shown).filter(|(_, s)| **s).map(|(n, _)| n.name.as_str()).collect();
+        assert_eq!(names, ["n02"], "the node with free memory, not a full one");
+    }
+
+    #[test]
     fn memory_pane_narrow() {
         let view = demo_view();
         let terminal = draw_pane(36, 7, true, |p, a, b| render(&view, p, a, b));

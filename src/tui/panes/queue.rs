@@ -115,7 +115,7 @@ fn job_columns(jobs: &[JobRow]) -> [Col; 12] {
     [
         Col::left(" ", 1, 0),
         Col::left("ID", widest(jobs.iter().map(|j| j.id.to_string()).collect::<Vec<_>>().iter().map(String::as_str), 2, 8), 0),
-        Col::flex("NAME", 12, 28, 0),
+        Col::flex("NAME", 10, 28, 0),
         Col::left("TENANT", widest(jobs.iter().map(|j| j.tenant.as_str()), 6, 10), 5),
         Col::left("STATE", 10, 1),
         Col::right("GPU", 3, 2),
