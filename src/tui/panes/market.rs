@@ -90,8 +90,15 @@ fn pool(at: Option<At>, m: &MarketRow, t: &Theme, area: Rect, buf: &mut Buffer) 
         Some(p) if m.on_demand.0 > 0 => Some(fmt::pct(p.0 as f64 / m.on_demand.0 as f64)),
         _ => None,
     };
-    let nodes = vec![Span::styled(format!("  {}/{} up", m.nodes_up, m.nodes_total), t.text)];
-    let age = m.updated_at.and_then(|u| fmt::since(at, u)).map(|a| vec![Span::styled(format!("  quoted {a} ago"), t.dim)]);
+    let nodes = vec![Span::styled(format!(" {}/{} up", m.nodes_up, m.nodes_total), t.text)];
+    // A quote older than a quarter of an hour is worth a glance.
+    let age = m.updated_at.and_then(|u| fmt::since(at, u));
+    let age_group = |long: bool| {
+        age.map(|a| {
+            let text = if long { format!("  quoted {a} ago") } else { format!("  {a} ago") };
+            vec![Span::styled(text, if a.0 > 900 { t.warn } else { t.dim })]
+        })
+    };
     let over_span = |long: bool| Span::styled(if long { " ▲ OVER MAX: interrupting" } else { " ▲OVER" }, t.alarm);
     if h == 1 {
         let mut groups = vec![vec![Span::styled(fmt::trunc(&ident, w), t.text)], vec![Span::raw(" "), price]];
@@ -102,10 +109,10 @@ fn pool(at: Option<At>, m: &MarketRow, t: &Theme, area: Rect, buf: &mut Buffer) 
         put(buf, area, 0, fmt::fit_groups(groups, w));
         return;
     }
-    let mut line1 = vec![vec![Span::styled(fmt::trunc(&ident, w), t.text)], nodes];
-    line1.extend(age);
-    put(buf, area, 0, fmt::fit_groups(line1, w));
     let tall = h >= 5;
+    let line1 = vec![vec![Span::styled(fmt::trunc(&ident, w), t.text)], nodes];
+    let variants = [true, false].map(|long| line1.iter().cloned().chain(age_group(long)).collect::<Vec<_>>());
+    put(buf, area, 0, first_fitting(variants.into_iter().chain([line1]).collect(), w));
     let max_style = if over { t.alarm } else { t.text };
     let max = Span::styled(caps(&m.max_prices, true), max_style);
     let max_short = Span::styled(caps(&m.max_prices, false), max_style);
@@ -120,11 +127,14 @@ fn pool(at: Option<At>, m: &MarketRow, t: &Theme, area: Rect, buf: &mut Buffer) 
             vec![Span::styled(format!("  OD {}", m.on_demand), t.dim)],
         ];
         put(buf, area, 1, fmt::fit_groups(long, w));
-        let mut line3 = vec![vec![Span::styled("max ", t.dim), max.clone()]];
+        let cap = vec![Span::styled("max ", t.dim), max.clone()];
+        let mut long = vec![cap.clone()];
+        let mut short = vec![cap];
         if over {
-            line3.push(vec![over_span(true)]);
+            long.push(vec![over_span(true)]);
+            short.push(vec![over_span(false)]);
         }
-        put(buf, area, 2, first_fitting(vec![line3.clone(), vec![line3[0].clone(), vec![over_span(false)]]], w));
+        put(buf, area, 2, first_fitting(vec![long, short], w));
     } else {
         let mut full = vec![vec![price.clone()], vec![Span::styled(format!(" {arrow} {change}"), trend_style)]];
         let mut short = full.clone();
