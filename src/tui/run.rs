@@ -236,4 +236,26 @@ mod tests {
         assert!((1..=6).contains(&n), "{n} frames for 200 views in ~0.2 s");
         assert!(terminal.backend().buffer().content.iter().any(|c| c.symbol() == "▲"), "the last view is on screen");
     }
+
+    /// Runs the real console on the demo view in whatever terminal runs the
+    /// test (for a look in tmux): `cargo test --lib tui::run::tests::live -- --ignored`.
+    /// The view is republished every 100 ms, its clock moving one second each time.
+    #[tokio::test(flavor = "current_thread")]
+    #[ignore]
+    async fn live_console_on_the_demo_view() {
+        let demo = demo_view();
+        let (tx, views) = watch::channel(Arc::new(demo.clone()));
+        let feeder = tokio::spawn(async move {
+            for i in 1..600 {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let mut v = demo.clone();
+                v.at = v.at.map(|a| a + chrono::TimeDelta::seconds(i));
+                if tx.send(Arc::new(v)).is_err() {
+                    break;
+                }
+            }
+        });
+        run_console(views, "DEMO ×10".into()).await.unwrap();
+        feeder.abort();
+    }
 }
