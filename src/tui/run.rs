@@ -230,10 +230,12 @@ mod tests {
             frames.fetch_add(usize::from(begin), Ordering::Relaxed);
             Ok(())
         });
+        let started = Instant::now();
         let (result, ()) = tokio::join!(run, feeder);
         result.unwrap();
         let n = frames.load(Ordering::Relaxed);
-        assert!((1..=6).contains(&n), "{n} frames for 200 views in ~0.2 s");
+        let most = (started.elapsed().as_millis() / FRAME.as_millis()) as usize + 2;
+        assert!((1..=most).contains(&n), "{n} frames for 200 views; at most {most} allowed at one per {FRAME:?}");
         assert!(terminal.backend().buffer().content.iter().any(|c| c.symbol() == "▲"), "the last view is on screen");
     }
 

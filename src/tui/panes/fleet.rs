@@ -1,5 +1,5 @@
 //! Fleet pane: per-GPU utilization as a heat grid, one row per node (name,
-//! billing mode, instance type, zone, state, one glyph per GPU, mean util),
+//! billing mode, instance type, zone, price, state, one glyph per GPU, mean util),
 //! under a cluster line (GPUs busy, mean util, burn, nodes up).
 //!
 //! Draws from `View::cluster` and `View::nodes` only. Each GPU's glyph and
@@ -79,11 +79,12 @@ fn cluster_line<'a>(view: &View, t: &Theme, w: usize) -> Line<'a> {
     )
 }
 
-/// Column widths for the node rows; instance type and zone only where they fit.
+/// Column widths for the node rows; instance type, zone and price only where they fit.
 struct Columns {
     name: usize,
     itype: Option<usize>,
     zone: Option<usize>,
+    price: Option<usize>,
     state: usize,
     /// Cells per GPU: 2 (glyph and a gap) when there is room, else 1.
     cell: usize,
@@ -99,7 +100,8 @@ impl Columns {
         let gpus = nodes.iter().map(|n| n.gpus.len()).max().unwrap_or(0);
         // name mode state cells util, with a space after each but the last.
         let base = |cell: usize| name + 1 + 4 + 1 + state + 1 + gpus * cell + 1 + 4;
-        let mut cols = Columns { name, itype: None, zone: None, state, cell: 1, gpus };
+        let price = widest(nodes.iter().map(|n| price_text(n)).collect::<Vec<_>>().iter().map(String::as_str), 4, 12);
+        let mut cols = Columns { name, itype: None, zone: None, price: None, state, cell: 1, gpus };
         let mut used = base(1);
         if used + itype < avail {
             cols.itype = Some(itype);
@@ -112,6 +114,10 @@ impl Columns {
         if used + zone < avail {
             cols.zone = Some(zone);
             used += zone + 1;
+        }
+        if used + price < avail {
+            cols.price = Some(price);
+            used += price + 1;
         }
         if used > avail {
             // Too narrow even so: the name gives way, never the figures.
@@ -134,6 +140,12 @@ fn node_line<'a>(node: &NodeView, cols: &Columns, t: &Theme) -> Line<'a> {
     }
     if let Some(w) = cols.zone {
         spans.push(Span::styled(fmt::left(&node.zone, w), t.dim));
+        spans.push(Span::raw(" "));
+    }
+    if let Some(w) = cols.price {
+        let over = matches!((node.price, node.max_price), (Some(p), Some(m)) if p > m);
+        let style = if !node.up { t.dim } else if over { t.alarm } else { t.text };
+        spans.push(Span::styled(fmt::right(&price_text(node), w), style));
         spans.push(Span::raw(" "));
     }
     let state_style = if !node.up {
@@ -162,6 +174,14 @@ fn node_line<'a>(node: &NodeView, cols: &Columns, t: &Theme) -> Line<'a> {
         None => Span::styled(fmt::right("—", 4), t.no_data),
     });
     Line::from(spans)
+}
+
+/// What the node costs per hour now; nothing for a node that is down.
+fn price_text(node: &NodeView) -> String {
+    match node.price {
+        Some(p) if node.up => p.to_string(),
+        _ => "—".into(),
+    }
 }
 
 /// The glyph and style of one GPU: `✕` on a down node, `·` before the first

@@ -2,9 +2,10 @@
 //! (queued, asked, running, held vs quota, oldest wait) when there is room;
 //! then the job table with a selectable, scrolling row.
 //!
-//! Draws from `View::queue`, `View::jobs` and `View::discipline`, plus the
-//! selection it is handed. It writes back only the scroll window (so the
-//! next key press knows the page size). Must not draw outside its `Rect`.
+//! Draws from `View::queue`, `View::jobs`, `View::discipline` and the mean
+//! wait in `View::totals`, plus the selection it is handed. It writes back
+//! only the scroll window (so the next key press knows the page size). Must
+//! not draw outside its `Rect`.
 
 use std::cell::Cell;
 
@@ -64,6 +65,9 @@ fn summary_line<'a>(view: &View, t: &Theme, w: usize) -> Line<'a> {
         }
     }
     groups.push(vec![Span::styled(format!("  {}", q.running), t.figure), Span::styled(" running", t.dim)]);
+    if let Some(mean) = view.totals.mean_wait {
+        groups.push(vec![Span::styled("  mean wait ", t.dim), Span::styled(mean.to_string(), t.text)]);
+    }
     if !view.discipline.is_empty() {
         groups.push(vec![Span::styled(format!("  {}", view.discipline), t.dim)]);
     }
