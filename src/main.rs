@@ -1,1 +1,253 @@
-fn main() {}
+//! `gpuroom`: the command line. Parses flags, builds the engine on the
+//! embedded simulated cluster (the default source), and hands it to the
+//! console, the batch simulation, the replay or the screenshot writer.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use chrono::TimeDelta;
+use clap::{Args, Parser, Subcommand};
+use gpuroom::core::{Room, RoomConfig, View};
+use gpuroom::engine::Engine;
+use gpuroom::report;
+use gpuroom::sim::config::SimConfig;
+use gpuroom::sim::{Simulation, Traces};
+use gpuroom::store::{self, RunMeta, Store};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "gpuroom",
+    version,
+    about = "A terminal control room for GPU clusters bought by the hour",
+    long_about = "A terminal control room for GPU clusters bought by the hour: scheduler, spot \
+                  watcher, checkpoint controller and cost engine in one binary.\n\n\
+                  Without a subcommand it opens the console on the embedded simulated cluster \
+                  (real AWS spot prices, real preemption traces, jobs from the Philly trace), \
+                  recording every event to an SQLite log that `gpuroom replay` rebuilds."
+)]
+struct Cli {
+    #[command(flatten)]
+    world: WorldArgs,
+    /// Simulated seconds per wall-clock second in the console.
+    #[arg(long, default_value_t = 60.0, value_name = "FACTOR")]
+    speed: f64,
+    /// Hours simulated at full speed before the console opens, so the cluster is busy.
+    #[arg(long, default_value_t = 24.0, value_name = "HOURS")]
+    warmup: f64,
+    /// Event log to record to (a new file). Default: a new file under
+    /// $XDG_STATE_HOME/gpuroom (or ~/.local/state/gpuroom).
+    #[arg(long, value_name = "PATH")]
+    db: Option<PathBuf>,
+    /// Do not record an event log.
+    #[arg(long, conflicts_with = "db")]
+    no_log: bool,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Args, Debug, Clone)]
+struct WorldArgs {
+    /// Seed of the simulated world: the same seed gives the same run.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Simulated cluster description (TOML); default: the embedded fixtures/sim/default.toml.
+    #[arg(long, value_name = "FILE")]
+    sim_config: Option<PathBuf>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run the simulated cluster headless, as fast as possible, and print a summary.
+    Sim {
+        /// Simulated hours to run.
+        #[arg(long, default_value_t = 24.0)]
+        hours: f64,
+        #[command(flatten)]
+        world: WorldArgs,
+        /// Record the event log to this new file.
+        #[arg(long, value_name = "PATH")]
+        db: Option<PathBuf>,
+    },
+    /// Rebuild the state from a recorded event log and print its summary.
+    Replay {
+        /// The event log (an SQLite file written by gpuroom).
+        db: PathBuf,
+        /// Start from the latest snapshot instead of the first event.
+        #[arg(long)]
+        from_snapshot: bool,
+    },
+    /// Render the console after a simulated warm-up to an SVG file.
+    Screenshot {
+        /// Where to write the SVG.
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+        #[arg(long, default_value_t = 120)]
+        width: u16,
+        #[arg(long, default_value_t = 40)]
+        height: u16,
+        /// Simulated hours before the picture is taken.
+        #[arg(long, default_value_t = 24.0)]
+        hours: f64,
+        #[command(flatten)]
+        world: WorldArgs,
+    },
+}
+
+fn load_config(path: Option<&Path>) -> Result<(SimConfig, String)> {
+    match path {
+        None => Ok((SimConfig::default_embedded(), "default".to_string())),
+        Some(path) => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            let config = SimConfig::parse(&path.display().to_string(), &text)?;
+            Ok((config, path.display().to_string()))
+        }
+    }
+}
+
+fn hours(h: f64) -> Result<TimeDelta> {
+    if !(h.is_finite() && h >= 0.0 && h <= 24.0 * 3650.0) {
+        bail!("hours must be between 0 and 87600, got {h}");
+    }
+    Ok(TimeDelta::milliseconds((h * 3_600_000.0).round() as i64))
+}
+
+/// Builds the engine on the simulated world, recording to `db` if given.
+fn build(world: &WorldArgs, db: Option<&Path>) -> Result<Engine> {
+    let (config, config_name) = load_config(world.sim_config.as_deref())?;
+    let traces = Traces::embedded().context("parsing the embedded traces")?;
+    let sim = Simulation::new(config, &traces, world.seed)?;
+    let room_config = RoomConfig::default();
+    let store = match db {
+        Some(path) => {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            }
+            let meta = RunMeta {
+                room_config: room_config.clone(),
+                source: format!("sim seed={} config={config_name}", world.seed),
+                created_with: format!("gpuroom {}", env!("CARGO_PKG_VERSION")),
+            };
+            Some(Store::create(path, &meta)?)
+        }
+        None => None,
+    };
+    Ok(Engine::new(Room::new(room_config), sim, store))
+}
+
+fn default_log_path(seed: u64) -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_STATE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))?;
+    let stamp = chrono::Utc::now().format("%Y%m%d-%H%M%S");
+    Some(base.join("gpuroom").join(format!("sim-seed{seed}-{stamp}.db")))
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Some(Command::Sim { hours: h, world, db }) => run_sim(&world, h, db.as_deref()),
+        Some(Command::Replay { db, from_snapshot }) => run_replay(&db, from_snapshot),
+        Some(Command::Screenshot { out, width, height, hours: h, world }) => run_screenshot(&world, &out, width, height, h),
+        None => run_console(&cli),
+    }
+}
+
+fn run_sim(world: &WorldArgs, h: f64, db: Option<&Path>) -> Result<()> {
+    let mut engine = build(world, db)?;
+    let start = engine.world.config().start;
+    let end = start + hours(h)?;
+    let wall = Instant::now();
+    // A simulated day at a time, so long runs show progress.
+    let mut at = start;
+    while at < end {
+        at = (at + TimeDelta::days(1)).min(end);
+        engine.run_until(at)?;
+        if end - start > TimeDelta::days(1) {
+            eprintln!("simulated {} of {} h", (at - start).num_hours(), (end - start).num_hours());
+        }
+    }
+    let view = engine.room.view();
+    print!("{}", report::summary(&view, Some(&engine.world.stats)));
+    println!("simulated {h} h in {:.2} s (seed {})", wall.elapsed().as_secs_f64(), world.seed);
+    if let Some(store) = &engine.store {
+        println!("event log {} ({} events); replay with: gpuroom replay {}", store.path().display(), store.event_count()?, store.path().display());
+    }
+    Ok(())
+}
+
+fn run_replay(db: &Path, from_snapshot: bool) -> Result<()> {
+    let store = Store::open_read_only(db)?;
+    let meta = store.meta()?;
+    let wall = Instant::now();
+    let (room, applied) = store::replay(&store, from_snapshot)?;
+    print!("{}", report::summary(&room.view(), None));
+    println!("replayed {applied} events of {} ({}) in {:.2} s", db.display(), meta.source, wall.elapsed().as_secs_f64());
+    Ok(())
+}
+
+fn run_screenshot(world: &WorldArgs, out: &Path, width: u16, height: u16, h: f64) -> Result<()> {
+    let mut engine = build(world, None)?;
+    let start = engine.world.config().start;
+    engine.run_until(start + hours(h)?)?;
+    let view = engine.room.view();
+    let app = gpuroom::tui::App::new();
+    let mut ctx = gpuroom::tui::DrawContext::new(format!("SIM ×60 seed {}", world.seed));
+    ctx.data_age = Some(Duration::from_millis(400));
+    let buffer = gpuroom::tui::render_to_buffer(&view, &app, &ctx, width, height);
+    std::fs::write(out, gpuroom::tui::buffer_to_svg(&buffer)).with_context(|| format!("writing {}", out.display()))?;
+    println!("wrote {} ({width}×{height}, after {h} simulated hours)", out.display());
+    Ok(())
+}
+
+fn run_console(cli: &Cli) -> Result<()> {
+    if !(cli.speed.is_finite() && cli.speed > 0.0 && cli.speed <= 100_000.0) {
+        bail!("--speed must be within (0, 100000], got {}", cli.speed);
+    }
+    let log_path = if cli.no_log { None } else { cli.db.clone().or_else(|| default_log_path(cli.world.seed)) };
+    let mut engine = build(&cli.world, log_path.as_deref())?;
+    let start = engine.world.config().start;
+    engine.run_until(start + hours(cli.warmup)?)?;
+    // Short: the header gives the source a narrow slot. The log's path is printed on exit.
+    let recording = if engine.store.is_some() { " REC" } else { "" };
+    let source = format!("SIM ×{} seed {}{recording}", cli.speed, cli.world.seed);
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let speed = cli.speed;
+    let engine = runtime.block_on(async move {
+        let (views, rx) = tokio::sync::watch::channel(Arc::new(engine.room.view()));
+        let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+        let driver = tokio::spawn(async move {
+            let wall0 = Instant::now();
+            let sim0 = engine.room.now().unwrap_or(start);
+            let mut tick = tokio::time::interval(Duration::from_millis(250));
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {
+                        let elapsed = wall0.elapsed().as_secs_f64() * speed;
+                        let target = sim0 + TimeDelta::milliseconds((elapsed * 1000.0) as i64);
+                        engine.run_until(target)?;
+                        if views.send(Arc::new(engine.room.view())).is_err() {
+                            break;
+                        }
+                    }
+                    _ = &mut stopped => break,
+                }
+            }
+            anyhow::Ok(engine)
+        });
+        let console = gpuroom::tui::run_console(rx, source).await;
+        let _ = stop.send(());
+        let engine = driver.await.context("engine task")??;
+        console?;
+        anyhow::Ok(engine)
+    })?;
+    let view: View = engine.room.view();
+    print!("{}", report::summary(&view, Some(&engine.world.stats)));
+    if let Some(store) = &engine.store {
+        println!("event log {} ({} events); replay with: gpuroom replay {}", store.path().display(), store.event_count()?, store.path().display());
+    }
+    Ok(())
+}

@@ -26,7 +26,7 @@ pub fn summary(view: &View, world: Option<&WorldStats>) -> String {
     );
     let mean_wait = t.mean_wait.map(|w| w.to_string()).unwrap_or_else(|| "-".into());
     let oldest = view.queue.oldest_wait.map(|w| w.to_string()).unwrap_or_else(|| "-".into());
-    let _ = writeln!(out, "waits     mean {mean_wait} over {} placements, oldest queued now {oldest}", s.wait_count);
+    let _ = writeln!(out, "waits     mean wait {mean_wait} over {} placements, oldest queued now {oldest}", s.wait_count);
     let _ = writeln!(out, "gpu-hours {:>10} {:>10} {:>12} {:>12}", "allocated", "idle", "spend", "of it idle");
     for mode in BillingMode::ALL {
         let i = mode.index();

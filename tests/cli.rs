@@ -1,0 +1,86 @@
+//! The `gpuroom` binary as a user runs it: a headless simulated day with its
+//! summary, a recorded run replayed to the same figures, and clear errors for
+//! bad input.
+
+use std::process::{Command, Output};
+
+fn gpuroom(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gpuroom")).args(args).output().expect("run gpuroom")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The summary without the lines that carry wall-clock timings.
+fn figures(text: &str) -> String {
+    text.lines().filter(|l| !l.starts_with("simulated ") && !l.starts_with("replayed ") && !l.starts_with("event log ")).collect::<Vec<_>>().join("\n")
+}
+
+#[test]
+fn a_simulated_day_prints_its_summary_and_is_reproducible() {
+    let out = gpuroom(&["sim", "--hours", "24", "--seed", "1"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    for needle in ["jobs ", "submitted", "done", "mean wait", "reserved", "on-demand", "spot", "spend", "tenant nlp", "interruption notices"] {
+        assert!(text.contains(needle), "summary lacks {needle:?}:\n{text}");
+    }
+    let again = gpuroom(&["sim", "--hours", "24", "--seed", "1"]);
+    assert_eq!(figures(&text), figures(&stdout(&again)), "same seed, same day");
+    let other = gpuroom(&["sim", "--hours", "24", "--seed", "2"]);
+    assert_ne!(figures(&text), figures(&stdout(&other)));
+}
+
+#[test]
+fn a_recorded_run_replays_to_the_same_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("day.db");
+    let db = db.to_str().unwrap();
+    let live = gpuroom(&["sim", "--hours", "6", "--seed", "4", "--db", db]);
+    assert!(live.status.success(), "{}", stderr(&live));
+    assert!(stdout(&live).contains("replay with: gpuroom replay"));
+    let replayed = gpuroom(&["replay", db]);
+    assert!(replayed.status.success(), "{}", stderr(&replayed));
+    // The world's own line is only known live; everything else must match.
+    let live_figures: String = figures(&stdout(&live)).lines().filter(|l| !l.starts_with("world ")).collect::<Vec<_>>().join("\n");
+    assert_eq!(live_figures, figures(&stdout(&replayed)));
+    // Recording twice into one file is refused and the first run is kept.
+    let again = gpuroom(&["sim", "--hours", "1", "--db", db]);
+    assert!(!again.status.success());
+    assert!(stderr(&again).contains("refusing to overwrite"), "{}", stderr(&again));
+}
+
+#[test]
+fn bad_input_gets_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("cluster.toml");
+    std::fs::write(&config, "start = \"2020-01-06T00:00:00Z\"\ntelemetry_secs = -5\n").unwrap();
+    let out = gpuroom(&["sim", "--hours", "1", "--sim-config", config.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("cluster.toml"), "{err}");
+
+    let out = gpuroom(&["replay", dir.path().join("nope.db").to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("nope.db: no such file"), "{}", stderr(&out));
+
+    let out = gpuroom(&["sim", "--hours", "-3"]);
+    assert!(!out.status.success());
+    let out = gpuroom(&["--speed", "0"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("--speed"), "{}", stderr(&out));
+}
+
+#[test]
+fn help_lists_the_commands() {
+    let out = gpuroom(&["--help"]);
+    assert!(out.status.success());
+    let text = stdout(&out);
+    for needle in ["sim", "replay", "screenshot", "--speed", "--seed", "--db"] {
+        assert!(text.contains(needle), "--help lacks {needle:?}:\n{text}");
+    }
+}
