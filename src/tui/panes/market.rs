@@ -1,6 +1,6 @@
 //! Spot market pane: per pool (instance type, zone) the market price, the
 //! max price(s) of our instances in it, on-demand price and the price as a
-//! share of it, trend with its change, nodes up, age of the last quote, and
+//! share of it, trend with its change, nodes up, how long the price held, and
 //! the price history as a step chart with the max price drawn across it.
 //!
 //! Draws from `View::market` (and `View::at` for ages) only. A price above a
@@ -41,16 +41,31 @@ pub fn render(view: &View, props: PaneProps<'_>, area: Rect, buf: &mut Buffer) {
     if shown < pools {
         order.sort_by_key(|m| !above_max(m));
     }
-    let per = rows / shown;
-    for (i, row) in order.iter().take(shown).enumerate() {
-        let y = inner.y + (i * per) as u16;
-        let h = if i + 1 == shown && !more { inner.bottom() - y } else { per as u16 };
-        pool(view.at, row, t, Rect { y, height: h, ..inner }, buf);
+    let heights = row_heights(&order[..shown], rows - usize::from(more));
+    let mut y = inner.y;
+    for (row, h) in order.iter().take(shown).zip(heights) {
+        pool(view.at, row, t, Rect { y, height: h as u16, ..inner }, buf);
+        y += h as u16;
     }
     if more {
         let line = Line::from(Span::styled(format!("+{} more pools", pools - shown), t.dim));
-        put(buf, inner, (shown * per) as u16, line);
+        put(buf, inner, y - inner.y, line);
     }
+}
+
+/// Rows per shown pool. Where not every pool can have a chart but one can,
+/// every pool gets its two text lines and the pool whose price moved most (most history points; the first
+/// on a tie) gets the rest for its chart, so the chart shows something. Else
+/// rows are shared evenly, the last pool taking the remainder.
+fn row_heights(pools: &[&MarketRow], rows: usize) -> Vec<usize> {
+    let n = pools.len().max(1);
+    // Six rows give every pool its text and a chart of its own.
+    if rows / n < 6 && rows >= 2 * n + 3 {
+        let busiest = pools.iter().enumerate().max_by_key(|(i, m)| (m.history.len(), std::cmp::Reverse(*i))).map(|(i, _)| i).unwrap_or(0);
+        return (0..pools.len()).map(|i| if i == busiest { rows - 2 * (n - 1) } else { 2 }).collect();
+    }
+    let per = rows / n;
+    (0..pools.len()).map(|i| if i + 1 == pools.len() { rows - per * (n - 1) } else { per }).collect()
 }
 
 /// The highest max price of an instance in the pool is below the market.
@@ -91,12 +106,13 @@ fn pool(at: Option<At>, m: &MarketRow, t: &Theme, area: Rect, buf: &mut Buffer) 
         _ => None,
     };
     let nodes = vec![Span::styled(format!(" {}/{} up", m.nodes_up, m.nodes_total), t.text)];
-    // A quote older than a quarter of an hour is worth a glance.
+    // Markets publish changes only: a price that held for hours is not stale
+    // data, so its age is said plainly, never as a warning.
     let age = m.updated_at.and_then(|u| fmt::since(at, u));
     let age_group = |long: bool| {
         age.map(|a| {
-            let text = if long { format!("  quoted {a} ago") } else { format!("  {a} ago") };
-            vec![Span::styled(text, if a.0 > 900 { t.warn } else { t.dim })]
+            let text = if long { format!("  unchanged {a}") } else { format!("  held {a}") };
+            vec![Span::styled(text, t.dim)]
         })
     };
     let over_span = |long: bool| Span::styled(if long { " ▲ OVER MAX: interrupting" } else { " ▲OVER" }, t.alarm);
@@ -262,6 +278,20 @@ mod tests {
     fn market_pane_compact() {
         let view = demo_view();
         insta::assert_snapshot!(draw_pane(36, 6, true, |p, a, b| render(&view, p, a, b)).backend());
+    }
+
+    #[test]
+    fn the_pool_that_moved_most_gets_the_chart_when_only_one_can() {
+        let view = demo_view();
+        let mut rows: Vec<MarketRow> = (0..5).map(|_| view.market[0].clone()).collect();
+        for (i, row) in rows.iter_mut().enumerate() {
+            row.history.truncate(if i == 3 { row.history.len() } else { 1 });
+        }
+        let refs: Vec<&MarketRow> = rows.iter().collect();
+        assert_eq!(row_heights(&refs, 13), vec![2, 2, 2, 5, 2]);
+        // Room for a chart each: shared evenly; too little for any: shared evenly.
+        assert_eq!(row_heights(&refs[..2], 12), vec![6, 6]);
+        assert_eq!(row_heights(&refs, 11), vec![2, 2, 2, 2, 3]);
     }
 
     #[test]
