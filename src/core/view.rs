@@ -131,7 +131,9 @@ pub struct MarketRow {
     pub max_prices: Vec<MicrosPerHour>,
     pub nodes_up: u32,
     pub nodes_total: u32,
+    /// The last quote seen, and when the price last changed.
     pub updated_at: Option<At>,
+    pub changed_at: Option<At>,
     pub change: i64,
     pub trend: Trend,
     /// Price points over the history window, oldest first.
@@ -353,6 +355,7 @@ impl Room {
                 nodes_up: nodes.iter().filter(|n| n.is_up()).count() as u32,
                 nodes_total: nodes.len() as u32,
                 updated_at: pool.updated_at,
+                changed_at: pool.changed_at,
                 change,
                 trend,
                 history: pool.history.iter().copied().collect(),

@@ -16,7 +16,10 @@ use crate::core::units::{At, MicrosPerHour, Secs};
 pub struct Pool {
     pub on_demand: MicrosPerHour,
     pub price: Option<MicrosPerHour>,
+    /// The last quote seen (how fresh the feed is).
     pub updated_at: Option<At>,
+    /// When the price last changed (how long it has held).
+    pub changed_at: Option<At>,
     /// Price changes, oldest first, trimmed to the history window (one point
     /// before the window is kept so the step function is known at its start).
     pub history: VecDeque<(At, MicrosPerHour)>,
@@ -48,7 +51,7 @@ impl Market {
         self.pools
             .entry(key)
             .and_modify(|p| p.on_demand = on_demand)
-            .or_insert(Pool { on_demand, price: None, updated_at: None, history: VecDeque::new() });
+            .or_insert(Pool { on_demand, price: None, updated_at: None, changed_at: None, history: VecDeque::new() });
     }
 
     /// Records a price. Refuses a negative price; an unknown pool is created
@@ -61,7 +64,10 @@ impl Market {
         let pool = self
             .pools
             .entry(key)
-            .or_insert(Pool { on_demand: MicrosPerHour(0), price: None, updated_at: None, history: VecDeque::new() });
+            .or_insert(Pool { on_demand: MicrosPerHour(0), price: None, updated_at: None, changed_at: None, history: VecDeque::new() });
+        if pool.price != Some(price) {
+            pool.changed_at = Some(at);
+        }
         pool.price = Some(price);
         pool.updated_at = Some(at);
         if pool.history.back().map(|(_, p)| *p) != Some(price) {
@@ -117,9 +123,11 @@ mod tests {
         m.register(key(), MicrosPerHour(3_060_000));
         m.observe(key(), t(0), MicrosPerHour(918_000)).unwrap();
         m.observe(key(), t(600), MicrosPerHour(918_000)).unwrap(); // unchanged: no new point
+        assert_eq!((m.pools[&key()].updated_at, m.pools[&key()].changed_at), (Some(t(600)), Some(t(0))));
         m.observe(key(), t(1200), MicrosPerHour(950_000)).unwrap();
         m.observe(key(), t(5000), MicrosPerHour(1_000_000)).unwrap();
         let pool = &m.pools[&key()];
+        assert_eq!((pool.updated_at, pool.changed_at), (Some(t(5000)), Some(t(5000))));
         // t(0) is dropped: t(1200) is the last point at or before the window start (5000-3600=1400).
         assert_eq!(pool.history.iter().map(|(at, _)| *at).collect::<Vec<_>>(), vec![t(1200), t(5000)]);
         assert_eq!(m.price_at(&key(), t(3000)), Some(MicrosPerHour(950_000)));

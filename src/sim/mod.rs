@@ -201,8 +201,9 @@ impl Simulation {
             sim.schedule(start, Pending::Emit(Event::TenantDefined { spec }));
         }
         for i in 0..sim.prices.len() {
-            let (at, _) = sim.prices[i].1.clone().next_change(start);
-            sim.schedule(at, Pending::Price(i));
+            if let Some((at, _)) = sim.prices[i].1.clone().next_change(start) {
+                sim.schedule(at, Pending::Price(i));
+            }
         }
         for spec in specs {
             sim.schedule(start, Pending::Spot { node: spec.id, epoch: 0, what: SpotStep::Relaunch });
@@ -299,9 +300,10 @@ impl Simulation {
     fn price_change(&mut self, at: At, i: usize) -> Option<Event> {
         let (key, replay) = &mut self.prices[i];
         let key = key.clone();
-        let (_, price) = replay.next_change(at);
-        let (next_at, _) = replay.clone().next_change(at);
-        self.schedule(next_at.max(after(at, 1.0)), Pending::Price(i));
+        let (_, price) = replay.next_change(at)?;
+        if let Some((next_at, _)) = replay.clone().next_change(at) {
+            self.schedule(next_at.max(after(at, 1.0)), Pending::Price(i));
+        }
         self.market.insert(key.clone(), price);
         // AWS semantics: above its max price the instance is reclaimed; once
         // the price is back under it, a persistent request is fulfilled again.

@@ -38,17 +38,20 @@ impl PriceReplay {
     }
 
     /// The next price change, in sim time, and moves past it. The first call
-    /// gives the price in force at the start (stamped at the start).
-    pub fn next_change(&mut self, start: At) -> (At, MicrosPerHour) {
+    /// gives the price in force at the start (stamped at the start). A
+    /// one-point history has no later change: `None` after the first call.
+    pub fn next_change(&mut self, start: At) -> Option<(At, MicrosPerHour)> {
+        if self.steps.len() == 1 && self.next >= 1 {
+            return None;
+        }
         if self.next >= self.steps.len() {
             let span = self.steps.last().map(|s| s.0).unwrap_or(start) - self.steps[0].0;
-            // A one-point series has no span: lap by an hour rather than spin.
-            self.shift += if span > chrono::TimeDelta::zero() { span } else { chrono::TimeDelta::hours(1) };
+            self.shift += span;
             self.next = 0;
         }
         let (t, p) = self.steps[self.next];
         self.next += 1;
-        ((t + self.shift).max(start), p)
+        Some(((t + self.shift).max(start), p))
     }
 }
 
@@ -135,10 +138,15 @@ mod tests {
         let mut series = PriceSeries::default();
         series.pools.insert(key.clone(), vec![(t(0), MicrosPerHour(10)), (t(100), MicrosPerHour(20)), (t(200), MicrosPerHour(30))]);
         let mut replay = PriceReplay::new(&series, &key, t(150)).unwrap();
-        assert_eq!(replay.next_change(t(150)), (t(150), MicrosPerHour(20)));
-        assert_eq!(replay.next_change(t(150)), (t(200), MicrosPerHour(30)));
+        assert_eq!(replay.next_change(t(150)), Some((t(150), MicrosPerHour(20))));
+        assert_eq!(replay.next_change(t(150)), Some((t(200), MicrosPerHour(30))));
         // Lap: shifted by the span (200 s).
-        assert_eq!(replay.next_change(t(150)), (t(200), MicrosPerHour(10)));
-        assert_eq!(replay.next_change(t(150)), (t(300), MicrosPerHour(20)));
+        assert_eq!(replay.next_change(t(150)), Some((t(200), MicrosPerHour(10))));
+        assert_eq!(replay.next_change(t(150)), Some((t(300), MicrosPerHour(20))));
+        // A flat pool gives its one price and then nothing.
+        series.pools.insert(key.clone(), vec![(t(0), MicrosPerHour(7))]);
+        let mut flat = PriceReplay::new(&series, &key, t(50)).unwrap();
+        assert_eq!(flat.next_change(t(50)), Some((t(50), MicrosPerHour(7))));
+        assert_eq!(flat.next_change(t(50)), None);
     }
 }

@@ -108,7 +108,7 @@ fn pool(at: Option<At>, m: &MarketRow, t: &Theme, area: Rect, buf: &mut Buffer) 
     let nodes = vec![Span::styled(format!(" {}/{} up", m.nodes_up, m.nodes_total), t.text)];
     // Markets publish changes only: a price that held for hours is not stale
     // data, so its age is said plainly, never as a warning.
-    let age = m.updated_at.and_then(|u| fmt::since(at, u));
+    let age = m.changed_at.and_then(|u| fmt::since(at, u));
     let age_group = |long: bool| {
         age.map(|a| {
             let text = if long { format!("  unchanged {a}") } else { format!("  held {a}") };
