@@ -43,6 +43,10 @@ struct Cli {
     /// Do not record an event log.
     #[arg(long, conflicts_with = "db")]
     no_log: bool,
+    /// Colour theme: a built-in name (dark, mono) or a theme file (see themes/).
+    /// Default: dark, or mono when NO_COLOR is set. A bad file falls back to the default.
+    #[arg(long, value_name = "NAME|FILE")]
+    theme: Option<String>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -90,6 +94,9 @@ enum Command {
         /// Simulated hours before the picture is taken.
         #[arg(long, default_value_t = 24.0)]
         hours: f64,
+        /// Theme: a built-in name (dark, mono) or a theme file.
+        #[arg(long, value_name = "NAME|FILE", default_value = "dark")]
+        theme: String,
         #[command(flatten)]
         world: WorldArgs,
     },
@@ -145,12 +152,23 @@ fn default_log_path(seed: u64) -> Option<PathBuf> {
     Some(base.join("gpuroom").join(format!("sim-seed{seed}-{stamp}.db")))
 }
 
-fn main() -> Result<()> {
-    let cli = Cli::parse();
+/// Errors end the program with one readable line (the chain of causes), not a
+/// debug dump: they name the file and place, and that is what the user needs.
+fn main() -> std::process::ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("gpuroom: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Some(Command::Sim { hours: h, world, db }) => run_sim(&world, h, db.as_deref()),
         Some(Command::Replay { db, from_snapshot }) => run_replay(&db, from_snapshot),
-        Some(Command::Screenshot { out, width, height, hours: h, world }) => run_screenshot(&world, &out, width, height, h),
+        Some(Command::Screenshot { out, width, height, hours: h, theme, world }) => run_screenshot(&world, &out, width, height, h, &theme),
         None => run_console(&cli),
     }
 }
@@ -188,7 +206,7 @@ fn run_replay(db: &Path, from_snapshot: bool) -> Result<()> {
     Ok(())
 }
 
-fn run_screenshot(world: &WorldArgs, out: &Path, width: u16, height: u16, h: f64) -> Result<()> {
+fn run_screenshot(world: &WorldArgs, out: &Path, width: u16, height: u16, h: f64, theme: &str) -> Result<()> {
     let mut engine = build(world, None)?;
     let start = engine.world.config().start;
     engine.run_until(start + hours(h)?)?;
@@ -196,6 +214,7 @@ fn run_screenshot(world: &WorldArgs, out: &Path, width: u16, height: u16, h: f64
     let app = gpuroom::tui::App::new();
     let mut ctx = gpuroom::tui::DrawContext::new(format!("SIM ×60 seed {}", world.seed));
     ctx.data_age = Some(Duration::from_millis(400));
+    ctx.theme = gpuroom::tui::theme_file::load(theme)?;
     let buffer = gpuroom::tui::render_to_buffer(&view, &app, &ctx, width, height);
     std::fs::write(out, gpuroom::tui::buffer_to_svg(&buffer)).with_context(|| format!("writing {}", out.display()))?;
     println!("wrote {} ({width}×{height}, after {h} simulated hours)", out.display());
@@ -213,6 +232,19 @@ fn run_console(cli: &Cli) -> Result<()> {
     // Short: the header gives the source a narrow slot. The log's path is printed on exit.
     let recording = if engine.store.is_some() { " REC" } else { "" };
     let source = format!("SIM ×{} seed {}{recording}", cli.speed, cli.world.seed);
+    let mut ctx = gpuroom::tui::DrawContext::new(source);
+    let theme_error = match cli.theme.as_deref().map(gpuroom::tui::theme_file::load) {
+        Some(Ok(theme)) => {
+            ctx.theme = theme;
+            None
+        }
+        Some(Err(e)) => Some(e),
+        None => None,
+    };
+    if let Some(e) = &theme_error {
+        eprintln!("gpuroom: theme not used, falling back to {}: {e}", ctx.theme.name);
+        std::thread::sleep(Duration::from_secs(2));
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let speed = cli.speed;
     let engine = runtime.block_on(async move {
@@ -238,7 +270,7 @@ fn run_console(cli: &Cli) -> Result<()> {
             }
             anyhow::Ok(engine)
         });
-        let console = gpuroom::tui::run_console(rx, source).await;
+        let console = gpuroom::tui::run_console(rx, ctx).await;
         let _ = stop.send(());
         let engine = driver.await.context("engine task")??;
         console?;
@@ -246,6 +278,9 @@ fn run_console(cli: &Cli) -> Result<()> {
     })?;
     let view: View = engine.room.view();
     print!("{}", report::summary(&view, Some(&engine.world.stats)));
+    if let Some(e) = theme_error {
+        eprintln!("gpuroom: the theme was not used: {e}");
+    }
     if let Some(store) = &engine.store {
         println!("event log {} ({} events); replay with: gpuroom replay {}", store.path().display(), store.event_count()?, store.path().display());
     }

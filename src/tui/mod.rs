@@ -2,7 +2,7 @@
 //! turns keys into UI state changes; holds no business logic.
 //!
 //! Public surface for the caller (`main.rs`):
-//! * `run_console(views, source)` — the interactive loop on a tokio runtime;
+//! * `run_console(views, ctx)` — the interactive loop on a tokio runtime;
 //! * `App`, `Control`, `draw(frame, app, view, ctx)`, `DrawContext` — to embed
 //!   the console elsewhere (tests, a wall display);
 //! * `svg::buffer_to_svg`, `svg::render_to_buffer` — screenshots;
@@ -24,6 +24,7 @@ pub mod panes;
 pub mod run;
 pub mod svg;
 pub mod theme;
+pub mod theme_file;
 
 use std::time::Duration;
 

@@ -31,15 +31,15 @@ use crate::core::View;
 pub const FRAME: Duration = Duration::from_millis(100);
 
 /// Runs the console until the user quits (q, Ctrl-C) or the engine drops the
-/// sender of `views`. The terminal is restored on every way out, panics
-/// included (`ratatui::init`'s hook).
-pub async fn run_console(views: watch::Receiver<Arc<View>>, source: String) -> anyhow::Result<()> {
+/// sender of `views`. `ctx` carries the source label and the theme; the data
+/// age in it is measured here. The terminal is restored on every way out,
+/// panics included (`ratatui::init`'s hook).
+pub async fn run_console(views: watch::Receiver<Arc<View>>, ctx: DrawContext) -> anyhow::Result<()> {
     let mut terminal = ratatui::try_init().context("cannot set up the terminal (raw mode, alternate screen)")?;
     let _restore = RestoreOnDrop;
     let (tx, events) = mpsc::channel(256);
     let stop = Arc::new(AtomicBool::new(false));
     let reader = spawn_reader(tx, stop.clone()).context("cannot start the terminal input thread")?;
-    let ctx = DrawContext::new(source);
     let result = event_loop(&mut terminal, views, events, ctx, |backend, begin| {
         if begin { execute!(backend, BeginSynchronizedUpdate) } else { execute!(backend, EndSynchronizedUpdate) }
     })
@@ -257,7 +257,7 @@ mod tests {
                 }
             }
         });
-        run_console(views, "DEMO ×10".into()).await.unwrap();
+        run_console(views, DrawContext::new("DEMO ×10")).await.unwrap();
         feeder.abort();
     }
 }

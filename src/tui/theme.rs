@@ -5,9 +5,9 @@
 //! Owns only styles. It must not decide what is drawn: every pane draws the
 //! same glyphs whatever the theme, so meaning never rests on colour alone and
 //! the monochrome theme stays readable (bold, reverse, underline instead).
-//! Loading themes from TOML files comes later; keep the struct plain data.
+//! The built-in themes are TOML files in `themes/` (see `theme_file`).
 
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::style::Style;
 use ratatui::widgets::BorderType;
 
 use crate::core::cluster::BillingMode;
@@ -70,9 +70,6 @@ impl Default for Theme {
     }
 }
 
-fn fg(index: u8) -> Style {
-    Style::new().fg(Color::Indexed(index))
-}
 
 impl Theme {
     /// `NO_COLOR` set to anything non-empty selects the monochrome theme
@@ -84,80 +81,18 @@ impl Theme {
         }
     }
 
-    /// Dark background, 256-colour palette (works over SSH without truecolor).
+    /// Dark background, 256-colour palette (works over SSH without truecolor),
+    /// from `themes/dark.toml`.
     pub fn dark() -> Theme {
-        let bold = Modifier::BOLD;
-        Theme {
-            name: "dark".into(),
-            text: fg(252),
-            dim: fg(244),
-            heading: fg(109).add_modifier(bold),
-            figure: fg(255).add_modifier(bold),
-            header: Style::new().fg(Color::Indexed(252)).bg(Color::Indexed(236)),
-            brand: Style::new().fg(Color::Indexed(81)).bg(Color::Indexed(236)).add_modifier(bold),
-            border: fg(240),
-            border_focused: fg(81),
-            border_type: BorderType::Plain,
-            border_type_focused: BorderType::Thick,
-            title: fg(250).add_modifier(bold),
-            title_focused: fg(81).add_modifier(bold),
-            ok: fg(114),
-            warn: fg(214).add_modifier(bold),
-            alarm: fg(203).add_modifier(bold),
-            alarm_banner: Style::new().fg(Color::Indexed(231)).bg(Color::Indexed(124)).add_modifier(bold),
-            selected: Style::new().fg(Color::Indexed(231)).bg(Color::Indexed(24)).add_modifier(bold),
-            selected_unfocused: Style::new().bg(Color::Indexed(237)),
-            // Cool (idle) to bright (saturated); red is kept for alarms.
-            util: [fg(238), fg(25), fg(31), fg(37), fg(36), fg(71), fg(113), fg(149), fg(226)],
-            no_data: fg(240),
-            billing: [fg(141), fg(75), fg(215)],
-            mem_used: fg(45),
-            mem_alloc: fg(31),
-            mem_free: fg(238),
-            chart: fg(116),
-            chart_over: fg(203).add_modifier(bold),
-            key: fg(81).add_modifier(bold),
-            key_disabled: fg(240),
-        }
+        let (file, text) = super::theme_file::DARK;
+        super::theme_file::parse(file, text).expect("themes/dark.toml is valid (tested)")
     }
 
-    /// No colour at all: emphasis by bold, reverse, underline and glyphs.
+    /// No colour at all: emphasis by bold, reverse, underline and glyphs,
+    /// from `themes/mono.toml`.
     pub fn mono() -> Theme {
-        let plain = Style::new();
-        let bold = Style::new().add_modifier(Modifier::BOLD);
-        let dim = Style::new().add_modifier(Modifier::DIM);
-        let reversed = Style::new().add_modifier(Modifier::REVERSED);
-        Theme {
-            name: "mono".into(),
-            text: plain,
-            dim,
-            heading: Style::new().add_modifier(Modifier::UNDERLINED),
-            figure: bold,
-            header: reversed,
-            brand: reversed.add_modifier(Modifier::BOLD),
-            border: plain,
-            border_focused: bold,
-            border_type: BorderType::Plain,
-            border_type_focused: BorderType::Thick,
-            title: plain,
-            title_focused: bold.add_modifier(Modifier::UNDERLINED),
-            ok: plain,
-            warn: bold,
-            alarm: bold.add_modifier(Modifier::UNDERLINED),
-            alarm_banner: reversed.add_modifier(Modifier::BOLD),
-            selected: reversed,
-            selected_unfocused: Style::new().add_modifier(Modifier::UNDERLINED),
-            util: [dim, plain, plain, plain, plain, plain, plain, plain, bold],
-            no_data: dim,
-            billing: [plain, plain, bold],
-            mem_used: plain,
-            mem_alloc: plain,
-            mem_free: dim,
-            chart: plain,
-            chart_over: bold,
-            key: bold,
-            key_disabled: dim,
-        }
+        let (file, text) = super::theme_file::MONO;
+        super::theme_file::parse(file, text).expect("themes/mono.toml is valid (tested)")
     }
 
     pub fn billing(&self, mode: BillingMode) -> Style {
@@ -184,6 +119,7 @@ impl Theme {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ratatui::style::Modifier;
 
     #[test]
     fn mono_theme_uses_no_colour() {
