@@ -103,11 +103,8 @@ impl SimConfig {
     }
 
     pub fn parse(file: &str, text: &str) -> Result<SimConfig, ConfigError> {
-        let config: SimConfig = toml::from_str(text).map_err(|e| {
-            let line = e.span().map(|span| text[..span.start.min(text.len())].lines().count().max(1));
-            let at = line.map(|l| format!("line {l}: ")).unwrap_or_default();
-            ConfigError { file: file.into(), message: format!("{at}{}", e.message()) }
-        })?;
+        let config: SimConfig = toml::from_str(text)
+            .map_err(|e| ConfigError { file: file.into(), message: crate::sources::toml_message(text, &e) })?;
         config.validate(file)?;
         Ok(config)
     }

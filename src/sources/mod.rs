@@ -20,6 +20,14 @@ pub struct ParseError {
     pub message: String,
 }
 
+/// A TOML error as `line N: message`, the line found from the error's span
+/// (configuration and theme files report their errors this way).
+pub fn toml_message(text: &str, err: &toml::de::Error) -> String {
+    let line = err.span().map(|span| text[..span.start.min(text.len())].lines().count().max(1));
+    let at = line.map(|l| format!("line {l}: ")).unwrap_or_default();
+    format!("{at}{}", err.message())
+}
+
 impl ParseError {
     pub fn new(source_name: &str, position: impl Into<String>, message: impl Into<String>) -> ParseError {
         ParseError { source_name: source_name.to_string(), position: position.into(), message: message.into() }

@@ -129,11 +129,8 @@ struct Styles {
 }
 
 pub fn parse(file: &str, text: &str) -> Result<Theme, ThemeError> {
-    let f: ThemeFile = toml::from_str(text).map_err(|e| {
-        let line = e.span().map(|span| text[..span.start.min(text.len())].lines().count().max(1));
-        let at = line.map(|l| format!("line {l}: ")).unwrap_or_default();
-        ThemeError { file: file.to_string(), message: format!("{at}{}", e.message()) }
-    })?;
+    let f: ThemeFile = toml::from_str(text)
+        .map_err(|e| ThemeError { file: file.to_string(), message: crate::sources::toml_message(text, &e) })?;
     let s = f.styles;
     Ok(Theme {
         name: f.name,
