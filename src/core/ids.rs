@@ -12,11 +12,25 @@ pub struct JobId(pub u64);
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct NodeId(pub u32);
 
-/// One GPU: a node and the device index on it.
+/// One GPU: a node and the device index on it. Serialized as `[node, index]`
+/// because the event log holds one per GPU per telemetry tick.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(from = "(u32, u8)", into = "(u32, u8)")]
 pub struct GpuRef {
     pub node: NodeId,
     pub index: u8,
+}
+
+impl From<(u32, u8)> for GpuRef {
+    fn from((node, index): (u32, u8)) -> GpuRef {
+        GpuRef { node: NodeId(node), index }
+    }
+}
+
+impl From<GpuRef> for (u32, u8) {
+    fn from(gpu: GpuRef) -> (u32, u8) {
+        (gpu.node.0, gpu.index)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -44,5 +58,18 @@ impl fmt::Display for TenantId {
 impl fmt::Display for PoolKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {}", self.instance_type, self.zone)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_gpu_ref_is_a_compact_pair_on_the_wire() {
+        let gpu = GpuRef { node: NodeId(7), index: 3 };
+        let text = serde_json::to_string(&gpu).unwrap();
+        assert_eq!(text, "[7,3]");
+        assert_eq!(serde_json::from_str::<GpuRef>(&text).unwrap(), gpu);
     }
 }
