@@ -67,11 +67,73 @@ pub struct NodeSpec {
     pub contract_price: MicrosPerHour,
     /// Spot only: the max price the instance was requested with.
     pub max_price: Option<MicrosPerHour>,
+    /// MIG: the first `mig_gpus` GPUs are split into slices of these sizes,
+    /// each a placeable unit of its own.
+    #[serde(default)]
+    pub mig_slices: Vec<Mib>,
+    #[serde(default)]
+    pub mig_gpus: u8,
+}
+
+/// One placeable unit of a node: a whole GPU, or a MIG slice of one.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Unit {
+    pub memory: Mib,
+    /// The physical GPU a slice belongs to.
+    pub mig_parent: Option<u8>,
 }
 
 impl NodeSpec {
     pub fn pool(&self) -> PoolKey {
         PoolKey { zone: self.zone.clone(), instance_type: self.instance_type.clone() }
+    }
+
+    fn sliced(&self) -> bool {
+        self.mig_capable && self.mig_gpus > 0 && !self.mig_slices.is_empty()
+    }
+
+    /// The placeable units in index order: the slices of the first
+    /// `mig_gpus` GPUs (when MIG is on), then the whole GPUs.
+    pub fn units(&self) -> Vec<Unit> {
+        let mut units = Vec::new();
+        for gpu in 0..self.gpu_count {
+            if self.sliced() && gpu < self.mig_gpus {
+                units.extend(self.mig_slices.iter().map(|m| Unit { memory: *m, mig_parent: Some(gpu) }));
+            } else {
+                units.push(Unit { memory: self.gpu_memory, mig_parent: None });
+            }
+        }
+        units
+    }
+
+    /// The share of the instance's price a unit carries, as (numerator,
+    /// denominator): 1/gpus for a whole GPU, split by memory among slices.
+    pub fn unit_share(&self, unit: &Unit) -> (u64, u64) {
+        let gpus = u64::from(self.gpu_count.max(1));
+        match unit.mig_parent {
+            None => (1, gpus),
+            Some(_) => {
+                let total: u64 = self.mig_slices.iter().map(|m| u64::from(m.0)).sum();
+                (u64::from(unit.memory.0), gpus * total.max(1))
+            }
+        }
+    }
+
+    /// Why the spec cannot describe a real node, if it cannot.
+    pub fn problem(&self) -> Option<String> {
+        if self.gpu_count == 0 || self.gpu_memory.0 == 0 {
+            return Some("no GPUs or no GPU memory".into());
+        }
+        if self.sliced() {
+            let total: u32 = self.mig_slices.iter().map(|m| m.0).sum();
+            if total > self.gpu_memory.0 || self.mig_slices.iter().any(|m| m.0 == 0) || self.mig_gpus > self.gpu_count {
+                return Some(format!("MIG slices {:?} do not fit {} GPUs of {}", self.mig_slices, self.mig_gpus, self.gpu_memory));
+            }
+        }
+        if self.units().len() > usize::from(u8::MAX) {
+            return Some("more than 255 placeable units".into());
+        }
+        None
     }
 }
 
@@ -97,17 +159,23 @@ pub struct Allocation {
 pub struct Gpu {
     pub index: u8,
     pub memory: Mib,
+    /// `Some(parent GPU)` for a MIG slice.
+    #[serde(default)]
+    pub mig: Option<u8>,
     pub allocations: Vec<Allocation>,
     /// Last utilization sample in percent, from the executor or telemetry.
     pub util: Option<f32>,
     /// Last measured memory in use (may be below what is allocated).
     pub mem_used: Option<Mib>,
     pub sampled_at: Option<At>,
+    /// Since when every job on it has run below the idle threshold.
+    #[serde(default)]
+    pub idle_since: Option<At>,
 }
 
 impl Gpu {
     pub fn new(index: u8, memory: Mib) -> Gpu {
-        Gpu { index, memory, allocations: Vec::new(), util: None, mem_used: None, sampled_at: None }
+        Gpu { index, memory, mig: None, allocations: Vec::new(), util: None, mem_used: None, sampled_at: None, idle_since: None }
     }
 
     pub fn allocated(&self) -> Mib {
@@ -162,13 +230,32 @@ pub struct Node {
     pub spec: NodeSpec,
     pub state: NodeState,
     pub up_since: At,
+    /// Placeable units: whole GPUs and MIG slices (see `NodeSpec::units`).
     pub gpus: Vec<Gpu>,
+    /// Host CPUs and memory held by the jobs placed here.
+    #[serde(default)]
+    pub cpus_used: u32,
+    #[serde(default)]
+    pub host_mem_used: Mib,
 }
 
 impl Node {
     pub fn new(spec: NodeSpec, at: At) -> Node {
-        let gpus = (0..spec.gpu_count).map(|i| Gpu::new(i, spec.gpu_memory)).collect();
-        Node { spec, state: NodeState::Up, up_since: at, gpus }
+        let gpus = spec
+            .units()
+            .into_iter()
+            .enumerate()
+            .map(|(i, unit)| Gpu { mig: unit.mig_parent, ..Gpu::new(i as u8, unit.memory) })
+            .collect();
+        Node { spec, state: NodeState::Up, up_since: at, gpus, cpus_used: 0, host_mem_used: Mib(0) }
+    }
+
+    pub fn cpus_free(&self) -> u32 {
+        self.spec.cpus.saturating_sub(self.cpus_used)
+    }
+
+    pub fn host_mem_free(&self) -> Mib {
+        Mib(self.spec.host_memory.0.saturating_sub(self.host_mem_used.0))
     }
 
     pub fn accepts_work(&self) -> bool {

@@ -18,6 +18,13 @@ pub struct TenantSpec {
     /// GPUs the tenant is entitled to.
     pub quota_gpus: u32,
     pub monthly_budget: Micros,
+    /// GPU memory the tenant is entitled to (MiB over all its GPUs); 0: no limit.
+    #[serde(default)]
+    pub quota_gpu_mem: Mib,
+    /// GPUs it may borrow beyond its quota while they are idle; borrowed work
+    /// is preempted first when an owner needs its quota back.
+    #[serde(default)]
+    pub borrow_limit_gpus: u32,
 }
 
 /// One GPU sample, kept small because the log holds one per GPU per tick.
@@ -49,12 +56,16 @@ pub enum Action {
     Requeue { job: JobId },
     /// Stop for good.
     Cancel { job: JobId },
+    /// Switch the queue discipline at run time.
+    SetDiscipline { discipline: crate::sched::DisciplineKind },
 }
 
 impl Action {
-    pub fn job(&self) -> JobId {
+    /// The job the action is about, if it is about one.
+    pub fn job(&self) -> Option<JobId> {
         match self {
-            Action::Preempt { job } | Action::Requeue { job } | Action::Cancel { job } => *job,
+            Action::Preempt { job } | Action::Requeue { job } | Action::Cancel { job } => Some(*job),
+            Action::SetDiscipline { .. } => None,
         }
     }
 }

@@ -16,7 +16,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::ids::{JobId, NodeId, TenantId};
-use super::units::{At, Micros, Mib};
+use super::units::{At, Micros, Mib, Secs};
 
 /// The four attribution levels every job carries (SPEC §5).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -55,6 +55,9 @@ pub enum PoolPreference {
     Any,
     /// Never on spot: latency-critical or not resumable.
     NoSpot,
+    /// Interruptible batch or evaluation: spot only, until it has waited too
+    /// long; then it falls back to any capacity (SPEC §1 guidance).
+    SpotOnly,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -74,6 +77,14 @@ pub struct JobSpec {
     pub pool: PoolPreference,
     /// Size of a full checkpoint of the job's state.
     pub checkpoint_size: Mib,
+    /// Host CPUs and memory asked (DRF shares them with GPUs).
+    #[serde(default)]
+    pub cpus: u32,
+    #[serde(default)]
+    pub host_mem: Mib,
+    /// The submitter's run-time estimate (a time limit), used by backfill.
+    #[serde(default)]
+    pub est_runtime: Option<Secs>,
 }
 
 /// Why a job was stopped before it finished.
@@ -83,6 +94,18 @@ pub enum StopReason {
     Interruption,
     /// An operator asked for it.
     Operator { actor: String, requeue: bool },
+    /// The scheduler took the GPUs back (quota reclaim, a higher queue, idle).
+    Scheduler(SchedStop),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum SchedStop {
+    /// Borrowed capacity returned to the tenant that owns it.
+    Reclaim { for_tenant: TenantId },
+    /// Preempted by a job in a higher feedback queue.
+    Priority { for_job: JobId },
+    /// The GPU idled below the threshold for the whole window: released for good.
+    Idle,
 }
 
 /// What happens once a checkpoint in progress completes.
@@ -199,6 +222,9 @@ pub struct Job {
     /// Progress in the last completed checkpoint: where a restart resumes.
     pub steps_saved: u64,
     pub started_at: Option<At>,
+    /// When its current placement was made (quota order: last placed, first borrowed).
+    #[serde(default)]
+    pub placed_at: Option<At>,
     pub last_checkpoint_at: Option<At>,
     pub finished_at: Option<At>,
     /// Placements so far (1 for a job that ran straight through).
@@ -211,6 +237,13 @@ pub struct Job {
     pub lost_steps: u64,
     pub checkpoints: u32,
     pub checkpoint_bytes: u64,
+    /// Attained service: GPUs × milliseconds run (the MLFQ's measure).
+    #[serde(default)]
+    pub service_gpu_ms: i64,
+    /// Waited past its class's limit: ordered first, and a spot-only job may
+    /// use any capacity.
+    #[serde(default)]
+    pub escalated: bool,
 }
 
 impl Job {
@@ -224,6 +257,7 @@ impl Job {
             steps_done: 0,
             steps_saved: 0,
             started_at: None,
+            placed_at: None,
             last_checkpoint_at: None,
             finished_at: None,
             attempts: 0,
@@ -233,6 +267,8 @@ impl Job {
             lost_steps: 0,
             checkpoints: 0,
             checkpoint_bytes: 0,
+            service_gpu_ms: 0,
+            escalated: false,
         }
     }
 

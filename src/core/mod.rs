@@ -10,6 +10,8 @@ pub mod event;
 pub mod ids;
 pub mod job;
 pub mod room;
+mod room_cost;
+mod room_sched;
 pub mod serde_pairs;
 pub mod testkit;
 pub mod text;

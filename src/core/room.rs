@@ -10,23 +10,23 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
-use super::cluster::{Allocation, BillingMode, Node, NodeState};
+use super::cluster::{BillingMode, Node, NodeState};
 use super::event::{Action, Actor, Effect, Event, GpuSample, Role, TenantSpec};
 use super::ids::{GpuRef, JobId, NodeId, TenantId};
-use super::job::{AfterCheckpoint, Job, JobSpec, JobState, Phase, Placement, StopReason};
+use super::job::{AfterCheckpoint, Job, JobSpec, JobState, Phase, SchedStop, StopReason};
 use super::text::clean;
-use super::units::{At, Micros, MicrosPerHour, Secs};
+use super::units::{At, Mib, MicrosPerHour, Secs};
 use crate::ckpt::CheckpointPolicy;
-use crate::cost::{split_exact, Accrual, Books};
+use crate::cost::{Accrual, Books};
 use crate::market::Market;
 use crate::predict::ProgressRate;
-use crate::sched::{placement, DisciplineKind};
+use crate::sched::SchedConfig;
 
 /// Policy settings. They are part of the state (and of snapshots), so a
 /// replay with other settings is a what-if analysis.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RoomConfig {
-    pub discipline: DisciplineKind,
+    pub sched: SchedConfig,
     pub checkpoint: CheckpointPolicy,
     /// How much price history each spot pool keeps for the console.
     pub price_history: Secs,
@@ -41,7 +41,7 @@ pub struct RoomConfig {
 impl Default for RoomConfig {
     fn default() -> Self {
         RoomConfig {
-            discipline: DisciplineKind::Fifo,
+            sched: SchedConfig::default(),
             checkpoint: CheckpointPolicy::default(),
             price_history: Secs(12 * 3600),
             trend_window: Secs(3600),
@@ -103,8 +103,11 @@ pub struct Room {
     pub(crate) now: Option<At>,
     pub(crate) nodes: BTreeMap<NodeId, Node>,
     pub(crate) jobs: BTreeMap<JobId, Job>,
-    /// Jobs not yet done or failed.
+    /// Jobs not yet done or failed; of them, those waiting in the queue and
+    /// those holding GPUs (indices kept at the few places that move jobs).
     pub(crate) active: BTreeSet<JobId>,
+    pub(crate) queued: BTreeSet<JobId>,
+    pub(crate) holding: BTreeSet<JobId>,
     pub(crate) tenants: BTreeMap<TenantId, TenantSpec>,
     pub(crate) market: Market,
     pub(crate) books: Books,
@@ -115,7 +118,9 @@ pub struct Room {
     pub(crate) alarms: BTreeMap<String, Alarm>,
     pub(crate) log: VecDeque<LogLine>,
     pub(crate) stats: Stats,
-    queue_dirty: bool,
+    pub(crate) queue_dirty: bool,
+    /// When queue waits were last checked against their limits.
+    pub(crate) waits_checked: Option<At>,
 }
 
 impl Default for Room {
@@ -133,6 +138,8 @@ impl Room {
             nodes: BTreeMap::new(),
             jobs: BTreeMap::new(),
             active: BTreeSet::new(),
+            queued: BTreeSet::new(),
+            holding: BTreeSet::new(),
             tenants: BTreeMap::new(),
             market,
             books: Books::default(),
@@ -142,6 +149,7 @@ impl Room {
             log: VecDeque::new(),
             stats: Stats::default(),
             queue_dirty: false,
+            waits_checked: None,
         }
     }
 
@@ -199,7 +207,7 @@ impl Room {
             Event::CheckpointDone { job, step, bytes } => self.on_checkpoint_done(at, *job, *step, *bytes, &mut effects),
             Event::JobStopped { job } => self.on_stopped(at, *job),
             Event::JobExited { job, ok, message } => self.on_exited(at, *job, *ok, message),
-            Event::Telemetry { gpus, progress } => self.on_telemetry(at, gpus, progress),
+            Event::Telemetry { gpus, progress } => self.on_telemetry(at, gpus, progress, &mut effects),
             Event::PriceTick { zone, instance_type, price } => self.on_price(at, zone, instance_type, *price),
             Event::InterruptionNotice { node, deadline } => self.on_notice(at, *node, *deadline, &mut effects),
             Event::Operator { actor, action } => self.on_operator(at, actor, action, &mut effects),
@@ -209,6 +217,7 @@ impl Room {
             effects.extend(self.reject(at, reason));
         }
         self.checkpoints_due(at, &mut effects);
+        self.check_waits(at, &mut effects);
         if self.queue_dirty {
             self.schedule(at, &mut effects);
         }
@@ -229,27 +238,27 @@ impl Room {
         self.log.push_back(LogLine { at, severity, text });
     }
 
-    fn raise(&mut self, at: At, id: String, text: String, effects: &mut Vec<Effect>) {
+    pub(crate) fn raise(&mut self, at: At, id: String, text: String, effects: &mut Vec<Effect>) {
         self.note(at, Severity::Alarm, text.clone());
         self.alarms.insert(id.clone(), Alarm { raised_at: at, text: text.clone() });
         effects.push(Effect::AlarmRaised { id, text });
     }
 
-    fn clear(&mut self, id: &str, effects: &mut Vec<Effect>) {
+    pub(crate) fn clear(&mut self, id: &str, effects: &mut Vec<Effect>) {
         if self.alarms.remove(id).is_some() {
             effects.push(Effect::AlarmCleared { id: id.to_string() });
         }
     }
 
-    fn node_name(&self, id: NodeId) -> String {
+    pub(crate) fn node_name(&self, id: NodeId) -> String {
         self.nodes.get(&id).map(|n| clean(&n.spec.name)).unwrap_or_else(|| format!("node#{}", id.0))
     }
 
     // ---- cluster -------------------------------------------------------
 
     fn on_node_up(&mut self, at: At, spec: &super::cluster::NodeSpec) -> Result<(), String> {
-        if spec.gpu_count == 0 || spec.gpu_memory.0 == 0 {
-            return Err(format!("node {} has no GPUs or no GPU memory", clean(&spec.name)));
+        if let Some(problem) = spec.problem() {
+            return Err(format!("node {}: {problem}", clean(&spec.name)));
         }
         if let Some(existing) = self.nodes.get(&spec.id)
             && existing.is_up()
@@ -360,6 +369,7 @@ impl Room {
         self.validate(spec)?;
         self.jobs.insert(spec.id, Job::new(spec.clone(), at));
         self.active.insert(spec.id);
+        self.queued.insert(spec.id);
         self.stats.submitted += 1;
         self.queue_dirty = true;
         Ok(())
@@ -427,6 +437,11 @@ impl Room {
             StopReason::Operator { actor, requeue: false } => {
                 self.finish(at, id, JobState::Failed { reason: format!("cancelled by {}", clean(&actor)) })?;
             }
+            StopReason::Scheduler(SchedStop::Idle) => {
+                let window = self.config.sched.idle_window;
+                let threshold = self.config.sched.idle_util_pct;
+                self.finish(at, id, JobState::Failed { reason: format!("released: GPU below {threshold}% for {window}") })?;
+            }
             _ => self.requeue_from_checkpoint(at, id),
         }
         Ok(())
@@ -465,7 +480,11 @@ impl Room {
             job.waited_secs = (at - job.queued_since).num_seconds().max(0);
         }
         self.active.remove(&id);
+        self.queued.remove(&id);
+        self.holding.remove(&id);
         self.rates.remove(&id);
+        let mut cleared = Vec::new();
+        self.clear(&format!("wait:{}", id.0), &mut cleared);
         if done {
             self.stats.done += 1;
         } else {
@@ -477,12 +496,16 @@ impl Room {
     /// Frees the job's GPUs (no state change).
     fn release(&mut self, id: JobId) {
         let Some(job) = self.jobs.get_mut(&id) else { return };
+        self.holding.remove(&id);
         if let Some(placement) = job.placement.take()
             && let Some(node) = self.nodes.get_mut(&placement.node)
         {
             for gpu in node.gpus.iter_mut() {
                 gpu.allocations.retain(|a| a.job != id);
+                gpu.idle_since = None;
             }
+            node.cpus_used = node.cpus_used.saturating_sub(job.spec.cpus);
+            node.host_mem_used = Mib(node.host_mem_used.0.saturating_sub(job.spec.host_mem.0));
         }
         self.queue_dirty = true;
     }
@@ -501,7 +524,9 @@ impl Room {
         job.placement = None;
         job.queued_since = at;
         job.started_at = None;
+        job.placed_at = None;
         job.requeues += 1;
+        self.queued.insert(id);
         self.stats.lost_steps += lost;
         self.stats.requeues += 1;
         self.rates.remove(&id);
@@ -509,7 +534,7 @@ impl Room {
     }
 
     /// Asks a running job to stop: with a save first where `save` and possible.
-    fn stop_job(&mut self, id: JobId, reason: StopReason, save: bool, effects: &mut Vec<Effect>) {
+    pub(crate) fn stop_job(&mut self, id: JobId, reason: StopReason, save: bool, effects: &mut Vec<Effect>) {
         let Some(job) = self.jobs.get_mut(&id) else { return };
         match (&mut job.state, save) {
             (JobState::Running, true) => {
@@ -531,18 +556,24 @@ impl Room {
         }
     }
 
-    fn on_telemetry(&mut self, at: At, gpus: &[GpuSample], progress: &[(JobId, u64)]) -> Result<(), String> {
+    fn on_telemetry(&mut self, at: At, gpus: &[GpuSample], progress: &[(JobId, u64)], effects: &mut Vec<Effect>) -> Result<(), String> {
         let mut unknown = 0usize;
+        let mut seen = Vec::with_capacity(gpus.len());
         for GpuSample(gpu_ref, util, mem) in gpus {
             let gpu = self.nodes.get_mut(&gpu_ref.node).and_then(|n| n.gpus.get_mut(usize::from(gpu_ref.index)));
             match gpu {
                 Some(gpu) if util.is_finite() => {
-                    gpu.util = Some(util.clamp(0.0, 100.0));
+                    let util = util.clamp(0.0, 100.0);
+                    gpu.util = Some(util);
                     gpu.mem_used = Some((*mem).min(gpu.memory));
                     gpu.sampled_at = Some(at);
+                    seen.push((*gpu_ref, util));
                 }
                 _ => unknown += 1,
             }
+        }
+        for (gpu_ref, util) in seen {
+            self.track_idle(at, gpu_ref, util, effects);
         }
         for (id, steps) in progress {
             let Some(job) = self.jobs.get_mut(id) else {
@@ -578,18 +609,30 @@ impl Room {
 
     fn on_operator(&mut self, at: At, actor: &Actor, action: &Action, effects: &mut Vec<Effect>) -> Result<(), String> {
         let who = clean(&actor.user);
-        let id = action.job();
+        let origin = clean(&actor.origin);
         let verb = match action {
             Action::Preempt { .. } => "preempt",
             Action::Requeue { .. } => "requeue",
             Action::Cancel { .. } => "cancel",
+            Action::SetDiscipline { .. } => "switch the queue discipline",
         };
         if actor.role != Role::Operator {
-            return Err(format!("{who} ({}) may not {verb} {id}: read-only", clean(&actor.origin)));
+            return Err(format!("{who} ({origin}) may not {verb}: read-only"));
         }
+        let Some(id) = action.job() else {
+            if let Action::SetDiscipline { discipline } = action {
+                let before = self.config.sched.discipline.discipline().name();
+                self.config.sched.discipline = *discipline;
+                self.queue_dirty = true;
+                self.stats.operator_actions += 1;
+                self.note(at, Severity::Action, format!("{who}@{origin}: queue discipline {before} → {}", discipline.discipline().name()));
+            }
+            return Ok(());
+        };
         let job = self.jobs.get(&id).ok_or_else(|| format!("{who} asked to {verb} unknown job {id}"))?;
         let phase = job.phase();
         let name = clean(&job.spec.name);
+        let by_operator = |requeue: bool| StopReason::Operator { actor: actor.user.clone(), requeue };
         match (action, phase) {
             (_, p) if p.is_terminal() => return Err(format!("{who} asked to {verb} {id}, which is already {}", p.label())),
             (Action::Cancel { .. }, Phase::Queued) => {
@@ -598,151 +641,13 @@ impl Room {
             (Action::Preempt { .. } | Action::Requeue { .. }, Phase::Queued) => {
                 return Err(format!("{who} asked to {verb} {id}, which is queued, not running"));
             }
-            (Action::Preempt { .. }, _) => {
-                self.stop_job(id, StopReason::Operator { actor: actor.user.clone(), requeue: true }, true, effects)
-            }
-            (Action::Requeue { .. }, _) => {
-                self.stop_job(id, StopReason::Operator { actor: actor.user.clone(), requeue: true }, false, effects)
-            }
-            (Action::Cancel { .. }, _) => {
-                self.stop_job(id, StopReason::Operator { actor: actor.user.clone(), requeue: false }, false, effects)
-            }
+            (Action::Preempt { .. }, _) => self.stop_job(id, by_operator(true), true, effects),
+            (Action::Requeue { .. }, _) => self.stop_job(id, by_operator(true), false, effects),
+            (Action::Cancel { .. }, _) => self.stop_job(id, by_operator(false), false, effects),
+            (Action::SetDiscipline { .. }, _) => {}
         }
         self.stats.operator_actions += 1;
-        self.note(at, Severity::Action, format!("{who}@{}: {verb} {id} {name}", clean(&actor.origin)));
+        self.note(at, Severity::Action, format!("{who}@{origin}: {verb} {id} {name}"));
         Ok(())
-    }
-
-    // ---- policies --------------------------------------------------------
-
-    fn checkpoints_due(&mut self, at: At, effects: &mut Vec<Effect>) {
-        let policy = &self.config.checkpoint;
-        let due: Vec<JobId> = self
-            .active
-            .iter()
-            .filter_map(|id| self.jobs.get(id))
-            .filter(|job| job.phase() == Phase::Running)
-            .filter(|job| {
-                let billing = job.placement.as_ref().and_then(|p| self.nodes.get(&p.node)).map(|n| n.spec.billing);
-                billing.is_some_and(|b| policy.is_due(job, b, at))
-            })
-            .map(|job| job.spec.id)
-            .collect();
-        for id in due {
-            if let Some(job) = self.jobs.get_mut(&id) {
-                job.state = JobState::Checkpointing { then: AfterCheckpoint::Continue };
-                effects.push(Effect::Checkpoint { job: id });
-            }
-        }
-    }
-
-    fn schedule(&mut self, at: At, effects: &mut Vec<Effect>) {
-        self.queue_dirty = false;
-        let mut queued: Vec<&Job> =
-            self.active.iter().filter_map(|id| self.jobs.get(id)).filter(|j| j.phase() == Phase::Queued).collect();
-        self.config.discipline.discipline().order(&mut queued);
-        let order: Vec<JobId> = queued.iter().map(|j| j.spec.id).collect();
-        for id in order {
-            let Some(spec) = self.jobs.get(&id).map(|j| &j.spec) else { continue };
-            let Some(plan) = placement::best_fit(&self.nodes, spec) else { continue };
-            let (size, exclusive) = (spec.gpu_mem, spec.exclusive);
-            if let Some(node) = self.nodes.get_mut(&plan.node) {
-                for (index, offset) in &plan.gpus {
-                    if let Some(gpu) = node.gpus.get_mut(usize::from(*index)) {
-                        let size = if exclusive { gpu.memory } else { size };
-                        gpu.allocations.push(Allocation { job: id, offset: *offset, size, exclusive });
-                    }
-                }
-            }
-            let gpus: Vec<u8> = plan.gpus.iter().map(|(i, _)| *i).collect();
-            let Some(job) = self.jobs.get_mut(&id) else { continue };
-            let waited = (at - job.queued_since).num_seconds().max(0);
-            job.waited_secs += waited;
-            job.attempts += 1;
-            job.state = JobState::Placed;
-            job.placement = Some(Placement { node: plan.node, gpus: gpus.clone() });
-            self.stats.placements += 1;
-            self.stats.wait_secs_sum += waited;
-            self.stats.wait_count += 1;
-            effects.push(Effect::StartJob { job: id, node: plan.node, gpus, resume_step: job.steps_saved });
-        }
-    }
-
-    // ---- cost --------------------------------------------------------------
-
-    /// The hourly price a node costs now: its contract, or the spot market.
-    pub(crate) fn node_rate(&self, node: &Node) -> Option<MicrosPerHour> {
-        match node.spec.billing {
-            BillingMode::Spot => self.market.price(&node.spec.pool()),
-            BillingMode::OnDemand | BillingMode::Reserved => Some(node.spec.contract_price),
-        }
-    }
-
-    /// Charges every up node from the last event to `to`, split at month starts
-    /// so that month-to-date figures are exact.
-    fn accrue_until(&mut self, to: At) {
-        let Some(mut from) = self.now else { return };
-        while from < to {
-            let next_month = super::units::start_of_next_month(from);
-            let end = next_month.min(to);
-            self.accrue_span(from, end);
-            from = end;
-        }
-    }
-
-    fn accrue_span(&mut self, from: At, to: At) {
-        let millis = (to - from).num_milliseconds();
-        if millis <= 0 {
-            return;
-        }
-        let ids: Vec<NodeId> = self.nodes.iter().filter(|(_, n)| n.is_up()).map(|(id, _)| *id).collect();
-        for id in ids {
-            let node = &self.nodes[&id];
-            let mode = node.spec.billing;
-            let gpu_count = node.gpus.len() as i64;
-            let Some(rate) = self.node_rate(node) else {
-                self.books.unpriced_ms += millis;
-                continue;
-            };
-            let parts = node.gpus.len() as u32;
-            let per_gpu: Vec<i64> = (0..node.gpus.len())
-                .map(|i| {
-                    let gpu = GpuRef { node: id, index: i as u8 };
-                    self.accruals.entry(gpu).or_default().accrue_share(rate, millis, parts).0
-                })
-                .collect();
-            let node = &self.nodes[&id];
-            // Each GPU's share goes to the jobs on it by memory share; the rest is idle.
-            let mut charges: Vec<(JobId, i64)> = Vec::new();
-            let mut idle = 0i64;
-            let mut busy_gpus = 0i64;
-            for (gpu, share) in node.gpus.iter().zip(per_gpu) {
-                if gpu.allocations.is_empty() {
-                    idle += share;
-                    continue;
-                }
-                busy_gpus += 1;
-                let mut weights: Vec<u64> = gpu.allocations.iter().map(|a| u64::from(a.size.0)).collect();
-                let free = u64::from(gpu.memory.0).saturating_sub(weights.iter().sum());
-                let exclusive = gpu.has_exclusive();
-                weights.push(if exclusive { 0 } else { free });
-                let parts = split_exact(share, &weights);
-                for (alloc, part) in gpu.allocations.iter().zip(&parts) {
-                    charges.push((alloc.job, *part));
-                }
-                idle += parts.last().copied().unwrap_or(0);
-            }
-            let allocated: i64 = charges.iter().map(|(_, c)| c).sum();
-            self.books.charge_mode(mode, Micros(allocated), Micros(idle));
-            self.books.gpu_ms_allocated[mode.index()] += busy_gpus * millis;
-            self.books.gpu_ms_idle[mode.index()] += (gpu_count - busy_gpus) * millis;
-            for (job_id, part) in charges {
-                if let Some(job) = self.jobs.get_mut(&job_id) {
-                    job.cost += Micros(part);
-                    let tenant = job.spec.tags.tenant.clone();
-                    self.books.charge_tenant(&tenant, from, Micros(part));
-                }
-            }
-        }
     }
 }

@@ -34,6 +34,8 @@ pub fn node_spec(id: u32, billing: BillingMode, gpus: u8) -> NodeSpec {
             _ => MicrosPerHour(24_480_000),
         },
         max_price: (billing == BillingMode::Spot).then_some(MicrosPerHour(24_480_000)),
+        mig_slices: Vec::new(),
+        mig_gpus: 0,
     }
 }
 
@@ -51,9 +53,12 @@ pub fn job_spec(id: u64, tenant: &str, gpus: u8) -> JobSpec {
         priority: 0,
         pool: PoolPreference::Any,
         checkpoint_size: Mib(2048),
+        cpus: 4,
+        host_mem: Mib(16_384),
+        est_runtime: None,
     }
 }
 
 pub fn tenant_spec(id: &str, quota_gpus: u32) -> TenantSpec {
-    TenantSpec { id: TenantId(id.into()), quota_gpus, monthly_budget: Micros(10_000_000_000) }
+    TenantSpec { id: TenantId(id.into()), quota_gpus, monthly_budget: Micros(10_000_000_000), quota_gpu_mem: Mib(0), borrow_limit_gpus: 64 }
 }

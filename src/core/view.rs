@@ -177,7 +177,7 @@ impl Room {
         let mut view = View {
             at: now,
             events: self.stats.events,
-            discipline: self.config.discipline.discipline().name().to_string(),
+            discipline: self.config.sched.discipline.discipline().name().to_string(),
             ..View::default()
         };
         self.fill_nodes(&mut view);
@@ -331,10 +331,8 @@ impl Room {
                 oldest_wait: mine_q.iter().map(|(_, r)| r.wait).max(),
             });
         }
-        let mut ordered: Vec<&crate::core::job::Job> = queued.iter().map(|(j, _)| *j).collect();
-        self.config.discipline.discipline().order(&mut ordered);
         let position: std::collections::BTreeMap<JobId, usize> =
-            ordered.iter().enumerate().map(|(i, j)| (j.spec.id, i)).collect();
+            self.ordered_queue(now).iter().enumerate().map(|(i, j)| (j.spec.id, i)).collect();
         queued.sort_by_key(|(j, _)| position.get(&j.spec.id).copied().unwrap_or(usize::MAX));
         running.sort_by(|a, b| a.node.cmp(&b.node).then(a.id.cmp(&b.id)));
         view.jobs = running;

@@ -22,11 +22,17 @@ impl Accrual {
     /// Accrues one of `parts` equal shares of `rate` (one GPU of an instance),
     /// with its own remainder, so no share is favoured by rounding.
     pub fn accrue_share(&mut self, rate: MicrosPerHour, millis: i64, parts: u32) -> Micros {
-        if rate.0 <= 0 || millis <= 0 {
+        self.accrue_fraction(rate, millis, 1, u64::from(parts.max(1)))
+    }
+
+    /// Accrues the fraction `num / den` of `rate` (a MIG slice's share of its
+    /// instance), with its own remainder.
+    pub fn accrue_fraction(&mut self, rate: MicrosPerHour, millis: i64, num: u64, den: u64) -> Micros {
+        if rate.0 <= 0 || millis <= 0 || num == 0 {
             return Micros::ZERO;
         }
-        let divisor = MS_PER_HOUR * i128::from(parts.max(1));
-        let numerator = i128::from(rate.0) * i128::from(millis) + i128::from(self.carry);
+        let divisor = MS_PER_HOUR * i128::from(den.max(1));
+        let numerator = i128::from(rate.0) * i128::from(millis) * i128::from(num) + i128::from(self.carry);
         self.carry = (numerator % divisor) as i64;
         Micros((numerator / divisor) as i64)
     }

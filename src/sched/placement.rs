@@ -1,12 +1,17 @@
 //! Placement: which node and GPUs a job gets, and at which memory offset.
 //!
-//! Capacity is chosen by price tier first (reserved is already paid for, then
-//! spot, then on-demand), then by best fit: the node or GPU whose free space
-//! fits the job with the least left over, so that large contiguous space stays
-//! free for large jobs. A multi-GPU job always lands on one node.
+//! Best fit (the default): capacity is chosen by price tier first (reserved is
+//! already paid for, then spot, then on-demand), then by the tightest fit: the
+//! node or GPU whose free space holds the job with the least left over, so
+//! that large contiguous space stays free for large jobs. First fit (the
+//! baseline to compare with) takes the first node and block that fit, in
+//! order. A job always lands on one node; MIG slices are placeable units of
+//! their own but never part of a multi-GPU job; with time-sharing on, small
+//! shareable jobs may use the memory an exclusive job did not ask for.
 
 use std::collections::BTreeMap;
 
+use super::FitPolicy;
 use crate::core::cluster::{BillingMode, Gpu, Node};
 use crate::core::ids::NodeId;
 use crate::core::job::{JobSpec, PoolPreference};
@@ -19,6 +24,15 @@ pub struct Plan {
     pub gpus: Vec<(u8, Mib)>,
 }
 
+/// How to place: the fit policy, time-sharing, and a node to keep clear.
+#[derive(Copy, Clone, Debug, Default, PartialEq)]
+pub struct Options {
+    pub fit: FitPolicy,
+    pub time_sharing: bool,
+    /// Leave this node alone (it is reserved for a blocked job).
+    pub avoid: Option<NodeId>,
+}
+
 fn tier(mode: BillingMode) -> u8 {
     match mode {
         BillingMode::Reserved => 0,
@@ -27,63 +41,102 @@ fn tier(mode: BillingMode) -> u8 {
     }
 }
 
-/// The smallest free block of `gpu` that holds `size`, as (offset, leftover).
-fn best_block(gpu: &Gpu, size: Mib) -> Option<(Mib, u32)> {
-    gpu.free_blocks()
-        .into_iter()
-        .filter(|(_, block)| block.0 >= size.0)
-        .map(|(offset, block)| (offset, block.0 - size.0))
-        .min_by_key(|&(offset, leftover)| (leftover, offset.0))
+/// Whether the job's pool preference lets it run on `mode` (an escalated
+/// spot-only job may use anything).
+pub fn pool_allows(pool: PoolPreference, escalated: bool, mode: BillingMode) -> bool {
+    match pool {
+        PoolPreference::Any => true,
+        PoolPreference::NoSpot => mode != BillingMode::Spot,
+        PoolPreference::SpotOnly => escalated || mode == BillingMode::Spot,
+    }
 }
 
-/// Ranks one node for the job: `None` if it cannot hold it.
-fn fit_on_node(node: &Node, spec: &JobSpec) -> Option<((u8, u64), Vec<(u8, Mib)>)> {
-    if !node.accepts_work() || spec.gpus == 0 || node.spec.gpu_memory.0 < spec.gpu_mem.0 {
+/// The free block of `gpu` that holds `size`: the smallest (best fit) or the
+/// first (first fit), as (offset, leftover).
+fn block(gpu: &Gpu, size: Mib, fit: FitPolicy) -> Option<(Mib, u32)> {
+    let mut fitting = gpu.free_blocks().into_iter().filter(|(_, b)| b.0 >= size.0).map(|(o, b)| (o, b.0 - size.0));
+    match fit {
+        FitPolicy::BestFit => fitting.min_by_key(|&(offset, leftover)| (leftover, offset.0)),
+        FitPolicy::FirstFit => fitting.next(),
+    }
+}
+
+/// Ranks one node for the job: `None` if it cannot hold it. Lower is better.
+pub fn fit_on_node(node: &Node, spec: &JobSpec, escalated: bool, opts: &Options) -> Option<((u8, u64), Vec<(u8, Mib)>)> {
+    if !node.accepts_work() || spec.gpus == 0 || !pool_allows(spec.pool, escalated, node.spec.billing) {
         return None;
     }
-    if spec.pool == PoolPreference::NoSpot && node.spec.billing == BillingMode::Spot {
+    if spec.cpus > node.cpus_free() || spec.host_mem.0 > node.host_mem_free().0 {
         return None;
     }
     let wanted = usize::from(spec.gpus);
+    let usable = |g: &&Gpu| g.memory.0 >= spec.gpu_mem.0 && (wanted == 1 || g.mig.is_none());
+    let rank_tier = match opts.fit {
+        FitPolicy::BestFit => tier(node.spec.billing),
+        FitPolicy::FirstFit => 0,
+    };
     if spec.exclusive {
-        let free: Vec<&Gpu> = node.gpus.iter().filter(|g| g.is_free()).collect();
+        let free: Vec<&Gpu> = node.gpus.iter().filter(usable).filter(|g| g.is_free()).collect();
         if free.len() < wanted {
             return None;
         }
-        // Tightest node: the fewest free GPUs left behind.
-        let left_behind = (free.len() - wanted) as u64;
-        let gpus = free.iter().take(wanted).map(|g| (g.index, Mib(0))).collect();
-        return Some(((tier(node.spec.billing), left_behind), gpus));
+        let left_behind = match opts.fit {
+            // Tightest node: the fewest free GPUs left behind, then the least memory over.
+            FitPolicy::BestFit => (free.len() - wanted) as u64 * 1_000_000 + free.iter().take(wanted).map(|g| u64::from(g.memory.0 - spec.gpu_mem.0)).sum::<u64>(),
+            FitPolicy::FirstFit => 0,
+        };
+        let mut chosen: Vec<&Gpu> = free;
+        if opts.fit == FitPolicy::BestFit {
+            // Smallest units first (a MIG slice before a whole GPU).
+            chosen.sort_by_key(|g| (g.memory.0, g.index));
+        }
+        let gpus = chosen.iter().take(wanted).map(|g| (g.index, Mib(0))).collect();
+        return Some(((rank_tier, left_behind), gpus));
     }
     let mut candidates: Vec<(u32, u8, Mib)> = node
         .gpus
         .iter()
-        .filter(|g| !g.has_exclusive())
-        .filter_map(|g| best_block(g, spec.gpu_mem).map(|(offset, leftover)| (leftover, g.index, offset)))
+        .filter(usable)
+        .filter(|g| !g.has_exclusive() || opts.time_sharing)
+        .filter_map(|g| block(g, spec.gpu_mem, opts.fit).map(|(offset, leftover)| (leftover, g.index, offset)))
         .collect();
     if candidates.len() < wanted {
         return None;
     }
-    candidates.sort_unstable();
+    if opts.fit == FitPolicy::BestFit {
+        candidates.sort_unstable();
+    }
     candidates.truncate(wanted);
-    let leftover: u64 = candidates.iter().map(|(l, _, _)| u64::from(*l)).sum();
+    let leftover = match opts.fit {
+        FitPolicy::BestFit => candidates.iter().map(|(l, _, _)| u64::from(*l)).sum(),
+        FitPolicy::FirstFit => 0,
+    };
     let gpus = candidates.into_iter().map(|(_, index, offset)| (index, offset)).collect();
-    Some(((tier(node.spec.billing), leftover), gpus))
+    Some(((rank_tier, leftover), gpus))
 }
 
-/// Where `spec` fits best now, or `None` if it fits nowhere.
-pub fn best_fit(nodes: &BTreeMap<NodeId, Node>, spec: &JobSpec) -> Option<Plan> {
-    nodes
+/// Where `spec` fits now under `opts`, or `None` if it fits nowhere.
+pub fn place(nodes: &BTreeMap<NodeId, Node>, spec: &JobSpec, escalated: bool, opts: &Options) -> Option<Plan> {
+    let fits = nodes
         .values()
-        .filter_map(|node| fit_on_node(node, spec).map(|(score, gpus)| (score, node.spec.id, gpus)))
-        .min_by_key(|(score, id, _)| (*score, *id))
-        .map(|(_, node, gpus)| Plan { node, gpus })
+        .filter(|node| Some(node.spec.id) != opts.avoid)
+        .filter_map(|node| fit_on_node(node, spec, escalated, opts).map(|(score, gpus)| (score, node.spec.id, gpus)));
+    let best = match opts.fit {
+        FitPolicy::BestFit => fits.min_by_key(|(score, id, _)| (*score, *id)),
+        FitPolicy::FirstFit => fits.min_by_key(|(_, id, _)| *id),
+    };
+    best.map(|(_, node, gpus)| Plan { node, gpus })
+}
+
+/// Best fit without time-sharing: the default placement, for tests and tools.
+pub fn best_fit(nodes: &BTreeMap<NodeId, Node>, spec: &JobSpec) -> Option<Plan> {
+    place(nodes, spec, false, &Options::default())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::cluster::Allocation;
+    use crate::core::cluster::{Allocation, NodeState};
     use crate::core::ids::JobId;
     use crate::core::testkit::{job_spec, node_spec, t};
 
@@ -92,12 +145,14 @@ mod tests {
     }
 
     fn hold(nodes: &mut BTreeMap<NodeId, Node>, node: u32, gpu: usize, offset: u32, size: u32, exclusive: bool) {
-        nodes.get_mut(&NodeId(node)).unwrap().gpus[gpu].allocations.push(Allocation {
-            job: JobId(999),
-            offset: Mib(offset),
-            size: Mib(size),
-            exclusive,
-        });
+        nodes.get_mut(&NodeId(node)).unwrap().gpus[gpu].allocations.push(Allocation { job: JobId(999), offset: Mib(offset), size: Mib(size), exclusive });
+    }
+
+    fn small(id: u64, mem: u32) -> JobSpec {
+        let mut spec = job_spec(id, "a", 1);
+        spec.exclusive = false;
+        spec.gpu_mem = Mib(mem);
+        spec
     }
 
     #[test]
@@ -105,60 +160,98 @@ mod tests {
         let mut nodes = cluster(vec![node_spec(1, BillingMode::Reserved, 2)]);
         // GPU 0 has 4 GiB free after 12 GiB; GPU 1 is empty (16 GiB free).
         hold(&mut nodes, 1, 0, 0, 12_288, false);
-        let mut spec = job_spec(1, "a", 1);
-        spec.exclusive = false;
-        spec.gpu_mem = Mib(4000);
-        let plan = best_fit(&nodes, &spec).unwrap();
+        let plan = best_fit(&nodes, &small(1, 4000)).unwrap();
         assert_eq!(plan, Plan { node: NodeId(1), gpus: vec![(0, Mib(12_288))] });
+        // First fit takes GPU 0's first block too here, but with a hole at the start it takes the hole.
+        hold(&mut nodes, 1, 1, 8192, 8192, false);
+        let first = place(&nodes, &small(2, 4000), false, &Options { fit: FitPolicy::FirstFit, ..Options::default() }).unwrap();
+        assert_eq!(first.gpus, vec![(0, Mib(12_288))]);
+        let tight = best_fit(&nodes, &small(3, 8000)).unwrap();
+        assert_eq!(tight.gpus, vec![(1, Mib(0))], "the 8 GiB hole of GPU 1, not GPU 0's");
     }
 
     #[test]
     fn an_exclusive_job_needs_untouched_gpus_on_one_node() {
         let mut nodes = cluster(vec![node_spec(1, BillingMode::Reserved, 2), node_spec(2, BillingMode::OnDemand, 4)]);
         hold(&mut nodes, 1, 0, 0, 1024, false);
-        let mut spec = job_spec(1, "a", 2);
-        spec.exclusive = true;
+        let spec = job_spec(1, "a", 2);
         let plan = best_fit(&nodes, &spec).unwrap();
         assert_eq!(plan.node, NodeId(2), "node 1 has only one untouched GPU");
         assert_eq!(plan.gpus.len(), 2);
-        spec.gpus = 5;
-        assert_eq!(best_fit(&nodes, &spec), None, "no node has 5 GPUs");
+        let mut five = spec.clone();
+        five.gpus = 5;
+        assert_eq!(best_fit(&nodes, &five), None, "no node has 5 GPUs");
     }
 
     #[test]
     fn reserved_capacity_is_used_before_spot_and_spot_before_on_demand() {
-        let nodes = cluster(vec![
-            node_spec(1, BillingMode::OnDemand, 1),
-            node_spec(2, BillingMode::Spot, 1),
-            node_spec(3, BillingMode::Reserved, 8),
-        ]);
+        let nodes = cluster(vec![node_spec(1, BillingMode::OnDemand, 1), node_spec(2, BillingMode::Spot, 1), node_spec(3, BillingMode::Reserved, 8)]);
         let spec = job_spec(1, "a", 1);
         assert_eq!(best_fit(&nodes, &spec).unwrap().node, NodeId(3));
         let mut no_spot = spec.clone();
         no_spot.pool = PoolPreference::NoSpot;
-        let nodes_without_reserved: BTreeMap<_, _> = nodes.into_iter().filter(|(id, _)| id.0 != 3).collect();
-        assert_eq!(best_fit(&nodes_without_reserved, &spec).unwrap().node, NodeId(2));
-        assert_eq!(best_fit(&nodes_without_reserved, &no_spot).unwrap().node, NodeId(1));
+        let without_reserved: BTreeMap<_, _> = nodes.into_iter().filter(|(id, _)| id.0 != 3).collect();
+        assert_eq!(best_fit(&without_reserved, &spec).unwrap().node, NodeId(2));
+        assert_eq!(best_fit(&without_reserved, &no_spot).unwrap().node, NodeId(1));
+        let mut spot_only = spec.clone();
+        spot_only.pool = PoolPreference::SpotOnly;
+        let only_od: BTreeMap<_, _> = without_reserved.into_iter().filter(|(id, _)| id.0 == 1).collect();
+        assert_eq!(place(&only_od, &spot_only, false, &Options::default()), None);
+        assert_eq!(place(&only_od, &spot_only, true, &Options::default()).unwrap().node, NodeId(1), "escalated: any pool");
     }
 
     #[test]
-    fn within_a_tier_the_node_left_fullest_wins() {
+    fn within_a_tier_the_node_left_fullest_wins_and_a_reserved_node_can_be_avoided() {
         let mut nodes = cluster(vec![node_spec(1, BillingMode::Reserved, 8), node_spec(2, BillingMode::Reserved, 8)]);
         for gpu in 0..6 {
             hold(&mut nodes, 2, gpu, 0, 16_384, true);
         }
-        let mut spec = job_spec(1, "a", 2);
-        spec.exclusive = true;
+        let spec = job_spec(1, "a", 2);
         assert_eq!(best_fit(&nodes, &spec).unwrap().node, NodeId(2), "node 2's last two GPUs fit exactly");
+        let opts = Options { avoid: Some(NodeId(2)), ..Options::default() };
+        assert_eq!(place(&nodes, &spec, false, &opts).unwrap().node, NodeId(1));
     }
 
     #[test]
-    fn draining_nodes_and_small_gpus_are_skipped() {
+    fn draining_nodes_small_gpus_and_full_hosts_are_skipped() {
         let mut nodes = cluster(vec![node_spec(1, BillingMode::Reserved, 8)]);
         let mut big = job_spec(1, "a", 1);
         big.gpu_mem = Mib(40_000);
         assert_eq!(best_fit(&nodes, &big), None);
-        nodes.get_mut(&NodeId(1)).unwrap().state = crate::core::cluster::NodeState::Draining { deadline: t(120) };
-        assert_eq!(best_fit(&nodes, &job_spec(2, "a", 1)), None);
+        let mut cpu_hungry = job_spec(2, "a", 1);
+        cpu_hungry.cpus = 65;
+        assert_eq!(best_fit(&nodes, &cpu_hungry), None, "the node has 64 CPUs");
+        nodes.get_mut(&NodeId(1)).unwrap().state = NodeState::Draining { deadline: t(120) };
+        assert_eq!(best_fit(&nodes, &job_spec(3, "a", 1)), None);
+    }
+
+    #[test]
+    fn time_sharing_lends_what_an_exclusive_job_did_not_ask_for() {
+        let mut nodes = cluster(vec![node_spec(1, BillingMode::Reserved, 1)]);
+        hold(&mut nodes, 1, 0, 0, 10_000, true);
+        let guest = small(1, 4000);
+        assert_eq!(best_fit(&nodes, &guest), None, "no sharing of an owned GPU without time-sharing");
+        let opts = Options { time_sharing: true, ..Options::default() };
+        assert_eq!(place(&nodes, &guest, false, &opts).unwrap().gpus, vec![(0, Mib(10_000))]);
+        assert_eq!(place(&nodes, &small(2, 7000), false, &opts), None, "only 6,384 MiB is spare");
+    }
+
+    #[test]
+    fn mig_slices_are_units_of_their_own_but_not_for_multi_gpu_jobs() {
+        let mut spec = node_spec(1, BillingMode::Reserved, 2);
+        spec.gpu_model = "A100-40GB".into();
+        spec.gpu_memory = Mib(40_960);
+        spec.mig_capable = true;
+        spec.mig_slices = vec![Mib(20_480), Mib(10_240), Mib(5120), Mib(5120)];
+        spec.mig_gpus = 1;
+        let nodes = cluster(vec![spec]);
+        let node = &nodes[&NodeId(1)];
+        assert_eq!(node.gpus.len(), 5, "4 slices of GPU 0 and the whole GPU 1");
+        let mut small_job = job_spec(1, "a", 1);
+        small_job.gpu_mem = Mib(5000);
+        let plan = best_fit(&nodes, &small_job).unwrap();
+        assert_eq!(node.gpus[usize::from(plan.gpus[0].0)].memory, Mib(5120), "the smallest slice that fits");
+        let two = job_spec(2, "a", 2);
+        assert_eq!(best_fit(&nodes, &two), None, "slices never join a multi-GPU job");
     }
 }

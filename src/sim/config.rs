@@ -34,6 +34,9 @@ pub struct InstanceType {
     pub reserved: String,
     /// Throughput relative to a V100 (the Philly durations are taken as V100 time).
     pub speed: f64,
+    /// MIG slice sizes for GPUs of this type that a node splits.
+    #[serde(default)]
+    pub mig_slices_mib: Vec<u32>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -46,6 +49,9 @@ pub struct NodeConfig {
     /// Spot only; defaults to the on-demand price (AWS's default max price).
     #[serde(default)]
     pub max_price: Option<String>,
+    /// How many of its GPUs run in MIG mode (split per `mig_slices_mib`).
+    #[serde(default)]
+    pub mig_gpus: u8,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -56,6 +62,11 @@ pub struct TenantConfig {
     pub monthly_budget: String,
     /// Fraction of arriving jobs that are this tenant's.
     pub share: f64,
+    /// GPU memory quota in MiB (0: none) and GPUs it may borrow beyond its quota.
+    #[serde(default)]
+    pub quota_gpu_mem_mib: u32,
+    #[serde(default)]
+    pub borrow_limit_gpus: u32,
     pub projects: Vec<String>,
     pub models: Vec<String>,
     pub envs: Vec<String>,
@@ -69,6 +80,9 @@ pub struct Workload {
     pub max_duration_secs: i64,
     pub shared_fraction: f64,
     pub no_spot_fraction: f64,
+    /// Share of small (shared) jobs that run on spot only until escalated.
+    #[serde(default)]
+    pub spot_only_fraction: f64,
     pub failure_rate: f64,
     pub checkpoint_mib_per_sec: u32,
 }
@@ -155,6 +169,7 @@ impl SimConfig {
         let w = &self.workload;
         fraction(file, "workload.shared_fraction", w.shared_fraction)?;
         fraction(file, "workload.no_spot_fraction", w.no_spot_fraction)?;
+        fraction(file, "workload.spot_only_fraction", w.spot_only_fraction)?;
         fraction(file, "workload.failure_rate", w.failure_rate)?;
         if w.max_gpus == 0 || w.min_duration_secs < 1 || w.max_duration_secs < w.min_duration_secs || w.checkpoint_mib_per_sec == 0 {
             return Err(err("workload bounds: max_gpus ≥ 1, 1 ≤ min_duration_secs ≤ max_duration_secs, checkpoint_mib_per_sec ≥ 1".into()));
@@ -195,6 +210,8 @@ impl SimConfig {
                     on_demand_price: on_demand,
                     contract_price: if n.billing == BillingMode::Reserved { reserved } else { on_demand },
                     max_price,
+                    mig_slices: t.mig_slices_mib.iter().map(|m| Mib(*m)).collect(),
+                    mig_gpus: if t.mig_capable { n.mig_gpus } else { 0 },
                 })
             })
             .collect()
@@ -207,6 +224,8 @@ impl SimConfig {
                 id: TenantId(t.name.clone()),
                 quota_gpus: t.quota_gpus,
                 monthly_budget: Micros::parse_decimal(&t.monthly_budget).unwrap_or_default(),
+                quota_gpu_mem: Mib(t.quota_gpu_mem_mib),
+                borrow_limit_gpus: t.borrow_limit_gpus,
             })
             .collect()
     }

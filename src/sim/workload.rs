@@ -104,7 +104,21 @@ impl Workload {
         let project = Self::pick(rng, &tenant.projects).to_string();
         let model = Self::pick(rng, &tenant.models).to_string();
         let env = Self::pick(rng, &tenant.envs).to_string();
-        let pool = if rng.random::<f64>() < w.no_spot_fraction { PoolPreference::NoSpot } else { PoolPreference::Any };
+        // SPEC §1: interruptible batch and evaluation on spot; some work never on spot.
+        let pool = if shared && rng.random::<f64>() < w.spot_only_fraction {
+            PoolPreference::SpotOnly
+        } else if rng.random::<f64>() < w.no_spot_fraction {
+            PoolPreference::NoSpot
+        } else {
+            PoolPreference::Any
+        };
+        let (cpus, host_mem) = if shared {
+            (rng.random_range(1..=2), Mib(rng.random_range(4..=16) * 1024))
+        } else {
+            (gpus * rng.random_range(2..=4), Mib(gpus * rng.random_range(16..=48) * 1024))
+        };
+        // Submitters over-estimate: a time limit of 1.2-3x the run, in quarter hours.
+        let est_runtime = Some(Secs(((duration.0 as f64 * rng.random_range(1.2..3.0)) / 900.0).ceil() as i64 * 900));
         SimJob {
             spec: JobSpec {
                 id,
@@ -118,6 +132,9 @@ impl Workload {
                 priority: 0,
                 pool,
                 checkpoint_size,
+                cpus,
+                host_mem,
+                est_runtime,
             },
             step_secs,
             util,

@@ -197,7 +197,7 @@ mod tests {
         let mut room = crate::tui::fixture::demo_room();
         let at = room.now().unwrap();
         let evil = "\x1b[2J\x1b]0;pwned\x07\u{9b}31m";
-        let spec = TenantSpec { id: TenantId(format!("t{evil}")), quota_gpus: 1, monthly_budget: Micros(1) };
+        let spec = TenantSpec { id: TenantId(format!("t{evil}")), quota_gpus: 1, monthly_budget: Micros(1), quota_gpu_mem: crate::core::units::Mib(0), borrow_limit_gpus: 0 };
         room.apply(at, &Event::TenantDefined { spec });
         let spec = JobSpec { name: format!("job{evil}"), ..job_spec(99, &format!("t{evil}"), 64) };
         room.apply(at + chrono::TimeDelta::seconds(1), &Event::JobSubmitted { spec });

@@ -81,7 +81,7 @@ fn speed(job: u64) -> u64 {
 
 fn tenant(id: &str, quota_gpus: u32, budget_dollars: i64) -> Event {
     Event::TenantDefined {
-        spec: TenantSpec { id: TenantId(id.into()), quota_gpus, monthly_budget: Micros(budget_dollars * 1_000_000) },
+        spec: TenantSpec { id: TenantId(id.into()), quota_gpus, monthly_budget: Micros(budget_dollars * 1_000_000), quota_gpu_mem: Mib(0), borrow_limit_gpus: 16 },
     }
 }
 

@@ -1,0 +1,423 @@
+//! The `Room`'s scheduling pass and the periodic checks around it: which
+//! queued jobs start where (discipline order, quotas with borrowing, EASY
+//! backfill behind the head job's reservation), what is preempted to give a
+//! tenant its quota back or a higher MLFQ queue its turn, when a job is due a
+//! checkpoint, when a wait passes its limit, and when an idle GPU is released.
+//! The policies are in `sched/` and `ckpt/`; this file applies them.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::cluster::{Allocation, BillingMode, Node};
+use super::event::Effect;
+use super::ids::{JobId, NodeId, TenantId};
+use super::job::{AfterCheckpoint, Job, JobSpec, JobState, Phase, Placement, PoolPreference, SchedStop, StopReason};
+use super::room::{Room, Severity};
+use super::text::clean;
+use super::units::{At, Secs};
+use crate::sched::backfill::{self, Reservation};
+use crate::sched::discipline::{DisciplineKind, Mlfq, OrderContext};
+use crate::sched::placement::{self, Options, Plan};
+use crate::sched::quota::{self, Admission, Held};
+use crate::sched::{preempt, Resources};
+
+/// Upper bounds of what could fit anywhere, per pool a job may use, so that a
+/// pass over a long queue on a full cluster skips most jobs in O(1).
+#[derive(Default)]
+struct Headroom {
+    /// Indexed by `pool_class`: [any, not spot, spot only].
+    free_units: [u32; 3],
+    largest_block: [u32; 3],
+}
+
+fn pool_class(pool: PoolPreference, escalated: bool) -> usize {
+    match (pool, escalated) {
+        (PoolPreference::Any, _) | (PoolPreference::SpotOnly, true) => 0,
+        (PoolPreference::NoSpot, _) => 1,
+        (PoolPreference::SpotOnly, false) => 2,
+    }
+}
+
+impl Headroom {
+    fn measure(nodes: &BTreeMap<NodeId, Node>, time_sharing: bool) -> Headroom {
+        let mut h = Headroom::default();
+        for node in nodes.values().filter(|n| n.accepts_work()) {
+            let free = node.gpus.iter().filter(|g| g.is_free()).count() as u32;
+            let block = node
+                .gpus
+                .iter()
+                .filter(|g| time_sharing || !g.has_exclusive())
+                .map(|g| g.largest_free_block().0)
+                .max()
+                .unwrap_or(0);
+            let spot = node.spec.billing == BillingMode::Spot;
+            for (class, counts) in [(0, true), (1, !spot), (2, spot)] {
+                if counts {
+                    h.free_units[class] = h.free_units[class].max(free);
+                    h.largest_block[class] = h.largest_block[class].max(block);
+                }
+            }
+        }
+        h
+    }
+
+    fn may_fit(&self, spec: &JobSpec, escalated: bool) -> bool {
+        let class = pool_class(spec.pool, escalated);
+        if spec.exclusive { u32::from(spec.gpus) <= self.free_units[class] } else { spec.gpu_mem.0 <= self.largest_block[class] }
+    }
+}
+
+impl Room {
+    pub(crate) fn place_options(&self) -> Options {
+        Options { fit: self.config.sched.fit, time_sharing: self.config.sched.time_sharing, avoid: None }
+    }
+
+    /// What each tenant holds now, in DRF's four dimensions and in quota terms.
+    fn holdings(&self) -> (BTreeMap<TenantId, Resources>, BTreeMap<TenantId, Held>) {
+        let mut resources: BTreeMap<TenantId, Resources> = BTreeMap::new();
+        let mut held: BTreeMap<TenantId, Held> = BTreeMap::new();
+        for job in self.holding.iter().filter_map(|id| self.jobs.get(id)) {
+            let tenant = &job.spec.tags.tenant;
+            resources.entry(tenant.clone()).or_default().add(Resources::of(&job.spec));
+            held.entry(tenant.clone()).or_default().add(Held::of(&job.spec));
+        }
+        (resources, held)
+    }
+
+    fn capacity(&self) -> Resources {
+        let mut cap = Resources::default();
+        for node in self.nodes.values().filter(|n| n.accepts_work()) {
+            cap.gpus += f64::from(node.spec.gpu_count);
+            cap.gpu_mem += node.gpus.iter().map(|g| f64::from(g.memory.0)).sum::<f64>();
+            cap.cpus += f64::from(node.spec.cpus);
+            cap.host_mem += f64::from(node.spec.host_memory.0);
+        }
+        cap
+    }
+
+    /// The queue in the current discipline's order, escalated jobs first.
+    pub(crate) fn ordered_queue(&self, now: At) -> Vec<&Job> {
+        let (held, _) = self.holdings();
+        let ctx = OrderContext { now, config: &self.config.sched, held: &held, capacity: self.capacity() };
+        let mut queued: Vec<&Job> = self.queued.iter().filter_map(|id| self.jobs.get(id)).collect();
+        self.config.sched.discipline.discipline().order(&mut queued, &ctx);
+        queued.sort_by_key(|j| !j.escalated);
+        queued
+    }
+
+    /// Jobs whose GPUs are borrowed beyond their tenant's quota.
+    pub fn borrowed(&self) -> BTreeSet<JobId> {
+        quota::borrowed(self.holding.iter().filter_map(|id| self.jobs.get(id)), &self.tenants)
+    }
+
+    /// When each job holding GPUs is predicted to end: from its measured
+    /// progress rate, else from its submitter's estimate.
+    fn predicted_ends(&self, now: At) -> BTreeMap<JobId, At> {
+        self.holding
+            .iter()
+            .filter_map(|id| self.jobs.get(id))
+            .filter_map(|job| {
+                let remaining = job.spec.steps_total.saturating_sub(job.steps_done);
+                let secs = match self.rates.get(&job.spec.id).and_then(|r| r.remaining_secs(remaining)) {
+                    Some((mean, _)) => mean,
+                    None => remaining_estimate(job)?.0 as f64,
+                };
+                Some((job.spec.id, now + chrono::TimeDelta::seconds(secs.ceil() as i64)))
+            })
+            .collect()
+    }
+
+    fn allocate(&mut self, at: At, id: JobId, plan: Plan, effects: &mut Vec<Effect>) {
+        let Some(spec) = self.jobs.get(&id).map(|j| j.spec.clone()) else { return };
+        let owner_size = if self.config.sched.time_sharing { None } else { Some(()) };
+        if let Some(node) = self.nodes.get_mut(&plan.node) {
+            for (index, offset) in &plan.gpus {
+                if let Some(gpu) = node.gpus.get_mut(usize::from(*index)) {
+                    // An exclusive job owns the whole GPU, or with time-sharing
+                    // only what it asked, leaving the rest to lend.
+                    let size = match (spec.exclusive, owner_size) {
+                        (true, Some(())) => gpu.memory,
+                        _ => spec.gpu_mem.min(gpu.memory),
+                    };
+                    gpu.allocations.push(Allocation { job: id, offset: *offset, size, exclusive: spec.exclusive });
+                    gpu.idle_since = None;
+                }
+            }
+            node.cpus_used += spec.cpus;
+            node.host_mem_used.0 += spec.host_mem.0;
+        }
+        let gpus: Vec<u8> = plan.gpus.iter().map(|(i, _)| *i).collect();
+        let Some(job) = self.jobs.get_mut(&id) else { return };
+        let waited = (at - job.queued_since).num_seconds().max(0);
+        job.waited_secs += waited;
+        job.attempts += 1;
+        job.state = JobState::Placed;
+        job.placed_at = Some(at);
+        job.escalated = false;
+        job.placement = Some(Placement { node: plan.node, gpus: gpus.clone() });
+        let resume_step = job.steps_saved;
+        self.queued.remove(&id);
+        self.holding.insert(id);
+        self.stats.placements += 1;
+        self.stats.wait_secs_sum += waited;
+        self.stats.wait_count += 1;
+        self.clear(&format!("wait:{}", id.0), effects);
+        effects.push(Effect::StartJob { job: id, node: plan.node, gpus, resume_step });
+    }
+
+    /// Whether a scheduler preemption is still in flight (one batch at a time,
+    /// so a pass never preempts twice for the same need).
+    fn scheduler_stop_pending(&self) -> bool {
+        self.holding.iter().filter_map(|id| self.jobs.get(id)).any(|j| {
+            matches!(
+                &j.state,
+                JobState::Preempted { reason: StopReason::Scheduler(s) } | JobState::Checkpointing { then: AfterCheckpoint::Stop(StopReason::Scheduler(s)) }
+                    if !matches!(s, SchedStop::Idle)
+            )
+        })
+    }
+
+    /// The scheduling pass.
+    pub(crate) fn schedule(&mut self, at: At, effects: &mut Vec<Effect>) {
+        self.queue_dirty = false;
+        if self.queued.is_empty() {
+            return;
+        }
+        let order: Vec<JobId> = self.ordered_queue(at).iter().map(|j| j.spec.id).collect();
+        let (_, mut held) = self.holdings();
+        let mut headroom = Headroom::measure(&self.nodes, self.config.sched.time_sharing);
+        let mut reservation: Option<Reservation> = None;
+        let mut spare_left = 0u32;
+        let mut ends: Option<BTreeMap<JobId, At>> = None;
+        let mut blocked: Option<JobId> = None;
+        let mut borrowers = Vec::new();
+        for id in order {
+            let Some(job) = self.jobs.get(&id) else { continue };
+            let tenant = job.spec.tags.tenant.clone();
+            match quota::admit(&job.spec, held.get(&tenant).copied().unwrap_or_default(), self.tenants.get(&tenant)) {
+                Admission::Refused => continue,
+                Admission::Borrow => {
+                    borrowers.push(id);
+                    continue;
+                }
+                Admission::WithinQuota => {}
+            }
+            match self.try_place(at, id, &headroom, &reservation, &mut spare_left, &mut ends) {
+                Some(plan) => {
+                    let spec_held = Held::of(&job.spec);
+                    held.entry(tenant).or_default().add(spec_held);
+                    self.allocate(at, id, plan, effects);
+                    headroom = Headroom::measure(&self.nodes, self.config.sched.time_sharing);
+                }
+                None => {
+                    if blocked.is_none() {
+                        blocked = Some(id);
+                        if self.config.sched.backfill {
+                            let ends = ends.get_or_insert_with(|| self.predicted_ends(at));
+                            if let Some(job) = self.jobs.get(&id) {
+                                reservation = backfill::reserve(&self.nodes, &job.spec, job.escalated, ends, at);
+                                spare_left = reservation.as_ref().map_or(0, |r| r.spare_gpus);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let preempting = match blocked {
+            Some(id) if !self.scheduler_stop_pending() => self.make_room(at, id, effects),
+            _ => self.scheduler_stop_pending(),
+        };
+        // Borrowing uses idle capacity only: never while an owner waits for room.
+        if preempting {
+            return;
+        }
+        for id in borrowers {
+            let Some(job) = self.jobs.get(&id) else { continue };
+            let tenant = job.spec.tags.tenant.clone();
+            if quota::admit(&job.spec, held.get(&tenant).copied().unwrap_or_default(), self.tenants.get(&tenant)) != Admission::Borrow {
+                continue;
+            }
+            if let Some(plan) = self.try_place(at, id, &headroom, &reservation, &mut spare_left, &mut ends) {
+                let spec_held = Held::of(&job.spec);
+                held.entry(tenant).or_default().add(spec_held);
+                self.allocate(at, id, plan, effects);
+                headroom = Headroom::measure(&self.nodes, self.config.sched.time_sharing);
+            }
+        }
+    }
+
+    /// A place for job `id` now that respects the reservation, if any.
+    fn try_place(
+        &self,
+        at: At,
+        id: JobId,
+        headroom: &Headroom,
+        reservation: &Option<Reservation>,
+        spare_left: &mut u32,
+        ends: &mut Option<BTreeMap<JobId, At>>,
+    ) -> Option<Plan> {
+        let job = self.jobs.get(&id)?;
+        if !headroom.may_fit(&job.spec, job.escalated) {
+            return None;
+        }
+        let opts = self.place_options();
+        let plan = placement::place(&self.nodes, &job.spec, job.escalated, &opts)?;
+        let Some(r) = reservation else { return Some(plan) };
+        if plan.node != r.node {
+            return Some(plan);
+        }
+        let _ = ends;
+        let ends_in_time = remaining_estimate(job).is_some_and(|secs| at + secs.delta() <= r.at);
+        if ends_in_time {
+            return Some(plan);
+        }
+        if u32::from(job.spec.gpus) <= *spare_left && job.spec.exclusive {
+            *spare_left -= u32::from(job.spec.gpus);
+            return Some(plan);
+        }
+        placement::place(&self.nodes, &job.spec, job.escalated, &Options { avoid: Some(r.node), ..opts })
+    }
+
+    /// Preempts what the blocked job may take back: borrowed work of other
+    /// tenants (newest first), or under MLFQ running jobs of lower queues that
+    /// had their quantum. Returns whether anything is being stopped.
+    fn make_room(&mut self, at: At, id: JobId, effects: &mut Vec<Effect>) -> bool {
+        let Some(job) = self.jobs.get(&id) else { return false };
+        let spec = job.spec.clone();
+        let escalated = job.escalated;
+        let tenant = spec.tags.tenant.clone();
+        let opts = self.place_options();
+        let borrowed = self.borrowed();
+        let mut lenders: Vec<&Job> = borrowed
+            .iter()
+            .filter_map(|b| self.jobs.get(b))
+            .filter(|b| b.spec.tags.tenant != tenant && b.phase() == Phase::Running)
+            .collect();
+        lenders.sort_by_key(|b| std::cmp::Reverse((b.placed_at, b.spec.id)));
+        let candidates: Vec<JobId> = lenders.iter().map(|b| b.spec.id).collect();
+        if let Some(victims) = preempt::victims_for(&self.nodes, &spec, escalated, &candidates, &opts) {
+            let reason = SchedStop::Reclaim { for_tenant: tenant.clone() };
+            self.preempt_for(at, &victims, reason, &format!("quota reclaim for {} ({})", clean(&tenant.0), id), effects);
+            return true;
+        }
+        if self.config.sched.discipline != DisciplineKind::Mlfq {
+            return false;
+        }
+        let config = &self.config.sched;
+        let level = Mlfq::effective_level(job, at, config);
+        let mut lower: Vec<(usize, &Job)> = self
+            .holding
+            .iter()
+            .filter_map(|h| self.jobs.get(h))
+            .filter(|j| j.phase() == Phase::Running)
+            .filter(|j| j.started_at.is_some_and(|s| at - s >= config.mlfq_quantum.delta()))
+            .map(|j| (Mlfq::level(j, &config.mlfq_thresholds), j))
+            .filter(|(l, _)| *l > level)
+            .collect();
+        lower.sort_by_key(|(l, j)| std::cmp::Reverse((*l, j.started_at, j.spec.id)));
+        let candidates: Vec<JobId> = lower.iter().map(|(_, j)| j.spec.id).collect();
+        if let Some(victims) = preempt::victims_for(&self.nodes, &spec, escalated, &candidates, &opts) {
+            self.preempt_for(at, &victims, SchedStop::Priority { for_job: id }, &format!("mlfq: {id} outranks"), effects);
+            return true;
+        }
+        false
+    }
+
+    fn preempt_for(&mut self, at: At, victims: &[JobId], why: SchedStop, text: &str, effects: &mut Vec<Effect>) {
+        let names: Vec<String> = victims.iter().map(|v| v.to_string()).collect();
+        for victim in victims {
+            self.stop_job(*victim, StopReason::Scheduler(why.clone()), true, effects);
+        }
+        self.note(at, Severity::Info, format!("{text}: preempting {}", names.join(", ")));
+    }
+
+    /// Running jobs whose checkpoint interval has passed start saving.
+    pub(crate) fn checkpoints_due(&mut self, at: At, effects: &mut Vec<Effect>) {
+        let policy = &self.config.checkpoint;
+        let due: Vec<JobId> = self
+            .holding
+            .iter()
+            .filter_map(|id| self.jobs.get(id))
+            .filter(|job| job.phase() == Phase::Running)
+            .filter(|job| {
+                let billing = job.placement.as_ref().and_then(|p| self.nodes.get(&p.node)).map(|n| n.spec.billing);
+                billing.is_some_and(|b| policy.is_due(job, b, at))
+            })
+            .map(|job| job.spec.id)
+            .collect();
+        for id in due {
+            if let Some(job) = self.jobs.get_mut(&id) {
+                job.state = JobState::Checkpointing { then: AfterCheckpoint::Continue };
+                effects.push(Effect::Checkpoint { job: id });
+            }
+        }
+    }
+
+    /// Once a simulated minute: queued jobs past their class's wait limit
+    /// raise an alarm and are escalated (ordered first; spot-only ones may use
+    /// any capacity). The alarm clears when the job is placed or ends.
+    pub(crate) fn check_waits(&mut self, at: At, effects: &mut Vec<Effect>) {
+        if self.waits_checked.is_some_and(|last| at - last < chrono::TimeDelta::seconds(60)) {
+            return;
+        }
+        self.waits_checked = Some(at);
+        let limits = self.config.sched.max_wait.clone();
+        let late: Vec<(JobId, Secs, Secs)> = self
+            .queued
+            .iter()
+            .filter_map(|id| self.jobs.get(id))
+            .filter(|j| !j.escalated)
+            .map(|j| (j.spec.id, Secs(j.wait_secs(at)), limits.of(j.spec.class)))
+            .filter(|(_, wait, limit)| wait > limit)
+            .collect();
+        for (id, wait, limit) in late {
+            let Some(job) = self.jobs.get_mut(&id) else { continue };
+            job.escalated = true;
+            let widened = if job.spec.pool == PoolPreference::SpotOnly { ", may now use on-demand or reserved capacity" } else { "" };
+            let text = format!("{id} {} waited {wait} (limit {limit} for {}): escalated{widened}", clean(&job.spec.name), job.spec.class.label());
+            self.raise(at, format!("wait:{}", id.0), text, effects);
+            self.queue_dirty = true;
+        }
+    }
+
+    /// After a telemetry sample: a GPU whose jobs all run below the idle
+    /// threshold starts (or keeps) an idle streak; any busy sample ends it. A
+    /// streak as long as the window releases the GPU: its jobs save and stop
+    /// for good.
+    pub(crate) fn track_idle(&mut self, at: At, gpu_ref: super::ids::GpuRef, util: f32, effects: &mut Vec<Effect>) {
+        let window = self.config.sched.idle_window;
+        if window.0 <= 0 {
+            return;
+        }
+        let threshold = self.config.sched.idle_util_pct;
+        let Some(gpu) = self.nodes.get(&gpu_ref.node).and_then(|n| n.gpus.get(usize::from(gpu_ref.index))) else { return };
+        let jobs: Vec<JobId> = gpu.allocations.iter().map(|a| a.job).collect();
+        let all_running = !jobs.is_empty() && jobs.iter().all(|j| self.jobs.get(j).is_some_and(|j| j.phase() == Phase::Running));
+        let idle = all_running && util < threshold;
+        let since = match (idle, gpu.idle_since) {
+            (false, _) => None,
+            (true, Some(since)) => Some(since),
+            (true, None) => Some(at),
+        };
+        let Some(gpu) = self.nodes.get_mut(&gpu_ref.node).and_then(|n| n.gpus.get_mut(usize::from(gpu_ref.index))) else { return };
+        gpu.idle_since = since;
+        if let Some(since) = since
+            && at - since >= window.delta()
+        {
+            gpu.idle_since = None;
+            let node = self.node_name(gpu_ref.node);
+            for job in jobs {
+                self.stop_job(job, StopReason::Scheduler(SchedStop::Idle), true, effects);
+                let name = self.jobs.get(&job).map(|j| clean(&j.spec.name)).unwrap_or_default();
+                self.note(at, Severity::Warn, format!("idle reclaim: {job} {name} on {node} GPU {} below {threshold}% since {}", gpu_ref.index, since.format("%H:%M:%S")));
+            }
+        }
+    }
+}
+
+/// What is left of a job's own run-time estimate, scaled by its saved progress.
+fn remaining_estimate(job: &Job) -> Option<Secs> {
+    let est = job.spec.est_runtime?;
+    let total = job.spec.steps_total.max(1) as f64;
+    let left = 1.0 - job.steps_done.min(job.spec.steps_total) as f64 / total;
+    Some(Secs((est.0 as f64 * left).ceil() as i64))
+}

@@ -1,0 +1,312 @@
+//! Queue disciplines: the order in which the `Room` considers queued jobs.
+//! A discipline decides priority, never capacity: the `Room` walks the order
+//! and places whatever fits, within quotas and the backfill reservation.
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+use super::{Resources, SchedConfig};
+use crate::core::ids::TenantId;
+use crate::core::job::Job;
+use crate::core::units::At;
+
+/// What a discipline may look at besides the jobs.
+pub struct OrderContext<'a> {
+    pub now: At,
+    pub config: &'a SchedConfig,
+    /// What each tenant holds now (placed and running jobs).
+    pub held: &'a BTreeMap<TenantId, Resources>,
+    /// What the up nodes offer in all.
+    pub capacity: Resources,
+}
+
+pub trait Discipline {
+    fn name(&self) -> &'static str;
+    fn order(&self, queued: &mut Vec<&Job>, ctx: &OrderContext<'_>);
+}
+
+/// The disciplines an operator can choose; serializable so a switch is an event.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DisciplineKind {
+    #[default]
+    Fifo,
+    Priority,
+    Drf,
+    Mlfq,
+}
+
+impl DisciplineKind {
+    pub const ALL: [DisciplineKind; 4] = [DisciplineKind::Fifo, DisciplineKind::Priority, DisciplineKind::Drf, DisciplineKind::Mlfq];
+
+    pub fn discipline(self) -> &'static dyn Discipline {
+        match self {
+            DisciplineKind::Fifo => &Fifo,
+            DisciplineKind::Priority => &PriorityAging,
+            DisciplineKind::Drf => &Drf,
+            DisciplineKind::Mlfq => &Mlfq,
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<DisciplineKind> {
+        DisciplineKind::ALL.into_iter().find(|d| d.discipline().name() == name)
+    }
+}
+
+fn arrival(job: &Job) -> (At, crate::core::ids::JobId) {
+    (job.submitted_at, job.spec.id)
+}
+
+/// First in, first out by submission. A requeued job keeps its place: it was
+/// taken off the cluster, it did not arrive late.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct Fifo;
+
+impl Discipline for Fifo {
+    fn name(&self) -> &'static str {
+        "fifo"
+    }
+
+    fn order(&self, queued: &mut Vec<&Job>, _ctx: &OrderContext<'_>) {
+        queued.sort_by_key(|job| arrival(job));
+    }
+}
+
+/// Highest priority first, where waiting adds `aging_per_hour` points an hour,
+/// so a low-priority job overtakes newer high-priority work in bounded time.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct PriorityAging;
+
+impl PriorityAging {
+    pub fn effective(job: &Job, now: At, aging_per_hour: f64) -> f64 {
+        f64::from(job.spec.priority) + aging_per_hour * job.wait_secs(now) as f64 / 3600.0
+    }
+}
+
+impl Discipline for PriorityAging {
+    fn name(&self) -> &'static str {
+        "priority"
+    }
+
+    fn order(&self, queued: &mut Vec<&Job>, ctx: &OrderContext<'_>) {
+        let rate = ctx.config.aging_per_hour;
+        let mut keyed: Vec<(f64, &Job)> = queued.iter().map(|j| (PriorityAging::effective(j, ctx.now, rate), *j)).collect();
+        keyed.sort_by(|(a, ja), (b, jb)| b.total_cmp(a).then_with(|| arrival(ja).cmp(&arrival(jb))));
+        *queued = keyed.into_iter().map(|(_, j)| j).collect();
+    }
+}
+
+/// Dominant resource fairness (Ghodsi et al., NSDI'11) by progressive
+/// filling: the next job is always the tenant's whose dominant share (what it
+/// holds, plus what is ordered before, over GPUs, GPU memory, CPUs and host
+/// memory) is lowest. Within a tenant, first in first out.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct Drf;
+
+#[derive(PartialEq)]
+struct Share(f64, Reverse<TenantId>);
+
+impl Eq for Share {}
+impl PartialOrd for Share {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Share {
+    /// Reversed on the share so `BinaryHeap` pops the lowest; ties go to the
+    /// tenant whose name sorts first.
+    fn cmp(&self, other: &Self) -> Ordering {
+        other.0.total_cmp(&self.0).then_with(|| self.1.cmp(&other.1))
+    }
+}
+
+impl Discipline for Drf {
+    fn name(&self) -> &'static str {
+        "drf"
+    }
+
+    fn order(&self, queued: &mut Vec<&Job>, ctx: &OrderContext<'_>) {
+        let mut per_tenant: BTreeMap<TenantId, VecDeque<&Job>> = BTreeMap::new();
+        let mut sorted: Vec<&Job> = queued.clone();
+        sorted.sort_by_key(|job| arrival(job));
+        for job in sorted {
+            per_tenant.entry(job.spec.tags.tenant.clone()).or_default().push_back(job);
+        }
+        let mut held: BTreeMap<TenantId, Resources> = BTreeMap::new();
+        let mut heap = BinaryHeap::new();
+        for tenant in per_tenant.keys() {
+            let h = ctx.held.get(tenant).copied().unwrap_or_default();
+            heap.push(Share(h.dominant_share(&ctx.capacity), Reverse(tenant.clone())));
+            held.insert(tenant.clone(), h);
+        }
+        let mut order = Vec::with_capacity(queued.len());
+        while let Some(Share(_, Reverse(tenant))) = heap.pop() {
+            let Some(jobs) = per_tenant.get_mut(&tenant) else { continue };
+            let Some(job) = jobs.pop_front() else { continue };
+            order.push(job);
+            let h = held.entry(tenant.clone()).or_default();
+            h.add(Resources::of(&job.spec));
+            if !jobs.is_empty() {
+                heap.push(Share(h.dominant_share(&ctx.capacity), Reverse(tenant)));
+            }
+        }
+        *queued = order;
+    }
+}
+
+/// Multi-level feedback queue on attained service (GPUs × time run), as
+/// Tiresias' discretized 2D-LAS: a job starts in queue 0 and drops a queue
+/// each time its service passes a threshold; lower queues go first, first in
+/// first out within a queue. A job waiting `mlfq_promote_after` climbs one
+/// queue per such wait, so none starves.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct Mlfq;
+
+impl Mlfq {
+    /// The queue a job's attained service puts it in, before promotion.
+    pub fn level(job: &Job, thresholds: &[i64]) -> usize {
+        let service_secs = job.service_gpu_ms / 1000;
+        thresholds.iter().filter(|t| service_secs >= **t).count()
+    }
+
+    pub fn effective_level(job: &Job, ctx_now: At, config: &SchedConfig) -> usize {
+        let level = Mlfq::level(job, &config.mlfq_thresholds);
+        let promote = config.mlfq_promote_after.0.max(1);
+        let lifted = (job.wait_secs(ctx_now) / promote) as usize;
+        level.saturating_sub(lifted)
+    }
+}
+
+impl Discipline for Mlfq {
+    fn name(&self) -> &'static str {
+        "mlfq"
+    }
+
+    fn order(&self, queued: &mut Vec<&Job>, ctx: &OrderContext<'_>) {
+        queued.sort_by_key(|job| (Mlfq::effective_level(job, ctx.now, ctx.config), arrival(job)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::job::Job;
+    use crate::core::testkit::{job_spec, t};
+    use crate::core::units::{Mib, Secs};
+
+    fn ctx<'a>(config: &'a SchedConfig, held: &'a BTreeMap<TenantId, Resources>, capacity: Resources, now: i64) -> OrderContext<'a> {
+        OrderContext { now: t(now), config, held, capacity }
+    }
+
+    fn ids(jobs: &[&Job]) -> Vec<u64> {
+        jobs.iter().map(|j| j.spec.id.0).collect()
+    }
+
+    #[test]
+    fn fifo_orders_by_submission_and_keeps_a_requeued_job_in_front() {
+        let config = SchedConfig::default();
+        let held = BTreeMap::new();
+        let mut early = Job::new(job_spec(1, "a", 1), t(0));
+        early.requeues = 1;
+        early.queued_since = t(500);
+        let late = Job::new(job_spec(2, "a", 1), t(100));
+        let mut queue = vec![&late, &early];
+        Fifo.order(&mut queue, &ctx(&config, &held, Resources::default(), 600));
+        assert_eq!(ids(&queue), vec![1, 2]);
+    }
+
+    #[test]
+    fn priority_ages_so_an_old_low_job_overtakes_new_high_ones() {
+        let config = SchedConfig { aging_per_hour: 2.0, ..SchedConfig::default() };
+        let held = BTreeMap::new();
+        let low = Job::new(job_spec(1, "a", 1), t(0));
+        let fresh_high = |id: u64, at: i64| {
+            let mut spec = job_spec(id, "a", 1);
+            spec.priority = 10;
+            Job::new(spec, t(at))
+        };
+        // After 3 h the low job has 6 points; a high job just submitted has 10.
+        let high = fresh_high(2, 3 * 3600);
+        let mut queue = vec![&low, &high];
+        PriorityAging.order(&mut queue, &ctx(&config, &held, Resources::default(), 3 * 3600));
+        assert_eq!(ids(&queue), vec![2, 1]);
+        // After 6 h it has 12: it goes before any newly submitted high job.
+        let high = fresh_high(3, 6 * 3600);
+        let mut queue = vec![&high, &low];
+        PriorityAging.order(&mut queue, &ctx(&config, &held, Resources::default(), 6 * 3600));
+        assert_eq!(ids(&queue), vec![1, 3]);
+    }
+
+    /// Ghodsi et al., NSDI'11, §4: 9 CPUs and 18 GB; user A's tasks need
+    /// <1 CPU, 4 GB>, user B's <3 CPUs, 1 GB>. DRF gives A three tasks and B two.
+    #[test]
+    fn drf_reproduces_the_papers_worked_example() {
+        let config = SchedConfig::default();
+        let held = BTreeMap::new();
+        let capacity = Resources { gpus: 0.0, gpu_mem: 0.0, cpus: 9.0, host_mem: 18.0 * 1024.0 };
+        let task = |id: u64, user: &str, cpus: u32, gb: u32| {
+            let mut spec = job_spec(id, user, 0);
+            spec.gpus = 0;
+            spec.gpu_mem = Mib(0);
+            spec.cpus = cpus;
+            spec.host_mem = Mib(gb * 1024);
+            Job::new(spec, t(id as i64))
+        };
+        let jobs: Vec<Job> = (0..10).map(|i| task(i, if i % 2 == 0 { "A" } else { "B" }, if i % 2 == 0 { 1 } else { 3 }, if i % 2 == 0 { 4 } else { 1 })).collect();
+        let mut queue: Vec<&Job> = jobs.iter().collect();
+        Drf.order(&mut queue, &ctx(&config, &held, capacity, 100));
+        // Walk the order placing what fits, as the Room does.
+        let (mut cpus, mut mem) = (0u32, 0u32);
+        let mut granted: BTreeMap<&str, u32> = BTreeMap::new();
+        for job in &queue {
+            if cpus + job.spec.cpus <= 9 && mem + job.spec.host_mem.0 <= 18 * 1024 {
+                cpus += job.spec.cpus;
+                mem += job.spec.host_mem.0;
+                *granted.entry(job.spec.tags.tenant.0.as_str()).or_default() += 1;
+            }
+        }
+        assert_eq!(granted.get("A"), Some(&3));
+        assert_eq!(granted.get("B"), Some(&2));
+    }
+
+    #[test]
+    fn drf_serves_the_tenant_holding_least_first() {
+        let config = SchedConfig::default();
+        let capacity = Resources { gpus: 16.0, gpu_mem: 16.0 * 16384.0, cpus: 128.0, host_mem: 1e6 };
+        let mut held = BTreeMap::new();
+        held.insert(TenantId("big".into()), Resources { gpus: 8.0, ..Resources::default() });
+        let a = Job::new(job_spec(1, "big", 1), t(0));
+        let b = Job::new(job_spec(2, "small", 1), t(10));
+        let mut queue = vec![&a, &b];
+        Drf.order(&mut queue, &ctx(&config, &held, capacity, 20));
+        assert_eq!(ids(&queue), vec![2, 1]);
+    }
+
+    #[test]
+    fn mlfq_puts_short_service_first_and_promotes_long_waits() {
+        let config = SchedConfig { mlfq_thresholds: vec![3600, 36_000], mlfq_promote_after: Secs(4 * 3600), ..SchedConfig::default() };
+        let held = BTreeMap::new();
+        let mut old = Job::new(job_spec(1, "a", 8), t(0));
+        old.service_gpu_ms = 40_000 * 1000; // queue 2
+        let fresh = Job::new(job_spec(2, "a", 1), t(100)); // queue 0
+        let mut mid = Job::new(job_spec(3, "a", 1), t(50));
+        mid.service_gpu_ms = 5_000 * 1000; // queue 1
+        assert_eq!((Mlfq::level(&old, &config.mlfq_thresholds), Mlfq::level(&mid, &config.mlfq_thresholds)), (2, 1));
+        let mut queue = vec![&old, &fresh, &mid];
+        Mlfq.order(&mut queue, &ctx(&config, &held, Resources::default(), 200));
+        assert_eq!(ids(&queue), vec![2, 3, 1]);
+        // Eight hours of waiting lift the old job two queues: it is first again (arrived first).
+        Mlfq.order(&mut queue, &ctx(&config, &held, Resources::default(), 8 * 3600));
+        assert_eq!(ids(&queue)[0], 1);
+    }
+
+    #[test]
+    fn disciplines_parse_by_name() {
+        for d in DisciplineKind::ALL {
+            assert_eq!(DisciplineKind::parse(d.discipline().name()), Some(d));
+        }
+        assert_eq!(DisciplineKind::parse("lottery"), None);
+    }
+}
