@@ -94,6 +94,8 @@ pub struct TenantQueue {
     pub gpus_asked: u32,
     pub running: u32,
     pub gpus_held: u32,
+    /// Of `gpus_held`, those borrowed beyond the quota (preempted first).
+    pub borrowed_gpus: u32,
     pub quota_gpus: u32,
     pub oldest_wait: Option<Secs>,
 }
@@ -119,6 +121,10 @@ pub struct JobRow {
     pub eta: Option<Secs>,
     pub cost: Micros,
     pub attempts: u32,
+    /// Runs on capacity borrowed beyond its tenant's quota.
+    pub borrowed: bool,
+    /// Waited past its class's limit and was escalated.
+    pub escalated: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -274,6 +280,7 @@ impl Room {
 
     fn fill_jobs(&self, view: &mut View) {
         let now = self.now.unwrap_or_default();
+        let borrowed = self.borrowed();
         let mut running = Vec::new();
         let mut queued = Vec::new();
         for job in self.active.iter().filter_map(|id| self.jobs.get(id)) {
@@ -303,6 +310,8 @@ impl Room {
                 eta,
                 cost: job.cost,
                 attempts: job.attempts,
+                borrowed: borrowed.contains(&job.spec.id),
+                escalated: job.escalated,
             };
             if phase == Phase::Queued {
                 queued.push((job, row));
@@ -327,6 +336,7 @@ impl Room {
                 gpus_asked: mine_q.iter().map(|(j, _)| u32::from(j.spec.gpus)).sum(),
                 running: held.len() as u32,
                 gpus_held: held.iter().map(|r| u32::from(r.gpus)).sum(),
+                borrowed_gpus: held.iter().filter(|r| r.borrowed).map(|r| u32::from(r.gpus)).sum(),
                 quota_gpus: spec.quota_gpus,
                 oldest_wait: mine_q.iter().map(|(_, r)| r.wait).max(),
             });
