@@ -6,6 +6,7 @@
 //! `store`, `tui`, `engine`).
 
 pub mod ckpt;
+pub mod config;
 pub mod core;
 pub mod cost;
 pub mod engine;

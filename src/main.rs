@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use chrono::TimeDelta;
 use clap::{Args, Parser, Subcommand};
+use gpuroom::config::EngineConfig;
 use gpuroom::core::{Room, RoomConfig, View};
+use gpuroom::sched::DisciplineKind;
 use gpuroom::engine::Engine;
 use gpuroom::report;
 use gpuroom::sim::config::SimConfig;
@@ -30,6 +32,8 @@ use gpuroom::store::{self, RunMeta, Store};
 struct Cli {
     #[command(flatten)]
     world: WorldArgs,
+    #[command(flatten)]
+    policy: PolicyArgs,
     /// Simulated seconds per wall-clock second in the console.
     #[arg(long, default_value_t = 60.0, value_name = "FACTOR")]
     speed: f64,
@@ -52,6 +56,21 @@ struct Cli {
 }
 
 #[derive(Args, Debug, Clone)]
+struct PolicyArgs {
+    /// Engine configuration (scheduler and checkpoint policy, TOML). Default:
+    /// $XDG_CONFIG_HOME/gpuroom/config.toml if it exists.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Queue discipline, overriding the configuration: fifo, priority, drf or mlfq.
+    #[arg(long, value_name = "NAME", value_parser = parse_discipline)]
+    discipline: Option<DisciplineKind>,
+}
+
+fn parse_discipline(name: &str) -> Result<DisciplineKind, String> {
+    DisciplineKind::parse(name).ok_or_else(|| format!("unknown discipline {name:?} (fifo, priority, drf, mlfq)"))
+}
+
+#[derive(Args, Debug, Clone)]
 struct WorldArgs {
     /// Seed of the simulated world: the same seed gives the same run.
     #[arg(long, default_value_t = 1)]
@@ -70,6 +89,8 @@ enum Command {
         hours: f64,
         #[command(flatten)]
         world: WorldArgs,
+        #[command(flatten)]
+        policy: PolicyArgs,
         /// Record the event log to this new file.
         #[arg(long, value_name = "PATH")]
         db: Option<PathBuf>,
@@ -120,12 +141,34 @@ fn hours(h: f64) -> Result<TimeDelta> {
     Ok(TimeDelta::milliseconds((h * 3_600_000.0).round() as i64))
 }
 
+/// The room's policy: the configuration file (given, or the default one if
+/// it exists), then `--discipline`.
+fn room_config(policy: &PolicyArgs) -> Result<RoomConfig> {
+    let default_file = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
+        .map(|base| base.join("gpuroom/config.toml"))
+        .filter(|p| p.exists());
+    let mut config = match policy.config.clone().or(default_file) {
+        Some(path) => {
+            let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+            EngineConfig::parse(&path.display().to_string(), &text)?
+        }
+        None => EngineConfig::default(),
+    };
+    if let Some(d) = policy.discipline {
+        config.sched.discipline = d;
+    }
+    Ok(config.room_config())
+}
+
 /// Builds the engine on the simulated world, recording to `db` if given.
-fn build(world: &WorldArgs, db: Option<&Path>) -> Result<Engine> {
+fn build(world: &WorldArgs, policy: &PolicyArgs, db: Option<&Path>) -> Result<Engine> {
     let (config, config_name) = load_config(world.sim_config.as_deref())?;
     let traces = Traces::embedded().context("parsing the embedded traces")?;
     let sim = Simulation::new(config, &traces, world.seed)?;
-    let room_config = RoomConfig::default();
+    let room_config = room_config(policy)?;
     let store = match db {
         Some(path) => {
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -166,15 +209,15 @@ fn main() -> std::process::ExitCode {
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Some(Command::Sim { hours: h, world, db }) => run_sim(&world, h, db.as_deref()),
+        Some(Command::Sim { hours: h, world, policy, db }) => run_sim(&world, &policy, h, db.as_deref()),
         Some(Command::Replay { db, from_snapshot }) => run_replay(&db, from_snapshot),
         Some(Command::Screenshot { out, width, height, hours: h, theme, world }) => run_screenshot(&world, &out, width, height, h, &theme),
         None => run_console(&cli),
     }
 }
 
-fn run_sim(world: &WorldArgs, h: f64, db: Option<&Path>) -> Result<()> {
-    let mut engine = build(world, db)?;
+fn run_sim(world: &WorldArgs, policy: &PolicyArgs, h: f64, db: Option<&Path>) -> Result<()> {
+    let mut engine = build(world, policy, db)?;
     let start = engine.world.config().start;
     let end = start + hours(h)?;
     let wall = Instant::now();
@@ -207,7 +250,8 @@ fn run_replay(db: &Path, from_snapshot: bool) -> Result<()> {
 }
 
 fn run_screenshot(world: &WorldArgs, out: &Path, width: u16, height: u16, h: f64, theme: &str) -> Result<()> {
-    let mut engine = build(world, None)?;
+    let no_policy = PolicyArgs { config: None, discipline: None };
+    let mut engine = build(world, &no_policy, None)?;
     let start = engine.world.config().start;
     engine.run_until(start + hours(h)?)?;
     let view = engine.room.view();
@@ -226,7 +270,7 @@ fn run_console(cli: &Cli) -> Result<()> {
         bail!("--speed must be within (0, 100000], got {}", cli.speed);
     }
     let log_path = if cli.no_log { None } else { cli.db.clone().or_else(|| default_log_path(cli.world.seed)) };
-    let mut engine = build(&cli.world, log_path.as_deref())?;
+    let mut engine = build(&cli.world, &cli.policy, log_path.as_deref())?;
     let start = engine.world.config().start;
     engine.run_until(start + hours(cli.warmup)?)?;
     // Short: the header gives the source a narrow slot. The log's path is printed on exit.

@@ -4,7 +4,6 @@
 use std::fmt::Write;
 
 use crate::core::cluster::BillingMode;
-use crate::core::units::{Micros, Secs};
 use crate::core::view::View;
 use crate::sim::WorldStats;
 
@@ -26,7 +25,13 @@ pub fn summary(view: &View, world: Option<&WorldStats>) -> String {
     );
     let mean_wait = t.mean_wait.map(|w| w.to_string()).unwrap_or_else(|| "-".into());
     let oldest = view.queue.oldest_wait.map(|w| w.to_string()).unwrap_or_else(|| "-".into());
-    let _ = writeln!(out, "waits     mean wait {mean_wait} over {} placements, oldest queued now {oldest}", s.wait_count);
+    let mean_jct = t.mean_jct.map(|w| w.to_string()).unwrap_or_else(|| "-".into());
+    let _ = writeln!(out, "waits     mean wait {mean_wait} over {} placements, oldest queued now {oldest}; mean JCT {mean_jct}", s.wait_count);
+    let _ = writeln!(
+        out,
+        "sched     {} preempted by the scheduler, {} escalated past their wait limit, {} released idle",
+        s.preemptions_by_scheduler, s.escalations, s.idle_reclaims
+    );
     let _ = writeln!(out, "gpu-hours {:>10} {:>10} {:>12} {:>12}", "allocated", "idle", "spend", "of it idle");
     for mode in BillingMode::ALL {
         let i = mode.index();
@@ -74,7 +79,5 @@ pub fn summary(view: &View, world: Option<&WorldStats>) -> String {
             w.arrivals, w.reclaims_by_trace, w.reclaims_by_price, w.relaunches
         );
     }
-    let _ = Micros::ZERO;
-    let _ = Secs(0);
     out
 }

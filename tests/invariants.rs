@@ -2,65 +2,20 @@
 //! no job lost or in two places, progress within bounds, money reconciled.
 //! Checked on a long simulated run on real traces, and under random garbage.
 
-use std::collections::BTreeSet;
+mod common;
 
+use common::check;
 use chrono::TimeDelta;
 use gpuroom::core::cluster::BillingMode;
 use gpuroom::core::event::{Action, Actor, Event, GpuSample, Role};
 use gpuroom::core::ids::{GpuRef, JobId, NodeId};
 use gpuroom::core::testkit::{job_spec, node_spec, t, tenant_spec};
-use gpuroom::core::units::{Mib, Micros, MicrosPerHour};
+use gpuroom::core::units::{Mib, MicrosPerHour};
 use gpuroom::core::Room;
 use gpuroom::sim::config::SimConfig;
 use gpuroom::sim::{Simulation, Traces};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-
-fn check(room: &Room, context: &str) {
-    let mut placed_on: BTreeSet<(JobId, GpuRef)> = BTreeSet::new();
-    for node in room.nodes() {
-        for gpu in &node.gpus {
-            let mut spans: Vec<(u32, u32)> = gpu.allocations.iter().map(|a| (a.offset.0, a.offset.0 + a.size.0)).collect();
-            spans.sort_unstable();
-            for pair in spans.windows(2) {
-                assert!(pair[0].1 <= pair[1].0, "{context}: overlapping allocations on {} GPU {}: {spans:?}", node.spec.name, gpu.index);
-            }
-            assert!(spans.last().is_none_or(|s| s.1 <= gpu.memory.0), "{context}: allocation past the end of GPU memory");
-            if gpu.has_exclusive() {
-                assert_eq!(gpu.allocations.len(), 1, "{context}: an exclusive GPU is shared");
-            }
-            if !node.is_up() {
-                assert!(gpu.allocations.is_empty(), "{context}: work on a down node");
-            }
-            for a in &gpu.allocations {
-                placed_on.insert((a.job, GpuRef { node: node.spec.id, index: gpu.index }));
-            }
-        }
-    }
-    let mut expected: BTreeSet<(JobId, GpuRef)> = BTreeSet::new();
-    for job in room.jobs() {
-        let phase = job.phase();
-        assert!(job.steps_saved <= job.steps_done || phase.is_terminal(), "{context}: {} saved past done", job.spec.id);
-        assert!(job.steps_done <= job.spec.steps_total, "{context}: {} past its total", job.spec.id);
-        match (&job.placement, phase.holds_gpus()) {
-            (Some(p), true) => {
-                assert_eq!(p.gpus.len(), usize::from(job.spec.gpus), "{context}: {} has the wrong GPU count", job.spec.id);
-                for g in &p.gpus {
-                    expected.insert((job.spec.id, GpuRef { node: p.node, index: *g }));
-                }
-            }
-            (None, false) => {}
-            (placement, holds) => panic!("{context}: {} is {:?} with placement {placement:?} (holds GPUs: {holds})", job.spec.id, phase),
-        }
-    }
-    assert_eq!(placed_on, expected, "{context}: allocations and placements disagree");
-    let view = room.view();
-    let jobs: Micros = room.jobs().map(|j| j.cost).sum();
-    let idle: Micros = view.totals.idle_by_mode.iter().copied().sum();
-    assert_eq!(jobs + idle, view.totals.spend, "{context}: spend does not reconcile");
-    let tenants: Micros = room.books().tenants.values().map(|b| b.all_time).sum();
-    assert_eq!(tenants, jobs, "{context}: tenant books do not add up to job costs");
-}
 
 #[test]
 fn a_three_day_simulated_run_keeps_every_invariant_after_every_event() {

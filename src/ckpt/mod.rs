@@ -13,6 +13,7 @@ use crate::core::job::Job;
 use crate::core::units::{At, Secs};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct CheckpointPolicy {
     /// Interval for jobs on spot instances.
     pub spot_interval: Secs,

@@ -95,6 +95,15 @@ pub struct Stats {
     /// Queue waits of placements (sum and count, seconds).
     pub wait_secs_sum: i64,
     pub wait_count: u64,
+    /// Job completion times (submission to done) of finished jobs, seconds.
+    #[serde(default)]
+    pub jct_secs_sum: i64,
+    #[serde(default)]
+    pub preemptions_by_scheduler: u64,
+    #[serde(default)]
+    pub idle_reclaims: u64,
+    #[serde(default)]
+    pub escalations: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -175,6 +184,10 @@ impl Room {
 
     pub fn jobs(&self) -> impl Iterator<Item = &Job> {
         self.jobs.values()
+    }
+
+    pub fn tenant(&self, name: &str) -> Option<&TenantSpec> {
+        self.tenants.get(&TenantId(name.to_string()))
     }
 
     pub fn books(&self) -> &Books {
@@ -476,6 +489,7 @@ impl Room {
         self.transition(id, state)?;
         let job = self.job_mut(id)?;
         job.finished_at = Some(at);
+        let job_submitted = job.submitted_at;
         if job.waited_secs == 0 && job.attempts == 0 {
             job.waited_secs = (at - job.queued_since).num_seconds().max(0);
         }
@@ -487,6 +501,7 @@ impl Room {
         self.clear(&format!("wait:{}", id.0), &mut cleared);
         if done {
             self.stats.done += 1;
+            self.stats.jct_secs_sum += (at - job_submitted).num_seconds().max(0);
         } else {
             self.stats.failed += 1;
         }

@@ -327,6 +327,7 @@ impl Room {
         for victim in victims {
             self.stop_job(*victim, StopReason::Scheduler(why.clone()), true, effects);
         }
+        self.stats.preemptions_by_scheduler += victims.len() as u64;
         self.note(at, Severity::Info, format!("{text}: preempting {}", names.join(", ")));
     }
 
@@ -372,6 +373,7 @@ impl Room {
         for (id, wait, limit) in late {
             let Some(job) = self.jobs.get_mut(&id) else { continue };
             job.escalated = true;
+            self.stats.escalations += 1;
             let widened = if job.spec.pool == PoolPreference::SpotOnly { ", may now use on-demand or reserved capacity" } else { "" };
             let text = format!("{id} {} waited {wait} (limit {limit} for {}): escalated{widened}", clean(&job.spec.name), job.spec.class.label());
             self.raise(at, format!("wait:{}", id.0), text, effects);
@@ -404,6 +406,7 @@ impl Room {
             && at - since >= window.delta()
         {
             gpu.idle_since = None;
+            self.stats.idle_reclaims += jobs.len() as u64;
             let node = self.node_name(gpu_ref.node);
             for job in jobs {
                 self.stop_job(job, StopReason::Scheduler(SchedStop::Idle), true, effects);

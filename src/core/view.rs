@@ -175,6 +175,8 @@ pub struct Totals {
     pub gpu_hours_idle: [f64; 3],
     pub spend: Micros,
     pub mean_wait: Option<Secs>,
+    /// Mean job completion time (submission to done) of finished jobs.
+    pub mean_jct: Option<Secs>,
 }
 
 impl Room {
@@ -206,6 +208,7 @@ impl Room {
             gpu_hours_idle: self.books.gpu_ms_idle.map(|ms| ms as f64 / 3.6e6),
             spend: self.books.total(),
             mean_wait: (self.stats.wait_count > 0).then(|| Secs(self.stats.wait_secs_sum / self.stats.wait_count as i64)),
+            mean_jct: (self.stats.done > 0).then(|| Secs(self.stats.jct_secs_sum / self.stats.done as i64)),
         };
         view
     }

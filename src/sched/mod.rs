@@ -79,7 +79,7 @@ pub enum FitPolicy {
 
 /// The longest a job of each class should wait before it is escalated.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct MaxWait {
     pub training: Secs,
     pub fine_tune: Secs,
@@ -106,7 +106,7 @@ impl MaxWait {
 
 /// Scheduler settings: part of `RoomConfig`, so part of every snapshot.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct SchedConfig {
     pub discipline: DisciplineKind,
     /// Priority discipline: priority points gained per hour of waiting.

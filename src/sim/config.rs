@@ -85,6 +85,20 @@ pub struct Workload {
     pub spot_only_fraction: f64,
     pub failure_rate: f64,
     pub checkpoint_mib_per_sec: u32,
+    /// `poisson`: jobs sampled from the trace arrive at the target load.
+    /// `trace`: the trace's first `trace_jobs` rows arrive as recorded.
+    #[serde(default)]
+    pub arrivals: Arrivals,
+    #[serde(default)]
+    pub trace_jobs: usize,
+}
+
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Arrivals {
+    #[default]
+    Poisson,
+    Trace,
 }
 
 /// A configuration error, naming the file and, where TOML knows it, the line.
@@ -171,6 +185,9 @@ impl SimConfig {
         fraction(file, "workload.no_spot_fraction", w.no_spot_fraction)?;
         fraction(file, "workload.spot_only_fraction", w.spot_only_fraction)?;
         fraction(file, "workload.failure_rate", w.failure_rate)?;
+        if w.arrivals == Arrivals::Trace && w.trace_jobs == 0 {
+            return Err(err("workload.arrivals = \"trace\" needs workload.trace_jobs > 0".into()));
+        }
         if w.max_gpus == 0 || w.min_duration_secs < 1 || w.max_duration_secs < w.min_duration_secs || w.checkpoint_mib_per_sec == 0 {
             return Err(err("workload bounds: max_gpus ≥ 1, 1 ≤ min_duration_secs ≤ max_duration_secs, checkpoint_mib_per_sec ≥ 1".into()));
         }

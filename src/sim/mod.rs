@@ -209,8 +209,22 @@ impl Simulation {
             sim.schedule(start, Pending::Spot { node: spec.id, epoch: 0, what: SpotStep::Relaunch });
         }
         sim.schedule(after(start, sim.config.telemetry_secs as f64), Pending::Telemetry);
-        let gap = sim.workload.next_gap(&mut sim.rng);
-        sim.schedule(after(start, gap), Pending::Arrival);
+        match sim.config.workload.arrivals {
+            config::Arrivals::Poisson => {
+                let gap = sim.workload.next_gap(&mut sim.rng);
+                sim.schedule(after(start, gap), Pending::Arrival);
+            }
+            config::Arrivals::Trace => {
+                let jobs = Workload::from_trace(&sim.config, &traces.philly, &mut sim.rng);
+                sim.next_job = jobs.len() as u64 + 1;
+                for (at, job) in jobs {
+                    let spec = job.spec.clone();
+                    sim.executor.know(job);
+                    sim.stats.arrivals += 1;
+                    sim.schedule(at, Pending::Emit(Event::JobSubmitted { spec }));
+                }
+            }
+        }
         Ok(sim)
     }
 

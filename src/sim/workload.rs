@@ -10,7 +10,7 @@ use rand_distr::{Distribution, Exp};
 use super::config::SimConfig;
 use crate::core::ids::{JobId, TenantId};
 use crate::core::job::{JobClass, JobSpec, PoolPreference, Tags};
-use crate::core::units::{Mib, Secs};
+use crate::core::units::{At, Mib, Secs};
 use crate::sources::philly::PhillyJob;
 
 /// The simulated world's private facts about a job.
@@ -26,7 +26,6 @@ pub struct SimJob {
 pub struct Workload {
     samples: Vec<(Secs, u32)>,
     arrivals: Exp<f64>,
-    tenant_weights: Vec<f64>,
     pub mean_gpu_secs: f64,
     pub jobs_per_hour: f64,
 }
@@ -53,7 +52,6 @@ impl Workload {
         Ok(Workload {
             samples,
             arrivals,
-            tenant_weights: config.tenants.iter().map(|t| t.share).collect(),
             mean_gpu_secs,
             jobs_per_hour: per_sec * 3600.0,
         })
@@ -68,13 +66,37 @@ impl Workload {
         &items[rng.random_range(0..items.len())]
     }
 
+    /// The trace's first `trace_jobs` rows (file order), as (arrival, job),
+    /// arrival times shifted so the first one is at the simulation's start.
+    pub fn from_trace(config: &SimConfig, philly: &[PhillyJob], rng: &mut ChaCha8Rng) -> Vec<(At, SimJob)> {
+        let rows = &philly[..config.workload.trace_jobs.min(philly.len())];
+        let Some(first) = rows.iter().map(|r| r.submitted).min() else { return Vec::new() };
+        let mut jobs: Vec<(At, SimJob)> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, row)| {
+                let id = JobId(i as u64 + 1);
+                let at = config.start + (row.submitted - first);
+                (at, Self::dress(config, id, (Secs(row.duration.0.max(1)), row.gpus), rng))
+            })
+            .collect();
+        jobs.sort_by_key(|(at, job)| (*at, job.spec.id));
+        jobs
+    }
+
     pub fn make_job(&self, config: &SimConfig, id: JobId, rng: &mut ChaCha8Rng) -> SimJob {
+        let sample = self.samples[rng.random_range(0..self.samples.len())];
+        Self::dress(config, id, sample, rng)
+    }
+
+    /// A job of this duration and GPU count, with tenant, tags, memory,
+    /// host resources, class and time limit drawn from the configuration.
+    fn dress(config: &SimConfig, id: JobId, (duration, gpus): (Secs, u32), rng: &mut ChaCha8Rng) -> SimJob {
         let w = &config.workload;
-        let (duration, gpus) = self.samples[rng.random_range(0..self.samples.len())];
-        let total: f64 = self.tenant_weights.iter().sum();
+        let total: f64 = config.tenants.iter().map(|t| t.share).sum();
         let mut roll = rng.random::<f64>() * total;
         let mut tenant = &config.tenants[0];
-        for (t, weight) in config.tenants.iter().zip(&self.tenant_weights) {
+        for (t, weight) in config.tenants.iter().map(|t| (t, &t.share)) {
             if roll < *weight {
                 tenant = t;
                 break;
