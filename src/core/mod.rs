@@ -11,7 +11,7 @@ pub mod ids;
 pub mod job;
 pub mod room;
 mod room_cost;
-mod room_sched;
+pub(crate) mod room_sched;
 pub mod serde_pairs;
 pub mod testkit;
 pub mod text;

@@ -130,6 +130,9 @@ pub struct Room {
     pub(crate) queue_dirty: bool,
     /// When queue waits were last checked against their limits.
     pub(crate) waits_checked: Option<At>,
+    /// Free capacity as of the last pass (see `arrival_may_start`).
+    #[serde(default)]
+    pub(crate) headroom: Option<super::room_sched::Headroom>,
 }
 
 impl Default for Room {
@@ -159,6 +162,7 @@ impl Room {
             stats: Stats::default(),
             queue_dirty: false,
             waits_checked: None,
+            headroom: None,
         }
     }
 
@@ -384,7 +388,9 @@ impl Room {
         self.active.insert(spec.id);
         self.queued.insert(spec.id);
         self.stats.submitted += 1;
-        self.queue_dirty = true;
+        if !self.queue_dirty && self.arrival_may_start(spec) {
+            self.queue_dirty = true;
+        }
         Ok(())
     }
 

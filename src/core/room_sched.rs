@@ -7,6 +7,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use serde::{Deserialize, Serialize};
+
 use super::cluster::{Allocation, BillingMode, Node};
 use super::event::Effect;
 use super::ids::{JobId, NodeId, TenantId};
@@ -21,12 +23,15 @@ use crate::sched::quota::{self, Admission, Held};
 use crate::sched::{preempt, Resources};
 
 /// Upper bounds of what could fit anywhere, per pool a job may use, so that a
-/// pass over a long queue on a full cluster skips most jobs in O(1).
-#[derive(Default)]
-struct Headroom {
+/// pass over a long queue on a full cluster skips most jobs in O(1), and an
+/// arrival that cannot fit does not trigger a pass at all.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Headroom {
     /// Indexed by `pool_class`: [any, not spot, spot only].
     free_units: [u32; 3],
     largest_block: [u32; 3],
+    /// Some tenant runs on borrowed capacity (an owner's arrival may reclaim it).
+    any_borrowed: bool,
 }
 
 fn pool_class(pool: PoolPreference, escalated: bool) -> usize {
@@ -176,9 +181,26 @@ impl Room {
         })
     }
 
+    /// Whether a job arriving now could change anything: it may fit, or may
+    /// take borrowed capacity back, or (MLFQ) may outrank running work. If
+    /// not, the arrival waits for the next change of capacity.
+    pub(crate) fn arrival_may_start(&self, spec: &JobSpec) -> bool {
+        match &self.headroom {
+            None => true,
+            Some(h) => h.may_fit(spec, false) || h.any_borrowed || self.config.sched.discipline == DisciplineKind::Mlfq,
+        }
+    }
+
     /// The scheduling pass.
     pub(crate) fn schedule(&mut self, at: At, effects: &mut Vec<Effect>) {
         self.queue_dirty = false;
+        self.schedule_queue(at, effects);
+        let mut headroom = Headroom::measure(&self.nodes, self.config.sched.time_sharing);
+        headroom.any_borrowed = !self.borrowed().is_empty();
+        self.headroom = Some(headroom);
+    }
+
+    fn schedule_queue(&mut self, at: At, effects: &mut Vec<Effect>) {
         if self.queued.is_empty() {
             return;
         }

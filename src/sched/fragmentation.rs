@@ -24,18 +24,31 @@ pub struct ClusterFragmentation {
     pub most_free_gpus_on_one_node: u32,
     /// 1 − most free whole GPUs on one node / all free whole GPUs.
     pub gpus: f64,
+    /// Share of the free memory that sits on partly used GPUs: scattered
+    /// leftovers rather than whole free GPUs (what fractional sharing strands).
+    #[serde(default)]
+    pub partial_free_share: f64,
 }
 
 pub fn measure(nodes: &BTreeMap<NodeId, Node>) -> ClusterFragmentation {
+    measure_nodes(nodes.values())
+}
+
+pub fn measure_nodes<'a>(nodes: impl Iterator<Item = &'a Node>) -> ClusterFragmentation {
     let mut out = ClusterFragmentation::default();
     let mut sum_largest: u64 = 0;
-    for node in nodes.values().filter(|n| n.accepts_work()) {
+    let mut partial_free: u64 = 0;
+    for node in nodes.filter(|n| n.accepts_work()) {
         let mut node_free_gpus = 0;
         for gpu in &node.gpus {
             let blocks = gpu.free_blocks();
             let largest = blocks.iter().map(|(_, s)| *s).max().unwrap_or(Mib(0));
             if !gpu.has_exclusive() {
-                out.free_memory += blocks.iter().map(|(_, s)| u64::from(s.0)).sum::<u64>();
+                let free: u64 = blocks.iter().map(|(_, s)| u64::from(s.0)).sum();
+                if !gpu.is_free() {
+                    partial_free += free;
+                }
+                out.free_memory += free;
                 sum_largest += u64::from(largest.0);
                 out.largest_free_block = out.largest_free_block.max(largest);
             }
@@ -48,6 +61,7 @@ pub fn measure(nodes: &BTreeMap<NodeId, Node>) -> ClusterFragmentation {
     }
     if out.free_memory > 0 {
         out.memory = 1.0 - sum_largest as f64 / out.free_memory as f64;
+        out.partial_free_share = partial_free as f64 / out.free_memory as f64;
     }
     if out.free_gpus > 0 {
         out.gpus = 1.0 - f64::from(out.most_free_gpus_on_one_node) / f64::from(out.free_gpus);
@@ -91,5 +105,7 @@ mod tests {
         assert_eq!(f.free_gpus, 2);
         assert_eq!(f.most_free_gpus_on_one_node, 1);
         assert!((f.gpus - 0.5).abs() < 1e-9);
+        // Of 40 GiB free, the 8 GiB on node 1 GPU 0 sit on a partly used GPU.
+        assert!((f.partial_free_share - 8.0 / 40.0).abs() < 1e-9);
     }
 }

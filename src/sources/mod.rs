@@ -6,6 +6,7 @@
 //! that names the source and the line or entry; they never touch the `Room`.
 //! Live adapters (NVML, dcgm-exporter, EC2, IMDS, Slurm) join them here.
 
+pub mod alibaba;
 pub mod philly;
 pub mod price_history;
 pub mod spot_trace;
