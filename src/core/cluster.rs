@@ -109,6 +109,11 @@ impl NodeSpec {
     /// The share of the instance's price a unit carries, as (numerator,
     /// denominator): 1/gpus for a whole GPU, split by memory among slices.
     pub fn unit_share(&self, unit: &Unit) -> (u64, u64) {
+        self.share_of(unit.memory, unit.mig_parent)
+    }
+
+    pub fn share_of(&self, memory: Mib, mig_parent: Option<u8>) -> (u64, u64) {
+        let unit = Unit { memory, mig_parent };
         let gpus = u64::from(self.gpu_count.max(1));
         match unit.mig_parent {
             None => (1, gpus),
@@ -209,7 +214,15 @@ impl Gpu {
     }
 
     pub fn largest_free_block(&self) -> Mib {
-        self.free_blocks().into_iter().map(|(_, s)| s).max().unwrap_or(Mib(0))
+        // Most GPUs hold zero or one allocation: answer those without sorting.
+        match self.allocations.as_slice() {
+            [] => self.memory,
+            [only] => {
+                let after = self.memory.0.saturating_sub(only.offset.0.saturating_add(only.size.0));
+                Mib(only.offset.0.min(self.memory.0).max(after))
+            }
+            _ => self.free_blocks().into_iter().map(|(_, s)| s).max().unwrap_or(Mib(0)),
+        }
     }
 
     /// 1 − largest free block / total free (SPEC §2): 0 when free memory is one
@@ -286,6 +299,15 @@ mod tests {
         assert_eq!(g.largest_free_block(), Mib(4096));
         // free 10240, largest 4096 -> 1 - 0.4 = 0.6
         assert!((g.fragmentation() - 0.6).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_largest_block_shortcut_agrees_with_the_full_scan() {
+        for allocs in [vec![], vec![(0, 4096)], vec![(4096, 4096)], vec![(12_288, 4096)], vec![(0, 16_384)], vec![(1000, 2000), (8000, 100)]] {
+            let g = gpu_with(&allocs);
+            let scanned = g.free_blocks().into_iter().map(|(_, s)| s).max().unwrap_or(Mib(0));
+            assert_eq!(g.largest_free_block(), scanned, "{allocs:?}");
+        }
     }
 
     #[test]

@@ -166,6 +166,10 @@ impl Room {
         }
     }
 
+    pub fn config(&self) -> &RoomConfig {
+        &self.config
+    }
+
     pub fn now(&self) -> Option<At> {
         self.now
     }

@@ -51,13 +51,12 @@ impl Room {
                 self.books.unpriced_ms += millis;
                 continue;
             };
-            let units = node.spec.units();
             let gpu_count = i64::from(node.spec.gpu_count);
-            let per_unit: Vec<(i64, (u64, u64))> = units
-                .iter()
+            let shares: Vec<(u64, u64)> = node.gpus.iter().map(|g| node.spec.share_of(g.memory, g.mig)).collect();
+            let per_unit: Vec<(i64, (u64, u64))> = shares
+                .into_iter()
                 .enumerate()
-                .map(|(i, unit)| {
-                    let (num, den) = node.spec.unit_share(unit);
+                .map(|(i, (num, den))| {
                     let gpu = GpuRef { node: id, index: i as u8 };
                     (self.accruals.entry(gpu).or_default().accrue_fraction(rate, millis, num, den).0, (num, den))
                 })

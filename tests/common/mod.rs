@@ -19,8 +19,10 @@ pub fn check(room: &Room, context: &str) {
                 assert!(pair[0].1 <= pair[1].0, "{context}: overlapping allocations on {} GPU {}: {spans:?}", node.spec.name, gpu.index);
             }
             assert!(spans.last().is_none_or(|s| s.1 <= gpu.memory.0), "{context}: allocation past the end of GPU memory");
-            if gpu.has_exclusive() {
-                assert_eq!(gpu.allocations.len(), 1, "{context}: an exclusive GPU is shared");
+            let owners = gpu.allocations.iter().filter(|a| a.exclusive).count();
+            assert!(owners <= 1, "{context}: two exclusive jobs on one GPU");
+            if owners == 1 && !room.config().sched.time_sharing {
+                assert_eq!(gpu.allocations.len(), 1, "{context}: an exclusive GPU is shared without time-sharing");
             }
             if !node.is_up() {
                 assert!(gpu.allocations.is_empty(), "{context}: work on a down node");
