@@ -91,7 +91,8 @@ fn tenant_table(view: &View, t: &Theme, inner: Rect, mut row: u16, buf: &mut Buf
     let widths = fit_columns(&cols, inner.width as usize);
     let mut lines = vec![header_line(&cols, &widths, t.heading)];
     for r in by {
-        let over = r.gpus_held > r.quota_gpus;
+        // ▲ marks capacity borrowed beyond the quota (preempted first).
+        let over = r.gpus_held > r.quota_gpus || r.borrowed_gpus > 0;
         let held = format!("{}{}/{}", if over { "▲" } else { "" }, r.gpus_held, r.quota_gpus);
         let oldest = r.oldest_wait.map(|w| w.to_string()).unwrap_or_else(|| "—".into());
         lines.push(table_line(
@@ -133,6 +134,9 @@ fn job_columns(jobs: &[JobRow]) -> [Col; 12] {
 }
 
 fn state_style(job: &JobRow, t: &Theme) -> Style {
+    if job.escalated {
+        return t.alarm;
+    }
     match job.phase {
         Phase::Queued if job.state == "requeued" => t.warn,
         Phase::Queued => t.dim,
@@ -144,8 +148,15 @@ fn state_style(job: &JobRow, t: &Theme) -> Style {
 }
 
 fn job_cells<'a>(job: &JobRow, selected: bool, t: &Theme) -> Vec<Span<'a>> {
+    // Marks in words and glyphs, not colour alone: ↻ requeued, escalated
+    // past its wait limit (!), ▲ on borrowed capacity.
     let requeued = job.state == "requeued";
-    let state = if requeued { format!("↻ {}", job.state) } else { job.state.clone() };
+    let state = match (requeued, job.escalated, job.borrowed) {
+        (_, true, _) => format!("!{}", job.state),
+        (true, _, _) => format!("↻ {}", job.state),
+        (_, _, true) => format!("▲{}", job.state),
+        _ => job.state.clone(),
+    };
     let queued = job.phase == Phase::Queued;
     vec![
         Span::styled(if selected { "▶" } else { " " }, t.figure),
