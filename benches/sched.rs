@@ -20,8 +20,9 @@ const NODES: u32 = 1250;
 
 fn full_cluster(queued: usize, discipline: DisciplineKind) -> Room {
     let mut room = Room::new(RoomConfig { sched: SchedConfig { discipline, ..SchedConfig::default() }, ..RoomConfig::default() });
+    // Quotas cover what each holds: no borrowing, so no reclaim in the pass.
     for (i, name) in ["nlp", "vision", "recsys"].iter().enumerate() {
-        let mut spec = tenant_spec(name, [4000, 4000, 2000][i]);
+        let mut spec = tenant_spec(name, [4000, 4000, 4000][i]);
         spec.borrow_limit_gpus = 10_000;
         room.apply(t(0), &Event::TenantDefined { spec });
     }

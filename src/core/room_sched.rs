@@ -32,6 +32,11 @@ pub(crate) struct Headroom {
     largest_block: [u32; 3],
     /// Some tenant runs on borrowed capacity (an owner's arrival may reclaim it).
     any_borrowed: bool,
+    /// A scheduler preemption is in flight: its release will trigger a pass.
+    stop_pending: bool,
+    /// What each tenant held after the pass (quota terms).
+    #[serde(with = "crate::core::serde_pairs")]
+    held: BTreeMap<TenantId, Held>,
 }
 
 fn pool_class(pool: PoolPreference, escalated: bool) -> usize {
@@ -185,10 +190,16 @@ impl Room {
     /// take borrowed capacity back, or (MLFQ) may outrank running work. If
     /// not, the arrival waits for the next change of capacity.
     pub(crate) fn arrival_may_start(&self, spec: &JobSpec) -> bool {
-        match &self.headroom {
-            None => true,
-            Some(h) => h.may_fit(spec, false) || h.any_borrowed || self.config.sched.discipline == DisciplineKind::Mlfq,
+        let Some(h) = &self.headroom else { return true };
+        if h.may_fit(spec, false) {
+            return true;
         }
+        if h.stop_pending {
+            return false;
+        }
+        let tenant = &spec.tags.tenant;
+        let within = quota::admit(spec, h.held.get(tenant).copied().unwrap_or_default(), self.tenants.get(tenant)) == Admission::WithinQuota;
+        (within && h.any_borrowed) || self.config.sched.discipline == DisciplineKind::Mlfq
     }
 
     /// The scheduling pass.
@@ -197,6 +208,8 @@ impl Room {
         self.schedule_queue(at, effects);
         let mut headroom = Headroom::measure(&self.nodes, self.config.sched.time_sharing);
         headroom.any_borrowed = !self.borrowed().is_empty();
+        headroom.stop_pending = self.scheduler_stop_pending();
+        headroom.held = self.holdings().1;
         self.headroom = Some(headroom);
     }
 

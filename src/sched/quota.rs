@@ -12,7 +12,7 @@ use crate::core::ids::{JobId, TenantId};
 use crate::core::job::{Job, JobSpec};
 
 /// What a tenant holds: GPUs and GPU memory (MiB) over its placed jobs.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Held {
     pub gpus: u32,
     pub gpu_mem: u64,
