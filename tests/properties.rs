@@ -37,13 +37,13 @@ enum Step {
 
 fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
-        4 => (1u8..=8, 500u32..16_000, any::<bool>(), 0u8..3, 0u8..3, 0i32..5, proptest::option::of(60i64..20_000))
+        4 => (1u8..=8, 500u32..16_000, any::<bool>(), 0u8..3, 0u8..3, 0i32..5, proptest::option::of(prop_oneof![60i64..20_000, Just(i64::MAX), Just(0i64), Just(-5i64)]))
             .prop_map(|(gpus, mem, exclusive, tenant, pool, priority, est)| Step::Submit { gpus, mem, exclusive, tenant, pool, priority, est }),
         3 => any::<usize>().prop_map(Step::Start),
         1 => any::<usize>().prop_map(Step::Save),
         1 => any::<usize>().prop_map(Step::Stop),
         2 => (any::<usize>(), any::<bool>()).prop_map(|(k, ok)| Step::Exit(k, ok)),
-        1 => (any::<usize>(), 0u64..1200).prop_map(|(k, s)| Step::Progress(k, s)),
+        2 => (any::<usize>(), prop_oneof![0u64..1200, 0u64..3]).prop_map(|(k, s)| Step::Progress(k, s)),
         1 => (1u8..=4, 0u8..8, 0.0f32..100.0).prop_map(|(n, g, u)| Step::Idle(n, g, u)),
         1 => (1u8..=4).prop_map(Step::Lose),
         1 => (1u8..=4).prop_map(Step::Notice),

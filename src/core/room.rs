@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::cluster::{BillingMode, Node, NodeState};
 use super::event::{Action, Actor, Effect, Event, GpuSample, Role, TenantSpec};
-use super::ids::{GpuRef, JobId, NodeId, TenantId};
+use super::ids::{JobId, NodeId, TenantId};
 use super::job::{AfterCheckpoint, Job, JobSpec, JobState, Phase, SchedStop, StopReason};
 use super::text::clean;
 use super::units::{At, Mib, MicrosPerHour, Secs};
@@ -120,9 +120,9 @@ pub struct Room {
     pub(crate) tenants: BTreeMap<TenantId, TenantSpec>,
     pub(crate) market: Market,
     pub(crate) books: Books,
-    /// One accrual per GPU: each GPU's share of its instance's price.
-    #[serde(with = "crate::core::serde_pairs")]
-    pub(crate) accruals: BTreeMap<GpuRef, Accrual>,
+    /// One accrual per GPU (by index on its node): each GPU's share of its
+    /// instance's price, with its own remainder.
+    pub(crate) accruals: BTreeMap<NodeId, Vec<Accrual>>,
     pub(crate) rates: BTreeMap<JobId, ProgressRate>,
     pub(crate) alarms: BTreeMap<String, Alarm>,
     pub(crate) log: VecDeque<LogLine>,
@@ -379,6 +379,11 @@ impl Room {
         }
         if spec.steps_total == 0 {
             return Err(format!("job {} ({name}) has no work (0 steps)", spec.id));
+        }
+        if let Some(est) = spec.est_runtime
+            && !(1..=super::units::HORIZON_SECS).contains(&est.0)
+        {
+            return Err(format!("job {} ({name}) has a run-time estimate of {} s", spec.id, est.0));
         }
         if !self.tenants.contains_key(&spec.tags.tenant) {
             return Err(format!("job {} ({name}) names unknown tenant {:?}", spec.id, clean(&spec.tags.tenant.0)));

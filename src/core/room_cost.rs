@@ -3,11 +3,11 @@
 //! The arithmetic lives in `cost/`; this is where it meets the cluster.
 
 use super::cluster::{BillingMode, Node};
-use super::ids::{GpuRef, JobId, NodeId};
+use super::ids::{JobId, NodeId};
 use super::job::Phase;
 use super::room::Room;
 use super::units::{At, Micros, MicrosPerHour};
-use crate::cost::split_exact;
+use crate::cost::{split_exact, Accrual};
 
 impl Room {
     /// The hourly price a node costs now: its contract, or the spot market.
@@ -53,13 +53,12 @@ impl Room {
             };
             let gpu_count = i64::from(node.spec.gpu_count);
             let shares: Vec<(u64, u64)> = node.gpus.iter().map(|g| node.spec.share_of(g.memory, g.mig)).collect();
+            let accruals = self.accruals.entry(id).or_default();
+            accruals.resize(shares.len().max(accruals.len()), Accrual::default());
             let per_unit: Vec<(i64, (u64, u64))> = shares
                 .into_iter()
-                .enumerate()
-                .map(|(i, (num, den))| {
-                    let gpu = GpuRef { node: id, index: i as u8 };
-                    (self.accruals.entry(gpu).or_default().accrue_fraction(rate, millis, num, den).0, (num, den))
-                })
+                .zip(accruals.iter_mut())
+                .map(|((num, den), accrual)| (accrual.accrue_fraction(rate, millis, num, den).0, (num, den)))
                 .collect();
             let node = &self.nodes[&id];
             // Each unit's share goes to the jobs on it by memory share; the rest is idle.

@@ -110,8 +110,10 @@ impl Room {
         let ctx = OrderContext { now, config: &self.config.sched, held: &held, capacity: self.capacity() };
         let mut queued: Vec<&Job> = self.queued.iter().filter_map(|id| self.jobs.get(id)).collect();
         self.config.sched.discipline.discipline().order(&mut queued, &ctx);
-        queued.sort_by_key(|j| !j.escalated);
-        queued
+        // Escalated first, each part in the discipline's order (a stable partition).
+        let (mut first, rest): (Vec<&Job>, Vec<&Job>) = queued.into_iter().partition(|j| j.escalated);
+        first.extend(rest);
+        first
     }
 
     /// Jobs whose GPUs are borrowed beyond their tenant's quota.
@@ -127,11 +129,12 @@ impl Room {
             .filter_map(|id| self.jobs.get(id))
             .filter_map(|job| {
                 let remaining = job.spec.steps_total.saturating_sub(job.steps_done);
+                // A rate near zero (a stalled job) predicts no end at all.
                 let secs = match self.rates.get(&job.spec.id).and_then(|r| r.remaining_secs(remaining)) {
-                    Some((mean, _)) => mean,
-                    None => remaining_estimate(job)?.0 as f64,
+                    Some((mean, _)) => Secs::from_f64(mean)?,
+                    None => remaining_estimate(job)?,
                 };
-                Some((job.spec.id, now + chrono::TimeDelta::seconds(secs.ceil() as i64)))
+                Some((job.spec.id, now + secs.delta()))
             })
             .collect()
     }
@@ -227,8 +230,8 @@ impl Room {
         let mut borrowers = Vec::new();
         for id in order {
             let Some(job) = self.jobs.get(&id) else { continue };
-            let tenant = job.spec.tags.tenant.clone();
-            match quota::admit(&job.spec, held.get(&tenant).copied().unwrap_or_default(), self.tenants.get(&tenant)) {
+            let tenant = &job.spec.tags.tenant;
+            match quota::admit(&job.spec, held.get(tenant).copied().unwrap_or_default(), self.tenants.get(tenant)) {
                 Admission::Refused => continue,
                 Admission::Borrow => {
                     borrowers.push(id);
@@ -239,7 +242,7 @@ impl Room {
             match self.try_place(at, id, &headroom, &reservation, &mut spare_left, &mut ends) {
                 Some(plan) => {
                     let spec_held = Held::of(&job.spec);
-                    held.entry(tenant).or_default().add(spec_held);
+                    held.entry(tenant.clone()).or_default().add(spec_held);
                     self.allocate(at, id, plan, effects);
                     headroom = Headroom::measure(&self.nodes, self.config.sched.time_sharing);
                 }

@@ -30,9 +30,20 @@ pub struct Mib(pub u32);
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Secs(pub i64);
 
+/// The longest duration the core reasons about (a century): beyond it,
+/// durations are clamped so that date arithmetic can never overflow.
+pub const HORIZON_SECS: i64 = 100 * 366 * 86_400;
+
 impl Secs {
+    /// As a `TimeDelta`, clamped to ±`HORIZON_SECS` so that adding it to a
+    /// date of this era cannot overflow (input may carry any number).
     pub fn delta(self) -> chrono::TimeDelta {
-        chrono::TimeDelta::seconds(self.0)
+        chrono::TimeDelta::seconds(self.0.clamp(-HORIZON_SECS, HORIZON_SECS))
+    }
+
+    /// Whole seconds from a float, `None` if not finite or past the horizon.
+    pub fn from_f64(secs: f64) -> Option<Secs> {
+        (secs.is_finite() && secs.abs() <= HORIZON_SECS as f64).then(|| Secs(secs.ceil() as i64))
     }
 }
 
@@ -186,6 +197,18 @@ mod tests {
         assert_eq!(Micros(0).to_string(), "$0.00");
         assert_eq!(Micros(-2_500_000).to_string(), "-$2.50");
         assert_eq!(MicrosPerHour(24_480_000).to_string(), "$24.48/h");
+    }
+
+    #[test]
+    fn durations_never_overflow_date_arithmetic() {
+        let at = chrono::DateTime::parse_from_rfc3339("2020-01-06T00:00:00Z").unwrap().to_utc();
+        let far = at + Secs(i64::MAX).delta();
+        assert!(far > at);
+        assert!(at + Secs(i64::MIN).delta() < at);
+        assert_eq!(Secs::from_f64(f64::INFINITY), None);
+        assert_eq!(Secs::from_f64(f64::NAN), None);
+        assert_eq!(Secs::from_f64(1e30), None);
+        assert_eq!(Secs::from_f64(12.2), Some(Secs(13)));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
+
 use serde::{Deserialize, Serialize};
 
 use super::{Resources, SchedConfig};
@@ -93,6 +94,7 @@ impl Discipline for PriorityAging {
     fn order(&self, queued: &mut Vec<&Job>, ctx: &OrderContext<'_>) {
         let rate = ctx.config.aging_per_hour;
         let mut keyed: Vec<(f64, &Job)> = queued.iter().map(|j| (PriorityAging::effective(j, ctx.now, rate), *j)).collect();
+        // Keys are computed once per job, not per comparison.
         keyed.sort_by(|(a, ja), (b, jb)| b.total_cmp(a).then_with(|| arrival(ja).cmp(&arrival(jb))));
         *queued = keyed.into_iter().map(|(_, j)| j).collect();
     }
@@ -105,8 +107,9 @@ impl Discipline for PriorityAging {
 #[derive(Copy, Clone, Debug, Default)]
 pub struct Drf;
 
+/// A tenant's dominant share and its index (names sort the same way).
 #[derive(PartialEq)]
-struct Share(f64, Reverse<TenantId>);
+struct Share(f64, Reverse<usize>);
 
 impl Eq for Share {}
 impl PartialOrd for Share {
@@ -128,28 +131,26 @@ impl Discipline for Drf {
     }
 
     fn order(&self, queued: &mut Vec<&Job>, ctx: &OrderContext<'_>) {
-        let mut per_tenant: BTreeMap<TenantId, VecDeque<&Job>> = BTreeMap::new();
+        // Tenants by index, so the filling loop does no string work.
         let mut sorted: Vec<&Job> = queued.clone();
         sorted.sort_by_key(|job| arrival(job));
+        let mut names: Vec<&TenantId> = sorted.iter().map(|j| &j.spec.tags.tenant).collect();
+        names.sort_unstable();
+        names.dedup();
+        let index = |t: &TenantId| names.binary_search(&t).unwrap_or(0);
+        let mut per_tenant: Vec<VecDeque<&Job>> = vec![VecDeque::new(); names.len()];
         for job in sorted {
-            per_tenant.entry(job.spec.tags.tenant.clone()).or_default().push_back(job);
+            per_tenant[index(&job.spec.tags.tenant)].push_back(job);
         }
-        let mut held: BTreeMap<TenantId, Resources> = BTreeMap::new();
-        let mut heap = BinaryHeap::new();
-        for tenant in per_tenant.keys() {
-            let h = ctx.held.get(tenant).copied().unwrap_or_default();
-            heap.push(Share(h.dominant_share(&ctx.capacity), Reverse(tenant.clone())));
-            held.insert(tenant.clone(), h);
-        }
+        let mut held: Vec<Resources> = names.iter().map(|t| ctx.held.get(*t).copied().unwrap_or_default()).collect();
+        let mut heap: BinaryHeap<Share> = held.iter().enumerate().map(|(i, h)| Share(h.dominant_share(&ctx.capacity), Reverse(i))).collect();
         let mut order = Vec::with_capacity(queued.len());
-        while let Some(Share(_, Reverse(tenant))) = heap.pop() {
-            let Some(jobs) = per_tenant.get_mut(&tenant) else { continue };
-            let Some(job) = jobs.pop_front() else { continue };
+        while let Some(Share(_, Reverse(i))) = heap.pop() {
+            let Some(job) = per_tenant[i].pop_front() else { continue };
             order.push(job);
-            let h = held.entry(tenant.clone()).or_default();
-            h.add(Resources::of(&job.spec));
-            if !jobs.is_empty() {
-                heap.push(Share(h.dominant_share(&ctx.capacity), Reverse(tenant)));
+            held[i].add(Resources::of(&job.spec));
+            if !per_tenant[i].is_empty() {
+                heap.push(Share(held[i].dominant_share(&ctx.capacity), Reverse(i)));
             }
         }
         *queued = order;
@@ -185,7 +186,7 @@ impl Discipline for Mlfq {
     }
 
     fn order(&self, queued: &mut Vec<&Job>, ctx: &OrderContext<'_>) {
-        queued.sort_by_key(|job| (Mlfq::effective_level(job, ctx.now, ctx.config), arrival(job)));
+        queued.sort_by_cached_key(|job| (Mlfq::effective_level(job, ctx.now, ctx.config), arrival(job)));
     }
 }
 

@@ -84,6 +84,9 @@ pub struct Workload {
     #[serde(default)]
     pub spot_only_fraction: f64,
     pub failure_rate: f64,
+    /// Share of runs that hang (no progress, GPU idle) until idle reclaim releases them.
+    #[serde(default)]
+    pub hang_rate: f64,
     pub checkpoint_mib_per_sec: u32,
     /// `poisson`: jobs sampled from the trace arrive at the target load.
     /// `trace`: the trace's first `trace_jobs` rows arrive as recorded.
@@ -185,6 +188,7 @@ impl SimConfig {
         fraction(file, "workload.no_spot_fraction", w.no_spot_fraction)?;
         fraction(file, "workload.spot_only_fraction", w.spot_only_fraction)?;
         fraction(file, "workload.failure_rate", w.failure_rate)?;
+        fraction(file, "workload.hang_rate", w.hang_rate)?;
         if w.arrivals == Arrivals::Trace && w.trace_jobs == 0 {
             return Err(err("workload.arrivals = \"trace\" needs workload.trace_jobs > 0".into()));
         }

@@ -22,6 +22,8 @@ const STOP_SECS: f64 = 2.0;
 pub enum Step {
     Ready { job: JobId, run: u64 },
     Finish { job: JobId, run: u64, at: At },
+    /// The run stops progressing and idles (a hung dataloader, a stuck notebook).
+    Hang { job: JobId, run: u64, at: At },
     CheckpointWritten { job: JobId, run: u64, step: u64, bytes: u64 },
     Stopped { job: JobId },
 }
@@ -39,6 +41,9 @@ struct Run {
     rate: f64,
     /// Step at which this run crashes, if it does.
     crash_at_step: Option<u64>,
+    /// Step at which this run hangs, if it does; `hung` once it has.
+    hang_at_step: Option<u64>,
+    hung: bool,
     finish_at: Option<At>,
     /// Phase of the memory-use wave of a training job (radians).
     wave: f64,
@@ -49,6 +54,7 @@ pub struct Executor {
     runs: BTreeMap<JobId, Run>,
     speeds: BTreeMap<NodeId, f64>,
     failure_rate: f64,
+    hang_rate: f64,
     checkpoint_mib_per_sec: u32,
     next_run: u64,
 }
@@ -58,8 +64,8 @@ fn after(at: At, secs: f64) -> At {
 }
 
 impl Executor {
-    pub fn new(speeds: BTreeMap<NodeId, f64>, failure_rate: f64, checkpoint_mib_per_sec: u32) -> Executor {
-        Executor { jobs: BTreeMap::new(), runs: BTreeMap::new(), speeds, failure_rate, checkpoint_mib_per_sec, next_run: 1 }
+    pub fn new(speeds: BTreeMap<NodeId, f64>, failure_rate: f64, hang_rate: f64, checkpoint_mib_per_sec: u32) -> Executor {
+        Executor { jobs: BTreeMap::new(), runs: BTreeMap::new(), speeds, failure_rate, hang_rate, checkpoint_mib_per_sec, next_run: 1 }
     }
 
     pub fn know(&mut self, job: SimJob) {
@@ -68,7 +74,7 @@ impl Executor {
 
     fn steps_at(&self, job: JobId, at: At) -> u64 {
         let (Some(run), Some(sim)) = (self.runs.get(&job), self.jobs.get(&job)) else { return 0 };
-        if !run.ready || run.saving {
+        if !run.ready || run.saving || run.hung {
             return run.base_step;
         }
         let secs = (at - run.base_at).num_milliseconds().max(0) as f64 / 1000.0;
@@ -77,11 +83,17 @@ impl Executor {
 
     fn schedule_finish(&mut self, job: JobId, out: &mut Vec<(At, Step)>) {
         let (Some(run), Some(sim)) = (self.runs.get_mut(&job), self.jobs.get(&job)) else { return };
-        let target = run.crash_at_step.unwrap_or(sim.spec.steps_total).max(run.base_step);
+        if run.hung {
+            return;
+        }
+        let end = run.crash_at_step.unwrap_or(sim.spec.steps_total).max(run.base_step);
+        let hangs_first = run.hang_at_step.filter(|h| *h >= run.base_step && *h < end);
+        let target = hangs_first.unwrap_or(end);
         let secs = (target - run.base_step) as f64 / run.rate.max(1e-9);
         let at = after(run.base_at, secs);
         run.finish_at = Some(at);
-        out.push((at, Step::Finish { job, run: run.id, at }));
+        let step = if hangs_first.is_some() { Step::Hang { job, run: run.id, at } } else { Step::Finish { job, run: run.id, at } };
+        out.push((at, step));
     }
 
     pub fn handle(&mut self, at: At, effect: &Effect, rng: &mut ChaCha8Rng, out: &mut Vec<(At, Step)>) {
@@ -93,6 +105,8 @@ impl Executor {
                 let startup = CUDA_INIT_SECS + restore + rng.random_range(10.0..60.0);
                 let remaining = sim.spec.steps_total.saturating_sub(*resume_step);
                 let crash_at_step = (rng.random::<f64>() < self.failure_rate && remaining > 1)
+                    .then(|| resume_step + rng.random_range(1..remaining));
+                let hang_at_step = (rng.random::<f64>() < self.hang_rate && remaining > 1)
                     .then(|| resume_step + rng.random_range(1..remaining));
                 let id = self.next_run;
                 self.next_run += 1;
@@ -108,6 +122,8 @@ impl Executor {
                         base_at: at,
                         rate: speed / sim.step_secs,
                         crash_at_step,
+                        hang_at_step,
+                        hung: false,
                         finish_at: None,
                         wave: rng.random_range(0.0..std::f64::consts::TAU),
                     },
@@ -160,6 +176,15 @@ impl Executor {
                 };
                 Some(Event::JobExited { job, ok: !crashed, message: message.to_string() })
             }
+            Step::Hang { job, run, at: when } if current(&self.runs, &job, run) && self.runs[&job].finish_at == Some(when) => {
+                let step = self.steps_at(job, at);
+                if let Some(r) = self.runs.get_mut(&job) {
+                    r.base_step = step;
+                    r.hung = true;
+                    r.finish_at = None;
+                }
+                None
+            }
             Step::CheckpointWritten { job, run, step, bytes } if current(&self.runs, &job, run) => {
                 if let Some(r) = self.runs.get_mut(&job) {
                     r.saving = false;
@@ -185,7 +210,9 @@ impl Executor {
         let t = at.timestamp() as f64;
         for (job, run) in &self.runs {
             let Some(sim) = self.jobs.get(job) else { continue };
-            let (util, mem_frac) = if !run.ready {
+            let (util, mem_frac) = if run.hung {
+                (rng.random_range(0.0..2.0), 0.6)
+            } else if !run.ready {
                 (rng.random_range(3.0..15.0), 0.3)
             } else if run.saving {
                 (rng.random_range(5.0..20.0), 0.9)

@@ -182,7 +182,7 @@ impl Simulation {
             .iter()
             .map(|s| (s.id, config.instance_type(&s.instance_type).map(|t| t.speed).unwrap_or(1.0)))
             .collect();
-        let executor = Executor::new(speeds, config.workload.failure_rate, config.workload.checkpoint_mib_per_sec);
+        let executor = Executor::new(speeds, config.workload.failure_rate, config.workload.hang_rate, config.workload.checkpoint_mib_per_sec);
         let mut sim = Simulation {
             rng,
             queue: BinaryHeap::new(),
