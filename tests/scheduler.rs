@@ -291,12 +291,7 @@ fn fifo_does_not_preempt_for_a_short_job() {
 
 #[test]
 fn mig_slices_take_small_jobs_side_by_side() {
-    let mut a100 = node_spec(1, BillingMode::Reserved, 1);
-    a100.gpu_model = "A100-40GB".into();
-    a100.gpu_memory = Mib(40_960);
-    a100.mig_capable = true;
-    a100.mig_slices = vec![Mib(20_480), Mib(10_240), Mib(5120), Mib(5120)];
-    a100.mig_gpus = 1;
+    let a100 = gpuroom::core::testkit::mig_node_spec(1, BillingMode::Reserved, 1);
     let mut h = Harness::new(config(DisciplineKind::Fifo), vec![tenant_spec("a", 64)], vec![a100]);
     for (id, mem) in [(1, 4000), (2, 4500), (3, 9000), (4, 18_000), (5, 4000)] {
         let mut spec = job(id, "a", 1, 0, None);

@@ -70,6 +70,11 @@ impl Headroom {
         h
     }
 
+    /// Nothing at all fits anywhere.
+    fn is_empty(&self) -> bool {
+        self.free_units.iter().all(|u| *u == 0) && self.largest_block.iter().all(|b| *b == 0)
+    }
+
     fn may_fit(&self, spec: &JobSpec, escalated: bool) -> bool {
         let class = pool_class(spec.pool, escalated);
         if spec.exclusive { u32::from(spec.gpus) <= self.free_units[class] } else { spec.gpu_mem.0 <= self.largest_block[class] }
@@ -258,6 +263,11 @@ impl Room {
                         }
                     }
                 }
+            }
+            // The head job and its reservation are known and the cluster is
+            // full: nobody further down the queue can start in this pass.
+            if blocked.is_some() && headroom.is_empty() {
+                break;
             }
         }
         let preempting = match blocked {

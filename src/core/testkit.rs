@@ -39,6 +39,18 @@ pub fn node_spec(id: u32, billing: BillingMode, gpus: u8) -> NodeSpec {
     }
 }
 
+/// A node of `gpus` A100-40GB whose first GPU runs in MIG mode, split into
+/// 3g.20gb + 2g.10gb + 1g.5gb + 1g.5gb slices.
+pub fn mig_node_spec(id: u32, billing: BillingMode, gpus: u8) -> NodeSpec {
+    let mut spec = node_spec(id, billing, gpus);
+    spec.gpu_model = "A100-40GB".into();
+    spec.gpu_memory = Mib(40_960);
+    spec.mig_capable = true;
+    spec.mig_slices = vec![Mib(20_480), Mib(10_240), Mib(5120), Mib(5120)];
+    spec.mig_gpus = 1;
+    spec
+}
+
 /// An exclusive training job of `gpus` GPUs and 1,000 steps for `tenant`.
 pub fn job_spec(id: u64, tenant: &str, gpus: u8) -> JobSpec {
     JobSpec {

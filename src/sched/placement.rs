@@ -238,13 +238,7 @@ mod tests {
 
     #[test]
     fn mig_slices_are_units_of_their_own_but_not_for_multi_gpu_jobs() {
-        let mut spec = node_spec(1, BillingMode::Reserved, 2);
-        spec.gpu_model = "A100-40GB".into();
-        spec.gpu_memory = Mib(40_960);
-        spec.mig_capable = true;
-        spec.mig_slices = vec![Mib(20_480), Mib(10_240), Mib(5120), Mib(5120)];
-        spec.mig_gpus = 1;
-        let nodes = cluster(vec![spec]);
+        let nodes = cluster(vec![crate::core::testkit::mig_node_spec(1, BillingMode::Reserved, 2)]);
         let node = &nodes[&NodeId(1)];
         assert_eq!(node.gpus.len(), 5, "4 slices of GPU 0 and the whole GPU 1");
         let mut small_job = job_spec(1, "a", 1);
