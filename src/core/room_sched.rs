@@ -472,3 +472,66 @@ fn remaining_estimate(job: &Job) -> Option<Secs> {
     let left = 1.0 - job.steps_done.min(job.spec.steps_total) as f64 / total;
     Some(Secs((est.0 as f64 * left).ceil() as i64))
 }
+
+#[cfg(test)]
+mod timing {
+    //! Where a pass spends its time on a big full cluster (run by hand:
+    //! `cargo test --release --lib timing -- --ignored --nocapture`).
+    use super::*;
+    use crate::core::cluster::BillingMode;
+    use crate::core::event::Event;
+    use crate::core::testkit::{job_spec, node_spec, t, tenant_spec};
+
+    #[test]
+    #[ignore]
+    fn pass_breakdown() {
+        let mut room = Room::new(crate::core::RoomConfig::default());
+        for name in ["nlp", "vision", "recsys"] {
+            room.apply(t(0), &Event::TenantDefined { spec: tenant_spec(name, 4000) });
+        }
+        for n in 1..=1250 {
+            room.apply(t(0), &Event::NodeUp { spec: node_spec(n, BillingMode::Reserved, 8) });
+        }
+        let mut started = Vec::new();
+        for n in 0..1250u64 {
+            for e in room.apply(t(1), &Event::JobSubmitted { spec: job_spec(n + 1, ["nlp", "vision", "recsys"][n as usize % 3], 8) }) {
+                if let Effect::StartJob { job, .. } = e {
+                    started.push(job);
+                }
+            }
+        }
+        for job in started {
+            room.apply(t(2), &Event::JobStarted { job });
+        }
+        for i in 0..100_000u64 {
+            let mut spec = job_spec(1_000_000 + i, ["nlp", "vision", "recsys"][i as usize % 3], 1 + (i % 8) as u8);
+            spec.priority = (i % 5) as i32;
+            room.apply(t(3), &Event::JobSubmitted { spec });
+        }
+        let clock = std::time::Instant::now;
+        for d in DisciplineKind::ALL {
+            room.config.sched.discipline = d;
+            let s = clock();
+            let order = room.ordered_queue(t(60));
+            let ordered = s.elapsed();
+            drop(order);
+            let s = clock();
+            let _ = room.holdings();
+            let holdings = s.elapsed();
+            let s = clock();
+            let _ = Headroom::measure(&room.nodes, false);
+            let headroom = s.elapsed();
+            let s = clock();
+            let _ = room.predicted_ends(t(60));
+            let ends = s.elapsed();
+            let s = clock();
+            let _ = room.borrowed();
+            let borrowed = s.elapsed();
+            let mut r = room.clone();
+            let s = clock();
+            r.apply(t(60), &Event::JobExited { job: JobId(7), ok: true, message: String::new() });
+            let apply = s.elapsed();
+            println!("{d:?}: order {ordered:?} holdings {holdings:?} headroom {headroom:?} ends {ends:?} borrowed {borrowed:?} | whole apply {apply:?}");
+        }
+    }
+}

@@ -71,7 +71,8 @@ impl Discipline for Fifo {
     }
 
     fn order(&self, queued: &mut Vec<&Job>, _ctx: &OrderContext<'_>) {
-        queued.sort_by_key(|job| arrival(job));
+        // Cached keys: sorting compares inline keys, not scattered jobs.
+        queued.sort_by_cached_key(|job| arrival(job));
     }
 }
 
@@ -93,10 +94,8 @@ impl Discipline for PriorityAging {
 
     fn order(&self, queued: &mut Vec<&Job>, ctx: &OrderContext<'_>) {
         let rate = ctx.config.aging_per_hour;
-        let mut keyed: Vec<(f64, &Job)> = queued.iter().map(|j| (PriorityAging::effective(j, ctx.now, rate), *j)).collect();
-        // Keys are computed once per job, not per comparison.
-        keyed.sort_by(|(a, ja), (b, jb)| b.total_cmp(a).then_with(|| arrival(ja).cmp(&arrival(jb))));
-        *queued = keyed.into_iter().map(|(_, j)| j).collect();
+        // Keys are computed once per job (micro-points, highest first), not per comparison.
+        queued.sort_by_cached_key(|j| (Reverse((PriorityAging::effective(j, ctx.now, rate) * 1e6).round() as i64), arrival(j)));
     }
 }
 
@@ -133,7 +132,7 @@ impl Discipline for Drf {
     fn order(&self, queued: &mut Vec<&Job>, ctx: &OrderContext<'_>) {
         // Tenants by index, so the filling loop does no string work.
         let mut sorted: Vec<&Job> = queued.clone();
-        sorted.sort_by_key(|job| arrival(job));
+        sorted.sort_by_cached_key(|job| arrival(job));
         let mut names: Vec<&TenantId> = sorted.iter().map(|j| &j.spec.tags.tenant).collect();
         names.sort_unstable();
         names.dedup();
