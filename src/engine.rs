@@ -64,10 +64,4 @@ impl Engine {
         }
         Ok(applied)
     }
-
-    /// Applies an event that did not come from the world (an operator action).
-    pub fn inject(&mut self, at: At, event: &Event) -> Result<(), StoreError> {
-        let at = self.room.now().map_or(at, |now| now.max(at));
-        self.feed(at, event)
-    }
 }

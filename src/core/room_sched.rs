@@ -146,16 +146,13 @@ impl Room {
 
     fn allocate(&mut self, at: At, id: JobId, plan: Plan, effects: &mut Vec<Effect>) {
         let Some(spec) = self.jobs.get(&id).map(|j| j.spec.clone()) else { return };
-        let owner_size = if self.config.sched.time_sharing { None } else { Some(()) };
+        let time_sharing = self.config.sched.time_sharing;
         if let Some(node) = self.nodes.get_mut(&plan.node) {
             for (index, offset) in &plan.gpus {
                 if let Some(gpu) = node.gpus.get_mut(usize::from(*index)) {
                     // An exclusive job owns the whole GPU, or with time-sharing
                     // only what it asked, leaving the rest to lend.
-                    let size = match (spec.exclusive, owner_size) {
-                        (true, Some(())) => gpu.memory,
-                        _ => spec.gpu_mem.min(gpu.memory),
-                    };
+                    let size = if spec.exclusive && !time_sharing { gpu.memory } else { spec.gpu_mem.min(gpu.memory) };
                     gpu.allocations.push(Allocation { job: id, offset: *offset, size, exclusive: spec.exclusive });
                     gpu.idle_since = None;
                 }
@@ -230,7 +227,6 @@ impl Room {
         let mut headroom = Headroom::measure(&self.nodes, self.config.sched.time_sharing);
         let mut reservation: Option<Reservation> = None;
         let mut spare_left = 0u32;
-        let mut ends: Option<BTreeMap<JobId, At>> = None;
         let mut blocked: Option<JobId> = None;
         let mut borrowers = Vec::new();
         for id in order {
@@ -244,7 +240,7 @@ impl Room {
                 }
                 Admission::WithinQuota => {}
             }
-            match self.try_place(at, id, &headroom, &reservation, &mut spare_left, &mut ends) {
+            match self.try_place(at, id, &headroom, &reservation, &mut spare_left) {
                 Some(plan) => {
                     let spec_held = Held::of(&job.spec);
                     held.entry(tenant.clone()).or_default().add(spec_held);
@@ -255,9 +251,9 @@ impl Room {
                     if blocked.is_none() {
                         blocked = Some(id);
                         if self.config.sched.backfill {
-                            let ends = ends.get_or_insert_with(|| self.predicted_ends(at));
+                            let ends = self.predicted_ends(at);
                             if let Some(job) = self.jobs.get(&id) {
-                                reservation = backfill::reserve(&self.nodes, &job.spec, job.escalated, ends, at);
+                                reservation = backfill::reserve(&self.nodes, &job.spec, job.escalated, &ends, at);
                                 spare_left = reservation.as_ref().map_or(0, |r| r.spare_gpus);
                             }
                         }
@@ -284,7 +280,7 @@ impl Room {
             if quota::admit(&job.spec, held.get(&tenant).copied().unwrap_or_default(), self.tenants.get(&tenant)) != Admission::Borrow {
                 continue;
             }
-            if let Some(plan) = self.try_place(at, id, &headroom, &reservation, &mut spare_left, &mut ends) {
+            if let Some(plan) = self.try_place(at, id, &headroom, &reservation, &mut spare_left) {
                 let spec_held = Held::of(&job.spec);
                 held.entry(tenant).or_default().add(spec_held);
                 self.allocate(at, id, plan, effects);
@@ -294,15 +290,7 @@ impl Room {
     }
 
     /// A place for job `id` now that respects the reservation, if any.
-    fn try_place(
-        &self,
-        at: At,
-        id: JobId,
-        headroom: &Headroom,
-        reservation: &Option<Reservation>,
-        spare_left: &mut u32,
-        ends: &mut Option<BTreeMap<JobId, At>>,
-    ) -> Option<Plan> {
+    fn try_place(&self, at: At, id: JobId, headroom: &Headroom, reservation: &Option<Reservation>, spare_left: &mut u32) -> Option<Plan> {
         let job = self.jobs.get(&id)?;
         if !headroom.may_fit(&job.spec, job.escalated) {
             return None;
@@ -313,7 +301,6 @@ impl Room {
         if plan.node != r.node {
             return Some(plan);
         }
-        let _ = ends;
         let ends_in_time = remaining_estimate(job).is_some_and(|secs| at + secs.delta() <= r.at);
         if ends_in_time {
             return Some(plan);

@@ -272,15 +272,14 @@ impl Simulation {
         }
     }
 
-    /// Registers a job the world will run (also used by tests to inject jobs).
-    pub fn submit(&mut self, at: At) -> Event {
+    /// A new job the world will run, announced as a submission.
+    fn submit(&mut self) -> Event {
         let id = JobId(self.next_job);
         self.next_job += 1;
         let job = self.workload.make_job(&self.config, id, &mut self.rng);
         let spec = job.spec.clone();
         self.executor.know(job);
         self.stats.arrivals += 1;
-        let _ = at;
         Event::JobSubmitted { spec }
     }
 
@@ -288,7 +287,7 @@ impl Simulation {
         match what {
             Pending::Emit(event) => Some(event),
             Pending::Arrival => {
-                let event = self.submit(at);
+                let event = self.submit();
                 let gap = self.workload.next_gap(&mut self.rng);
                 self.schedule(after(at, gap), Pending::Arrival);
                 Some(event)
