@@ -397,7 +397,7 @@ impl Room {
         self.active.insert(spec.id);
         self.queued.insert(spec.id);
         self.stats.submitted += 1;
-        if !self.queue_dirty && self.arrival_may_start(spec) {
+        if !self.queue_dirty && self.arrival_may_start(spec, at) {
             self.queue_dirty = true;
         }
         Ok(())

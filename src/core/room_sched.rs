@@ -37,6 +37,8 @@ pub(crate) struct Headroom {
     /// What each tenant held after the pass (quota terms).
     #[serde(with = "crate::core::serde_pairs")]
     held: BTreeMap<TenantId, Held>,
+    /// When the pass ran.
+    at: Option<At>,
 }
 
 fn pool_class(pool: PoolPreference, escalated: bool) -> usize {
@@ -194,7 +196,7 @@ impl Room {
     /// Whether a job arriving now could change anything: it may fit, or may
     /// take borrowed capacity back, or (MLFQ) may outrank running work. If
     /// not, the arrival waits for the next change of capacity.
-    pub(crate) fn arrival_may_start(&self, spec: &JobSpec) -> bool {
+    pub(crate) fn arrival_may_start(&self, spec: &JobSpec, now: At) -> bool {
         let Some(h) = &self.headroom else { return true };
         if h.may_fit(spec, false) {
             return true;
@@ -204,7 +206,10 @@ impl Room {
         }
         let tenant = &spec.tags.tenant;
         let within = quota::admit(spec, h.held.get(tenant).copied().unwrap_or_default(), self.tenants.get(tenant)) == Admission::WithinQuota;
-        (within && h.any_borrowed) || self.config.sched.discipline == DisciplineKind::Mlfq
+        // Under MLFQ a new job may outrank running work; arrivals start at
+        // most one pass a minute for that, so a burst stays cheap.
+        let mlfq_due = self.config.sched.discipline == DisciplineKind::Mlfq && h.at.is_none_or(|last| now - last >= chrono::TimeDelta::seconds(60));
+        (within && h.any_borrowed) || mlfq_due
     }
 
     /// The scheduling pass.
@@ -215,6 +220,7 @@ impl Room {
         headroom.any_borrowed = !self.borrowed().is_empty();
         headroom.stop_pending = self.scheduler_stop_pending();
         headroom.held = self.holdings().1;
+        headroom.at = Some(at);
         self.headroom = Some(headroom);
     }
 
