@@ -130,17 +130,29 @@ impl Discipline for Drf {
     }
 
     fn order(&self, queued: &mut Vec<&Job>, ctx: &OrderContext<'_>) {
-        // Tenants by index, so the filling loop does no string work.
+        // Tenants by index (there are few: a linear search beats sorting
+        // every job's name), so the filling loop does no string work.
         let mut sorted: Vec<&Job> = queued.clone();
         sorted.sort_by_cached_key(|job| arrival(job));
-        let mut names: Vec<&TenantId> = sorted.iter().map(|j| &j.spec.tags.tenant).collect();
-        names.sort_unstable();
-        names.dedup();
-        let index = |t: &TenantId| names.binary_search(&t).unwrap_or(0);
-        let mut per_tenant: Vec<VecDeque<&Job>> = vec![VecDeque::new(); names.len()];
+        let mut names: Vec<&TenantId> = Vec::new();
+        let mut per_tenant: Vec<VecDeque<&Job>> = Vec::new();
         for job in sorted {
-            per_tenant[index(&job.spec.tags.tenant)].push_back(job);
+            let tenant = &job.spec.tags.tenant;
+            let i = match names.iter().position(|n| *n == tenant) {
+                Some(i) => i,
+                None => {
+                    names.push(tenant);
+                    per_tenant.push(VecDeque::new());
+                    names.len() - 1
+                }
+            };
+            per_tenant[i].push_back(job);
         }
+        // Ties between equal shares go to the name that sorts first.
+        let mut by_name: Vec<usize> = (0..names.len()).collect();
+        by_name.sort_by_key(|i| names[*i]);
+        let names: Vec<&TenantId> = by_name.iter().map(|i| names[*i]).collect();
+        let mut per_tenant: Vec<VecDeque<&Job>> = by_name.iter().map(|i| std::mem::take(&mut per_tenant[*i])).collect();
         let mut held: Vec<Resources> = names.iter().map(|t| ctx.held.get(*t).copied().unwrap_or_default()).collect();
         let mut heap: BinaryHeap<Share> = held.iter().enumerate().map(|(i, h)| Share(h.dominant_share(&ctx.capacity), Reverse(i))).collect();
         let mut order = Vec::with_capacity(queued.len());
