@@ -1,4 +1,5 @@
-//! Prints a simulated run's summary every 12 h for a given target load (tuning aid).
+//! Prints the simulated cluster every 6 h for a given target load: a tuning
+//! aid for fixtures/sim/default.toml (`cargo run --release --example load_sweep -- 1.2`).
 fn main() {
     let load: f64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(1.0);
     let traces = gpuroom::sim::Traces::embedded().unwrap();
