@@ -135,7 +135,7 @@ fn load_config(path: Option<&Path>) -> Result<(SimConfig, String)> {
 }
 
 fn hours(h: f64) -> Result<TimeDelta> {
-    if !(h.is_finite() && h >= 0.0 && h <= 24.0 * 3650.0) {
+    if !(h.is_finite() && (0.0..=24.0 * 3650.0).contains(&h)) {
         bail!("hours must be between 0 and 87600, got {h}");
     }
     Ok(TimeDelta::milliseconds((h * 3_600_000.0).round() as i64))

@@ -132,7 +132,7 @@ impl fmt::Display for Micros {
         let mut grouped = String::new();
         let digits = dollars.to_string();
         for (i, c) in digits.chars().enumerate() {
-            if i > 0 && (digits.len() - i) % 3 == 0 {
+            if i > 0 && (digits.len() - i).is_multiple_of(3) {
                 grouped.push(',');
             }
             grouped.push(c);

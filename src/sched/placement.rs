@@ -62,7 +62,11 @@ fn block(gpu: &Gpu, size: Mib, fit: FitPolicy) -> Option<(Mib, u32)> {
 }
 
 /// Ranks one node for the job: `None` if it cannot hold it. Lower is better.
-pub fn fit_on_node(node: &Node, spec: &JobSpec, escalated: bool, opts: &Options) -> Option<((u8, u64), Vec<(u8, Mib)>)> {
+/// A node's rank for a job (price tier, then what is left over) and the GPUs
+/// with the offset on each.
+pub type Fit = ((u8, u64), Vec<(u8, Mib)>);
+
+pub fn fit_on_node(node: &Node, spec: &JobSpec, escalated: bool, opts: &Options) -> Option<Fit> {
     if !node.accepts_work() || spec.gpus == 0 || !pool_allows(spec.pool, escalated, node.spec.billing) {
         return None;
     }

@@ -157,7 +157,8 @@ impl SimConfig {
         for t in &self.instance_types {
             money(file, &format!("instance type {} on_demand", t.name), &t.on_demand)?;
             money(file, &format!("instance type {} reserved", t.name), &t.reserved)?;
-            if t.gpus == 0 || t.gpu_memory_mib == 0 || !(t.speed > 0.0) {
+            // NaN speeds are refused too: `speed > 0.0` is false for them.
+            if t.gpus == 0 || t.gpu_memory_mib == 0 || t.speed.is_nan() || t.speed <= 0.0 {
                 return Err(err(format!("instance type {} needs gpus, gpu_memory_mib and a positive speed", t.name)));
             }
         }

@@ -100,7 +100,7 @@ impl Columns {
         let gpus = nodes.iter().map(|n| n.gpus.len()).max().unwrap_or(0);
         // name mode state cells util, with a space after each but the last.
         let base = |cell: usize| name + 1 + 4 + 1 + state + 1 + gpus * cell + 1 + 4;
-        let price = widest(nodes.iter().map(|n| price_text(n)).collect::<Vec<_>>().iter().map(String::as_str), 4, 12);
+        let price = widest(nodes.iter().map(price_text).collect::<Vec<_>>().iter().map(String::as_str), 4, 12);
         let mut cols = Columns { name, itype: None, zone: None, price: None, state, cell: 1, gpus };
         let mut used = base(1);
         if used + itype < avail {
