@@ -144,10 +144,7 @@ fn hours(h: f64) -> Result<TimeDelta> {
 /// The room's policy: the configuration file (given, or the default one if
 /// it exists), then `--discipline`.
 fn room_config(policy: &PolicyArgs) -> Result<RoomConfig> {
-    let default_file = std::env::var_os("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
+    let default_file = xdg_dir("XDG_CONFIG_HOME", ".config")
         .map(|base| base.join("gpuroom/config.toml"))
         .filter(|p| p.exists());
     let mut config = match policy.config.clone().or(default_file) {
@@ -186,11 +183,16 @@ fn build(world: &WorldArgs, policy: &PolicyArgs, db: Option<&Path>) -> Result<En
     Ok(Engine::new(Room::new(room_config), sim, store))
 }
 
-fn default_log_path(seed: u64) -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_STATE_HOME")
+/// An XDG base directory: `$VAR` if set to an absolute path, else `~/fallback`.
+fn xdg_dir(var: &str, home_fallback: &str) -> Option<PathBuf> {
+    std::env::var_os(var)
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))?;
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(home_fallback)))
+}
+
+fn default_log_path(seed: u64) -> Option<PathBuf> {
+    let base = xdg_dir("XDG_STATE_HOME", ".local/state")?;
     let stamp = chrono::Utc::now().format("%Y%m%d-%H%M%S");
     Some(base.join("gpuroom").join(format!("sim-seed{seed}-{stamp}.db")))
 }

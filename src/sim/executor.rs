@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
+use super::after;
 use super::workload::SimJob;
 use crate::core::cluster::NodeSpec;
 use crate::core::event::{Effect, Event, GpuSample};
@@ -57,10 +58,6 @@ pub struct Executor {
     hang_rate: f64,
     checkpoint_mib_per_sec: u32,
     next_run: u64,
-}
-
-fn after(at: At, secs: f64) -> At {
-    at + chrono::TimeDelta::milliseconds((secs.max(0.0) * 1000.0).ceil() as i64)
 }
 
 impl Executor {

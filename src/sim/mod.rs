@@ -144,7 +144,8 @@ impl Traces {
     }
 }
 
-fn after(at: At, secs: f64) -> At {
+/// `secs` after `at`, rounded up to the millisecond (never before `at`).
+pub(crate) fn after(at: At, secs: f64) -> At {
     at + chrono::TimeDelta::milliseconds((secs.max(0.0) * 1000.0).ceil() as i64)
 }
 
