@@ -277,3 +277,20 @@ fn a_job_being_cancelled_when_its_node_is_lost_ends_cancelled() {
     assert_eq!(job.state, gpuroom::core::job::JobState::Failed { reason: "cancelled by alice".into() });
     assert_eq!(job.requeues, 0);
 }
+
+#[test]
+fn a_tenants_burn_counts_a_mig_slice_at_its_share_of_the_instance() {
+    let mut room = Room::default();
+    room.apply(t(0), &Event::TenantDefined { spec: tenant_spec("nlp", 8) });
+    // Two A100s, the first split into 20+10+5+5 GiB slices: five units.
+    room.apply(t(0), &Event::NodeUp { spec: gpuroom::core::testkit::mig_node_spec(1, BillingMode::Reserved, 2) });
+    let mut small = job_spec(1, "nlp", 1);
+    small.gpu_mem = Mib(5000);
+    submit(&mut room, 1, small);
+    let view = room.view();
+    let burn = view.budgets.iter().find(|b| b.tenant == "nlp").unwrap().burn;
+    // A 5 GiB slice is 5/40 of one GPU of two: 1/16 of the $15.912/h instance.
+    assert_eq!(burn, MicrosPerHour(15_912_000 / 16));
+    room.apply(t(3601), &Event::Tick);
+    assert_eq!(room.job(JobId(1)).unwrap().cost, Micros(15_912_000 / 16), "the ledger charges the same share");
+}

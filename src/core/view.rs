@@ -376,13 +376,16 @@ impl Room {
 
     fn fill_budgets(&self, view: &mut View) {
         let now = self.now.unwrap_or_default();
-        // Burn per tenant: each GPU's hourly share, split over its jobs by memory.
+        // Burn per tenant: each unit's hourly share of its instance (as the
+        // accrual charges it: 1/gpus, or a MIG slice's memory share), split
+        // over its jobs by memory.
         let mut burn: std::collections::BTreeMap<&str, f64> = std::collections::BTreeMap::new();
         let mut held: std::collections::BTreeMap<&str, u32> = std::collections::BTreeMap::new();
         for node in self.nodes.values().filter(|n| n.is_up()) {
             let Some(rate) = self.node_rate(node) else { continue };
-            let per_gpu = rate.0 as f64 / node.gpus.len().max(1) as f64;
             for gpu in &node.gpus {
+                let (num, den) = node.spec.share_of(gpu.memory, gpu.mig);
+                let per_gpu = rate.0 as f64 * num as f64 / den.max(1) as f64;
                 let exclusive = gpu.has_exclusive();
                 let total = if exclusive { gpu.allocated().0 } else { gpu.memory.0 };
                 for alloc in &gpu.allocations {
