@@ -5,6 +5,10 @@
 //! Prices come in as events; this module never fetches anything and never
 //! decides scheduling. Max-price curves and hazard models build on it.
 
+pub mod bid;
+pub mod hazard;
+pub mod series;
+
 use std::collections::{BTreeMap, VecDeque};
 
 use serde::{Deserialize, Serialize};

@@ -4,6 +4,8 @@
 //!
 //! Pure arithmetic on observations handed in by the `Room`; no IO, no clock.
 
+pub mod lifetime;
+
 use serde::{Deserialize, Serialize};
 
 use crate::core::units::At;

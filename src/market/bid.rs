@@ -1,0 +1,1 @@
+//! Max-price curves (to be written).

@@ -1,0 +1,1 @@
+//! Survival analysis of spot instance lifetimes (to be written).

@@ -1,0 +1,1 @@
+//! Price statistics of a pool's step function (to be written).

@@ -1,0 +1,1 @@
+//! Job lifetime prediction (to be written).
