@@ -1,6 +1,7 @@
 //! AWS `DescribeSpotPriceHistory` responses, as the real dumps store them:
 //! `{"NextToken": "...", "SpotPriceHistory": [{AvailabilityZone, InstanceType,
-//! ProductDescription, SpotPrice, Timestamp}, ...]}`, newest first.
+//! ProductDescription, SpotPrice, Timestamp}, ...]}`, newest first (a page
+//! that is not is refused: every real dump is).
 //!
 //! A price history is a step function: each point holds until the next change.
 
@@ -18,7 +19,9 @@ use crate::core::units::{At, Micros, MicrosPerHour};
 struct Response {
     #[serde(default)]
     next_token: Option<String>,
-    spot_price_history: Vec<Entry>,
+    /// Kept as values so that a missing or mistyped field is reported with
+    /// its entry number rather than only a line and column.
+    spot_price_history: Vec<serde_json::Value>,
 }
 
 #[derive(Deserialize)]
@@ -51,8 +54,10 @@ pub struct PricePage {
 pub fn parse(source_name: &str, text: &str) -> Result<PricePage, ParseError> {
     let response: Response = serde_json::from_str(text).map_err(|e| ParseError::from_json(source_name, &e))?;
     let mut points = Vec::with_capacity(response.spot_price_history.len());
-    for (i, entry) in response.spot_price_history.into_iter().enumerate() {
+    let mut previous: Option<(At, String)> = None;
+    for (i, value) in response.spot_price_history.into_iter().enumerate() {
         let position = format!("entry {i}");
+        let entry = Entry::deserialize(value).map_err(|e| ParseError::new(source_name, position.clone(), e.to_string()))?;
         let price = Micros::parse_decimal(&entry.spot_price)
             .map_err(|e| ParseError::new(source_name, position.clone(), format!("SpotPrice: {e}")))?;
         if price.0 < 0 {
@@ -64,6 +69,20 @@ pub fn parse(source_name: &str, text: &str) -> Result<PricePage, ParseError> {
         if entry.availability_zone.is_empty() || entry.instance_type.is_empty() {
             return Err(ParseError::new(source_name, position, "empty AvailabilityZone or InstanceType"));
         }
+        // Out of order means a page spliced or edited by hand: merging it
+        // would silently build a different step function.
+        if let Some((_, before)) = previous.as_ref().filter(|(t, _)| *t < at) {
+            return Err(ParseError::new(
+                source_name,
+                position,
+                format!(
+                    "Timestamp {} is newer than entry {}'s {before}: a page must be newest first",
+                    entry.timestamp,
+                    i.saturating_sub(1)
+                ),
+            ));
+        }
+        previous = Some((at, entry.timestamp));
         points.push(PricePoint {
             at,
             zone: entry.availability_zone,
@@ -161,6 +180,35 @@ mod tests {
 
         let negative = PAGE.replace("\"0.9183\"", "\"-1\"");
         assert!(parse("neg.json", &negative).unwrap_err().message.contains("negative"));
+
+        for bad in ["inf", "-inf", "Infinity", "1e3", "", "0.1234567"] {
+            let text = PAGE.replace("\"0.9183\"", &format!("{bad:?}"));
+            let err = parse("bad.json", &text).unwrap_err();
+            assert_eq!((err.source_name.as_str(), err.position.as_str()), ("bad.json", "entry 3"), "{bad}: {err}");
+        }
+
+        let missing = PAGE.replace("\"SpotPrice\": \"0.9183\", ", "");
+        let err = parse("missing.json", &missing).unwrap_err();
+        assert_eq!(err.position, "entry 3");
+        assert!(err.message.contains("SpotPrice"), "{err}");
+        let number = PAGE.replace("\"0.9183\"", "0.9183");
+        assert_eq!(parse("number.json", &number).unwrap_err().position, "entry 3");
+        let no_list = parse("empty.json", "{}").unwrap_err();
+        assert!(no_list.message.contains("SpotPriceHistory"), "{no_list}");
+    }
+
+    #[test]
+    fn a_page_must_be_newest_first() {
+        let swapped = PAGE.replace("2020-02-20T19:00:00.000Z", "2020-02-20T20:30:00.000Z");
+        let err = parse("order.json", &swapped).unwrap_err();
+        assert_eq!((err.source_name.as_str(), err.position.as_str()), ("order.json", "entry 2"));
+        assert_eq!(
+            err.message,
+            "Timestamp 2020-02-20T20:30:00.000Z is newer than entry 1's 2020-02-20T20:00:00.000Z: a page must be newest first"
+        );
+        // Equal times (several zones quoted at once) are in order.
+        let tie = PAGE.replace("2020-02-20T19:00:00.000Z", "2020-02-20T20:00:00.000Z");
+        assert!(parse("tie.json", &tie).is_ok());
     }
 
     #[test]

@@ -9,6 +9,9 @@ use serde::Deserialize;
 
 use super::ParseError;
 use crate::core::units::Secs;
+/// Lifetimes are the hazard model's input; the type lives with the model so
+/// the core does not depend on this adapter.
+pub use crate::market::hazard::Lifetime;
 
 #[derive(Deserialize)]
 struct Raw {
@@ -26,14 +29,6 @@ pub struct SpotTrace {
     pub gap: Secs,
     /// Instances obtainable at each sample (0 or 1 in preemption traces).
     pub samples: Vec<u32>,
-}
-
-/// One observed lifetime of a spot instance.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct Lifetime {
-    pub secs: Secs,
-    /// True if it ended in an interruption, false if censored by the trace's end.
-    pub interrupted: bool,
 }
 
 pub fn parse(source_name: &str, text: &str) -> Result<SpotTrace, ParseError> {
