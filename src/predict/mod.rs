@@ -5,6 +5,7 @@
 //! Pure arithmetic on observations handed in by the `Room`; no IO, no clock.
 
 pub mod lifetime;
+pub mod philly_eval;
 
 use serde::{Deserialize, Serialize};
 
