@@ -94,6 +94,15 @@ enum Command {
         /// Record the event log to this new file.
         #[arg(long, value_name = "PATH")]
         db: Option<PathBuf>,
+        /// Instead of the cluster, run an experiment and print its table.
+        #[arg(long, value_enum)]
+        experiment: Option<Experiment>,
+        /// Also write the experiment's report (Markdown) to this file.
+        #[arg(long, value_name = "FILE", requires = "experiment")]
+        out: Option<PathBuf>,
+        /// Where the experiment starts in the price history (YYYY-MM-DD).
+        #[arg(long, value_name = "DATE", requires = "experiment")]
+        from: Option<chrono::NaiveDate>,
     },
     /// Rebuild the state from a recorded event log and print its summary.
     Replay {
@@ -211,11 +220,36 @@ fn main() -> std::process::ExitCode {
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Some(Command::Sim { hours: h, world, policy, db }) => run_sim(&world, &policy, h, db.as_deref()),
+        Some(Command::Sim { experiment: Some(Experiment::Spot), out, world, from, .. }) => run_spot_experiment(world.seed, from, out.as_deref()),
+        Some(Command::Sim { hours: h, world, policy, db, .. }) => run_sim(&world, &policy, h, db.as_deref()),
         Some(Command::Replay { db, from_snapshot }) => run_replay(&db, from_snapshot),
         Some(Command::Screenshot { out, width, height, hours: h, theme, world }) => run_screenshot(&world, &out, width, height, h, &theme),
         None => run_console(&cli),
     }
+}
+
+#[derive(Copy, Clone, Debug, clap::ValueEnum)]
+enum Experiment {
+    /// Bursts of inference work on spot: six strategies side by side (SPEC §3–§4).
+    Spot,
+}
+
+fn run_spot_experiment(seed: u64, from: Option<chrono::NaiveDate>, out: Option<&Path>) -> Result<()> {
+    let wall = Instant::now();
+    let traces = Traces::embedded().context("the embedded traces")?;
+    let mut config = gpuroom::sim::experiment::ExperimentConfig::default();
+    if let Some(day) = from {
+        config.start = day.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc();
+    }
+    let report = gpuroom::sim::experiment::run(&traces, config, seed)?;
+    let markdown = report.markdown(seed);
+    print!("{markdown}");
+    println!("\n(ran in {:.2} s)", wall.elapsed().as_secs_f64());
+    if let Some(path) = out {
+        std::fs::write(path, &markdown).with_context(|| format!("writing {}", path.display()))?;
+        println!("written to {}", path.display());
+    }
+    Ok(())
 }
 
 fn run_sim(world: &WorldArgs, policy: &PolicyArgs, h: f64, db: Option<&Path>) -> Result<()> {

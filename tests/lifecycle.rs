@@ -1,6 +1,7 @@
 //! The job life cycle through `Room::apply`, one event at a time, and the
 //! refusals: what the core does with input that does not make sense.
 
+use gpuroom::ckpt::CheckpointKind;
 use gpuroom::core::cluster::BillingMode;
 use gpuroom::core::event::{Action, Actor, Effect, Event, GpuSample, Role};
 use gpuroom::core::ids::{GpuRef, JobId, NodeId};
@@ -58,7 +59,7 @@ fn a_job_runs_checkpoints_and_finishes() {
     assert_eq!(room.job(JobId(1)).unwrap().steps_done, 100);
     // Reserved capacity saves every 2 hours.
     let fx = room.apply(t(15 + 7200), &Event::Telemetry { gpus: vec![], progress: vec![(JobId(1), 400)] });
-    assert_eq!(fx, vec![Effect::Checkpoint { job: JobId(1) }]);
+    assert_eq!(fx, vec![Effect::Checkpoint { job: JobId(1), kind: CheckpointKind::Full }]);
     assert_eq!(phase(&room, 1), Phase::Checkpointing);
     room.apply(t(7230), &Event::CheckpointDone { job: JobId(1), step: 400, bytes: 2 << 30 });
     assert_eq!(phase(&room, 1), Phase::Running);
@@ -105,7 +106,7 @@ fn an_interruption_notice_saves_stops_and_requeues_from_the_checkpoint() {
     room.apply(t(600), &Event::Telemetry { gpus: vec![], progress: vec![(JobId(1), 300)] });
 
     let fx = room.apply(t(700), &Event::InterruptionNotice { node: NodeId(1), deadline: t(820) });
-    assert!(fx.contains(&Effect::Checkpoint { job: JobId(1) }));
+    assert!(fx.contains(&Effect::Checkpoint { job: JobId(1), kind: CheckpointKind::Full }));
     assert!(fx.iter().any(|e| matches!(e, Effect::AlarmRaised { .. })));
     assert_eq!(room.view().alarms.len(), 1);
     // Nothing new lands on a draining node.
@@ -161,7 +162,7 @@ fn operator_actions_preempt_requeue_and_cancel() {
 
     // Preempt saves first.
     let fx = room.apply(t(70), &Event::Operator { actor: alice.clone(), action: Action::Preempt { job: JobId(1) } });
-    assert_eq!(fx, vec![Effect::Checkpoint { job: JobId(1) }]);
+    assert_eq!(fx, vec![Effect::Checkpoint { job: JobId(1), kind: CheckpointKind::Full }]);
     // Requeue stops at once and resumes from the last save (none: step 0).
     let fx = room.apply(t(71), &Event::Operator { actor: alice.clone(), action: Action::Requeue { job: JobId(2) } });
     assert_eq!(fx, vec![Effect::StopJob { job: JobId(2) }]);

@@ -4,6 +4,7 @@
 //! wait alarms with escalation, idle reclaim (and no reclaim on a short idle),
 //! MLFQ preemption, MIG slices, and switching discipline at run time.
 
+use gpuroom::ckpt::CheckpointKind;
 use std::collections::BTreeMap;
 
 use gpuroom::core::cluster::{BillingMode, NodeSpec};
@@ -65,7 +66,7 @@ impl Harness {
                     let left = self.run_secs.get(job).copied().unwrap_or(3600) * (total - done.min(total)) as i64 / total as i64;
                     self.finishing.push((self.now + 1 + left, *job, g));
                 }
-                Effect::Checkpoint { job } => {
+                Effect::Checkpoint { job, .. } => {
                     let step = self.progress(*job);
                     self.at(self.now + 5, Event::CheckpointDone { job: *job, step, bytes: 1 << 30 });
                 }
@@ -255,7 +256,7 @@ fn a_short_idle_never_reclaims_a_long_one_does() {
         h.now = 700 + i * 30;
         h.apply(sample(1.0));
     }
-    assert!(h.effects.contains(&Effect::Checkpoint { job: JobId(1) }));
+    assert!(h.effects.contains(&Effect::Checkpoint { job: JobId(1), kind: CheckpointKind::Full }));
     h.run_until(1100, 3600);
     let job1 = h.room.job(JobId(1)).unwrap();
     assert_eq!(job1.phase(), Phase::Failed);

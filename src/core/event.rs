@@ -93,6 +93,9 @@ pub enum Event {
     /// The cloud will reclaim the instance at `deadline` (2-minute notice).
     InterruptionNotice { node: NodeId, deadline: At },
     Operator { actor: Actor, action: Action },
+    /// Spot lifetimes of an instance type learned elsewhere (real traces, an
+    /// earlier fleet): the long-run prior of the hazard model.
+    SpotLifetimes { instance_type: String, lifetimes: Vec<crate::market::hazard::Lifetime> },
     /// Time passed with nothing else to say.
     Tick,
 }
@@ -113,6 +116,7 @@ impl Event {
             Event::PriceTick { .. } => "price",
             Event::InterruptionNotice { .. } => "notice",
             Event::Operator { .. } => "operator",
+            Event::SpotLifetimes { .. } => "lifetimes",
             Event::Tick => "tick",
         }
     }
@@ -121,7 +125,8 @@ impl Event {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Effect {
     StartJob { job: JobId, node: NodeId, gpus: Vec<u8>, resume_step: u64 },
-    Checkpoint { job: JobId },
+    /// Save the job's state: all of it, or what changed since the last save.
+    Checkpoint { job: JobId, kind: crate::ckpt::CheckpointKind },
     StopJob { job: JobId },
     AlarmRaised { id: String, text: String },
     AlarmCleared { id: String },

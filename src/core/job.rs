@@ -15,8 +15,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::ids::{JobId, NodeId, TenantId};
-use super::units::{At, Micros, Mib, Secs};
+use super::ids::{JobId, NodeId, PoolKey, TenantId};
+use super::units::{At, Micros, MicrosPerHour, Mib, Secs};
 
 /// The four attribution levels every job carries (SPEC §5).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -92,6 +92,8 @@ pub struct JobSpec {
 pub enum StopReason {
     /// A spot interruption notice or the loss of the instance.
     Interruption,
+    /// The market went above the job's max price: saved, then moved.
+    MaxPrice { market: super::units::MicrosPerHour, cap: super::units::MicrosPerHour },
     /// An operator asked for it.
     Operator { actor: String, requeue: bool },
     /// The scheduler took the GPUs back (quota reclaim, a higher queue, idle).
@@ -244,6 +246,44 @@ pub struct Job {
     /// use any capacity.
     #[serde(default)]
     pub escalated: bool,
+    /// What the spot watcher and the checkpoint controller last made of the
+    /// job on its spot instance (refreshed on prices, notices, saves, telemetry).
+    #[serde(default)]
+    pub risk: Option<JobRisk>,
+    /// Seconds its last saves took (EWMA): δ of Young/Daly.
+    #[serde(default)]
+    pub checkpoint_secs: Option<f64>,
+    /// When the save in flight was asked for.
+    #[serde(default)]
+    pub checkpoint_asked_at: Option<At>,
+    /// Capacity to stay off after an interruption or a move (see `Avoid`).
+    #[serde(default)]
+    pub avoid: Option<Avoid>,
+}
+
+/// Where a migrated job must not go next.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Avoid {
+    /// The pool it was interrupted in or left: another spot pool or stable
+    /// capacity, for the next placement only.
+    Pool(PoolKey),
+    /// No spot for the rest of its life (migrated to on-demand).
+    AllSpot,
+}
+
+/// A spot job's risk and max price, as of `at`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobRisk {
+    pub at: At,
+    /// Probability of an interruption in the next minute at the job's age.
+    pub p_next_minute: f64,
+    /// The checkpoint interval the controller set from it.
+    pub interval: Secs,
+    pub shortened: bool,
+    /// The job's reference price (placement price moved by the trend).
+    /// The max-price curve's answer, if the pool's market price is known.
+    pub bid: Option<crate::market::bid::Bid>,
+    pub base: Option<MicrosPerHour>,
 }
 
 impl Job {
@@ -269,6 +309,10 @@ impl Job {
             checkpoint_bytes: 0,
             service_gpu_ms: 0,
             escalated: false,
+            risk: None,
+            checkpoint_secs: None,
+            checkpoint_asked_at: None,
+            avoid: None,
         }
     }
 

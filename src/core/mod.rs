@@ -11,6 +11,7 @@ pub mod ids;
 pub mod job;
 pub mod room;
 mod room_cost;
+pub mod room_spot;
 pub(crate) mod room_sched;
 pub mod serde_pairs;
 pub mod testkit;

@@ -36,6 +36,22 @@ pub struct RoomConfig {
     pub log_capacity: usize,
     /// Limits a job spec must respect; larger asks are refused at submission.
     pub max_gpus_per_job: u8,
+    /// How far ahead the trend lifts (or lowers) a spot job's max-price base.
+    #[serde(default = "default_trend_horizon")]
+    pub trend_horizon: Secs,
+    #[serde(default)]
+    pub hazard: crate::market::hazard::HazardConfig,
+    #[serde(default)]
+    pub bids: crate::market::bid::BidPolicy,
+    /// Force the linear (degraded) max-price curve for every job.
+    #[serde(default)]
+    pub degraded_bids: bool,
+    #[serde(default)]
+    pub after_interruption: super::room_spot::AfterInterruption,
+}
+
+fn default_trend_horizon() -> Secs {
+    Secs(600)
 }
 
 impl Default for RoomConfig {
@@ -47,6 +63,11 @@ impl Default for RoomConfig {
             trend_window: Secs(3600),
             log_capacity: 200,
             max_gpus_per_job: 64,
+            trend_horizon: default_trend_horizon(),
+            hazard: Default::default(),
+            bids: Default::default(),
+            degraded_bids: false,
+            after_interruption: Default::default(),
         }
     }
 }
@@ -104,6 +125,12 @@ pub struct Stats {
     pub idle_reclaims: u64,
     #[serde(default)]
     pub escalations: u64,
+    /// Jobs saved and moved because the market passed their max price.
+    #[serde(default)]
+    pub price_moves: u64,
+    /// Placements that left the pool a job was interrupted in or moved from.
+    #[serde(default)]
+    pub migrations: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -119,6 +146,8 @@ pub struct Room {
     pub(crate) holding: BTreeSet<JobId>,
     pub(crate) tenants: BTreeMap<TenantId, TenantSpec>,
     pub(crate) market: Market,
+    #[serde(default)]
+    pub(crate) hazard: crate::market::hazard::HazardModel,
     pub(crate) books: Books,
     /// One accrual per GPU (by index on its node): each GPU's share of its
     /// instance's price, with its own remainder.
@@ -143,7 +172,10 @@ impl Default for Room {
 
 impl Room {
     pub fn new(config: RoomConfig) -> Room {
-        let market = Market::new(config.price_history);
+        let market = Market::new(config.price_history).with_trend_window(config.trend_window);
+        // A bad hazard config is refused when the config is loaded; here it
+        // can only fall back to the defaults.
+        let hazard = crate::market::hazard::HazardModel::new(config.hazard.clone()).unwrap_or_default();
         Room {
             config,
             now: None,
@@ -154,6 +186,7 @@ impl Room {
             holding: BTreeSet::new(),
             tenants: BTreeMap::new(),
             market,
+            hazard,
             books: Books::default(),
             accruals: BTreeMap::new(),
             rates: BTreeMap::new(),
@@ -198,6 +231,11 @@ impl Room {
         self.tenants.get(&TenantId(name.to_string()))
     }
 
+    /// The spot watcher's interruption risk per instance type.
+    pub fn hazard(&self) -> &crate::market::hazard::HazardModel {
+        &self.hazard
+    }
+
     pub fn books(&self) -> &Books {
         &self.books
     }
@@ -229,9 +267,10 @@ impl Room {
             Event::JobStopped { job } => self.on_stopped(at, *job),
             Event::JobExited { job, ok, message } => self.on_exited(at, *job, *ok, message),
             Event::Telemetry { gpus, progress } => self.on_telemetry(at, gpus, progress, &mut effects),
-            Event::PriceTick { zone, instance_type, price } => self.on_price(at, zone, instance_type, *price),
+            Event::PriceTick { zone, instance_type, price } => self.on_price(at, zone, instance_type, *price, &mut effects),
             Event::InterruptionNotice { node, deadline } => self.on_notice(at, *node, *deadline, &mut effects),
             Event::Operator { actor, action } => self.on_operator(at, actor, action, &mut effects),
+            Event::SpotLifetimes { instance_type, lifetimes } => self.on_lifetimes(instance_type, lifetimes),
             Event::Tick => Ok(()),
         };
         if let Err(reason) = outcome {
@@ -316,6 +355,16 @@ impl Room {
         }
         let victims: BTreeSet<JobId> = node.gpus.iter().flat_map(|g| g.allocations.iter().map(|a| a.job)).collect();
         let name = self.node_name(node_id);
+        if node.spec.billing == BillingMode::Spot {
+            let (kind, secs, noticed) = (node.spec.instance_type.clone(), (at - node.up_since).num_seconds(), matches!(node.state, NodeState::Draining { .. }));
+            if !noticed {
+                self.hazard.record_interruption(&kind, at);
+            }
+            if let Ok(life) = crate::market::hazard::Lifetime::new(Secs(secs), true) {
+                let _ = self.hazard.record_lifetime(&kind, life);
+            }
+        }
+        let pool = self.nodes.get(&node_id).map(|n| n.spec.pool());
         for job_id in victims {
             if let Some(job) = self.jobs.get(&job_id)
                 && let JobState::Checkpointing { then: AfterCheckpoint::Stop(StopReason::Interruption) } = job.state
@@ -330,7 +379,10 @@ impl Room {
             match cancelled_by {
                 // Being cancelled anyway: the loss only makes it final sooner.
                 Some(actor) => self.finish(at, job_id, JobState::Failed { reason: format!("cancelled by {actor}") })?,
-                None => self.requeue_from_checkpoint(at, job_id),
+                None => {
+                    self.requeue_from_checkpoint(at, job_id);
+                    self.steer_after_stop(job_id, pool.clone(), &StopReason::Interruption);
+                }
             }
         }
         if let Some(node) = self.nodes.get_mut(&node_id) {
@@ -360,6 +412,12 @@ impl Room {
         );
         for job in jobs {
             self.stop_job(job, StopReason::Interruption, true, effects);
+        }
+        if let Some(kind) = self.nodes.get(&node_id).map(|n| n.spec.instance_type.clone()) {
+            self.hazard.record_interruption(&kind, at);
+            // The rest of the type's fleet just got riskier: shorter intervals.
+            let others = self.spot_jobs(None, Some(&kind));
+            self.judge(at, others, effects);
         }
         Ok(())
     }
@@ -423,6 +481,7 @@ impl Room {
         let job = self.job_mut(id)?;
         job.started_at = Some(at);
         self.rates.entry(id).or_default().reset();
+        self.refresh_risk(at, id);
         Ok(())
     }
 
@@ -435,6 +494,10 @@ impl Room {
             return Err(format!("job {id} reported a checkpoint at step {step}, outside {}..={}", job.steps_saved, job.spec.steps_total));
         }
         job.steps_saved = step;
+        if let Some(asked) = job.checkpoint_asked_at.take() {
+            let secs = (at - asked).num_milliseconds() as f64 / 1000.0;
+            job.checkpoint_secs = Some(job.checkpoint_secs.map_or(secs, |old| 0.5 * old + 0.5 * secs));
+        }
         // The checkpoint is evidence of progress that telemetry may not have shown yet.
         job.steps_done = job.steps_done.max(step);
         job.last_checkpoint_at = Some(at);
@@ -443,7 +506,11 @@ impl Room {
         self.stats.checkpoints += 1;
         self.stats.checkpoint_bytes += bytes;
         match then {
-            AfterCheckpoint::Continue => self.transition(id, JobState::Running),
+            AfterCheckpoint::Continue => {
+                self.transition(id, JobState::Running)?;
+                self.refresh_risk(at, id);
+                Ok(())
+            }
             AfterCheckpoint::Stop(reason) => {
                 if reason == StopReason::Interruption {
                     self.stats.notice_saves_in_time += 1;
@@ -460,6 +527,7 @@ impl Room {
         let JobState::Preempted { reason } = job.state.clone() else {
             return Err(format!("job {id} reported stopped while {}", job.phase().label()));
         };
+        let pool = self.job_pool(id).map(|(k, _)| k);
         self.release(id);
         match reason {
             StopReason::Operator { actor, requeue: false } => {
@@ -470,7 +538,10 @@ impl Room {
                 let threshold = self.config.sched.idle_util_pct;
                 self.finish(at, id, JobState::Failed { reason: format!("released: GPU below {threshold}% for {window}") })?;
             }
-            _ => self.requeue_from_checkpoint(at, id),
+            _ => {
+                self.requeue_from_checkpoint(at, id);
+                self.steer_after_stop(id, pool, &reason);
+            }
         }
         Ok(())
     }
@@ -569,7 +640,9 @@ impl Room {
         match (&mut job.state, save) {
             (JobState::Running, true) => {
                 job.state = JobState::Checkpointing { then: AfterCheckpoint::Stop(reason) };
-                effects.push(Effect::Checkpoint { job: id });
+                job.checkpoint_asked_at = self.now;
+                let kind = self.config.checkpoint.kind(u64::from(job.checkpoints));
+                effects.push(Effect::Checkpoint { job: id, kind });
             }
             (JobState::Checkpointing { then }, true) => *then = AfterCheckpoint::Stop(reason),
             (JobState::Running | JobState::Checkpointing { .. } | JobState::Placed, _) => {
@@ -618,13 +691,19 @@ impl Room {
                 }
             }
         }
+        let on_spot: Vec<JobId> = progress
+            .iter()
+            .map(|(id, _)| *id)
+            .filter(|id| self.job_pool(*id).is_some_and(|(_, mode)| mode == BillingMode::Spot))
+            .collect();
+        self.judge(at, on_spot, effects);
         if unknown > 0 {
             return Err(format!("telemetry named {unknown} unknown GPU(s) or job(s), or carried a non-finite value"));
         }
         Ok(())
     }
 
-    fn on_price(&mut self, at: At, zone: &str, instance_type: &str, price: MicrosPerHour) -> Result<(), String> {
+    fn on_price(&mut self, at: At, zone: &str, instance_type: &str, price: MicrosPerHour, effects: &mut Vec<Effect>) -> Result<(), String> {
         let key = crate::core::ids::PoolKey { zone: zone.to_string(), instance_type: instance_type.to_string() };
         let before = self.market.price(&key);
         self.market.observe(key.clone(), at, price)?;
@@ -634,6 +713,8 @@ impl Room {
         {
             self.note(at, Severity::Info, format!("spot {} {before} → {price}", clean(&key.to_string())));
         }
+        let jobs = self.spot_jobs(Some(&key), None);
+        self.judge(at, jobs, effects);
         Ok(())
     }
 

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::cluster::{Allocation, BillingMode, Node};
 use super::event::Effect;
 use super::ids::{JobId, NodeId, TenantId};
-use super::job::{AfterCheckpoint, Job, JobSpec, JobState, Phase, Placement, PoolPreference, SchedStop, StopReason};
+use super::job::{AfterCheckpoint, Avoid, Job, JobSpec, JobState, Phase, Placement, PoolPreference, SchedStop, StopReason};
 use super::room::{Room, Severity};
 use super::text::clean;
 use super::units::{At, Secs};
@@ -170,6 +170,13 @@ impl Room {
         job.state = JobState::Placed;
         job.placed_at = Some(at);
         job.escalated = false;
+        if let Some(Avoid::Pool(left)) = &job.avoid {
+            let moved = self.nodes.get(&plan.node).is_some_and(|n| {
+                n.spec.billing != crate::core::cluster::BillingMode::Spot || n.spec.zone != left.zone || n.spec.instance_type != left.instance_type
+            });
+            self.stats.migrations += u64::from(moved);
+            job.avoid = None;
+        }
         job.placement = Some(Placement { node: plan.node, gpus: gpus.clone() });
         let resume_step = job.steps_saved;
         self.queued.remove(&id);
@@ -302,7 +309,18 @@ impl Room {
             return None;
         }
         let opts = self.place_options();
-        let plan = placement::place(&self.nodes, &job.spec, job.escalated, &opts)?;
+        let allowed = |node: &crate::core::cluster::Node| match &job.avoid {
+            None => true,
+            Some(Avoid::AllSpot) => node.spec.billing != crate::core::cluster::BillingMode::Spot,
+            Some(Avoid::Pool(k)) => {
+                node.spec.billing != crate::core::cluster::BillingMode::Spot || node.spec.zone != k.zone || node.spec.instance_type != k.instance_type
+            }
+        };
+        // A pool to avoid is a preference: with no room elsewhere the job
+        // goes back to it rather than wait (its replacement may be up).
+        let plan = placement::place_where(&self.nodes, &job.spec, job.escalated, &opts, allowed).or_else(|| {
+            matches!(job.avoid, Some(Avoid::Pool(_))).then(|| placement::place(&self.nodes, &job.spec, job.escalated, &opts)).flatten()
+        })?;
         let Some(r) = reservation else { return Some(plan) };
         if plan.node != r.node {
             return Some(plan);
@@ -315,7 +333,7 @@ impl Room {
             *spare_left -= u32::from(job.spec.gpus);
             return Some(plan);
         }
-        placement::place(&self.nodes, &job.spec, job.escalated, &Options { avoid: Some(r.node), ..opts })
+        placement::place_where(&self.nodes, &job.spec, job.escalated, &Options { avoid: Some(r.node), ..opts }, allowed)
     }
 
     /// Preempts what the blocked job may take back: borrowed work of other
@@ -380,16 +398,15 @@ impl Room {
             .iter()
             .filter_map(|id| self.jobs.get(id))
             .filter(|job| job.phase() == Phase::Running)
-            .filter(|job| {
-                let billing = job.placement.as_ref().and_then(|p| self.nodes.get(&p.node)).map(|n| n.spec.billing);
-                billing.is_some_and(|b| policy.is_due(job, b, at))
-            })
+            .filter(|job| self.checkpoint_interval(job.spec.id).is_some_and(|interval| policy.is_due(job, interval, at)))
             .map(|job| job.spec.id)
             .collect();
         for id in due {
-            if let Some(job) = self.jobs.get_mut(&id) {
+            let kind = self.jobs.get(&id).map(|j| self.config.checkpoint.kind(u64::from(j.checkpoints)));
+            if let (Some(job), Some(kind)) = (self.jobs.get_mut(&id), kind) {
                 job.state = JobState::Checkpointing { then: AfterCheckpoint::Continue };
-                effects.push(Effect::Checkpoint { job: id });
+                job.checkpoint_asked_at = Some(at);
+                effects.push(Effect::Checkpoint { job: id, kind });
             }
         }
     }

@@ -27,11 +27,17 @@ pub struct Pool {
     /// Price changes, oldest first, trimmed to the history window (one point
     /// before the window is kept so the step function is known at its start).
     pub history: VecDeque<(At, MicrosPerHour)>,
+    /// The short trend as of the last quote (see `series::trend`).
+    #[serde(default)]
+    pub trend: Option<series::PriceTrend>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Market {
     pub history_window: Secs,
+    /// Span of the trend window.
+    #[serde(default = "default_trend_window")]
+    pub trend_window: Secs,
     #[serde(with = "crate::core::serde_pairs")]
     pub pools: BTreeMap<PoolKey, Pool>,
 }
@@ -45,9 +51,18 @@ pub enum Trend {
     Flat,
 }
 
+fn default_trend_window() -> Secs {
+    Secs(3600)
+}
+
 impl Market {
     pub fn new(history_window: Secs) -> Market {
-        Market { history_window, pools: BTreeMap::new() }
+        Market { history_window, trend_window: default_trend_window(), pools: BTreeMap::new() }
+    }
+
+    pub fn with_trend_window(mut self, span: Secs) -> Market {
+        self.trend_window = span;
+        self
     }
 
     /// Makes a pool known with its on-demand ceiling (a node of that type joined).
@@ -55,7 +70,7 @@ impl Market {
         self.pools
             .entry(key)
             .and_modify(|p| p.on_demand = on_demand)
-            .or_insert(Pool { on_demand, price: None, updated_at: None, changed_at: None, history: VecDeque::new() });
+            .or_insert(Pool { on_demand, price: None, updated_at: None, changed_at: None, history: VecDeque::new(), trend: None });
     }
 
     /// Records a price. Refuses a negative price; an unknown pool is created
@@ -68,7 +83,7 @@ impl Market {
         let pool = self
             .pools
             .entry(key)
-            .or_insert(Pool { on_demand: MicrosPerHour(0), price: None, updated_at: None, changed_at: None, history: VecDeque::new() });
+            .or_insert(Pool { on_demand: MicrosPerHour(0), price: None, updated_at: None, changed_at: None, history: VecDeque::new(), trend: None });
         if pool.price != Some(price) {
             pool.changed_at = Some(at);
         }
@@ -80,6 +95,8 @@ impl Market {
         while pool.history.len() > 1 && pool.history[1].0 <= at - window {
             pool.history.pop_front();
         }
+        let steps: Vec<(At, MicrosPerHour)> = pool.history.iter().copied().collect();
+        pool.trend = series::trend(&steps, at, self.trend_window, series::DEFAULT_DEAD_BAND);
         Ok(())
     }
 

@@ -121,9 +121,14 @@ pub fn fit_on_node(node: &Node, spec: &JobSpec, escalated: bool, opts: &Options)
 
 /// Where `spec` fits now under `opts`, or `None` if it fits nowhere.
 pub fn place(nodes: &BTreeMap<NodeId, Node>, spec: &JobSpec, escalated: bool, opts: &Options) -> Option<Plan> {
+    place_where(nodes, spec, escalated, opts, |_| true)
+}
+
+/// `place` among the nodes `allowed` keeps (a migrating job avoids a pool).
+pub fn place_where(nodes: &BTreeMap<NodeId, Node>, spec: &JobSpec, escalated: bool, opts: &Options, allowed: impl Fn(&Node) -> bool) -> Option<Plan> {
     let fits = nodes
         .values()
-        .filter(|node| Some(node.spec.id) != opts.avoid)
+        .filter(|node| Some(node.spec.id) != opts.avoid && allowed(node))
         .filter_map(|node| fit_on_node(node, spec, escalated, opts).map(|(score, gpus)| (score, node.spec.id, gpus)));
     let best = match opts.fit {
         FitPolicy::BestFit => fits.min_by_key(|(score, id, _)| (*score, *id)),

@@ -88,6 +88,10 @@ pub struct Workload {
     #[serde(default)]
     pub hang_rate: f64,
     pub checkpoint_mib_per_sec: u32,
+    /// Share of a job's state one step changes: an incremental save writes
+    /// min(1, steps since the last save × this) of the full size.
+    #[serde(default = "default_incremental_share")]
+    pub incremental_share_per_step: f64,
     /// `poisson`: jobs sampled from the trace arrive at the target load.
     /// `trace`: the trace's first `trace_jobs` rows arrive as recorded.
     #[serde(default)]
@@ -110,6 +114,10 @@ pub enum Arrivals {
 pub struct ConfigError {
     pub file: String,
     pub message: String,
+}
+
+fn default_incremental_share() -> f64 {
+    0.0005
 }
 
 fn money(file: &str, what: &str, text: &str) -> Result<Micros, ConfigError> {

@@ -2,8 +2,14 @@
 //! that `gpuroom` shows a live cluster on any machine, from any directory.
 //! Sources and licences: fixtures/README.md.
 
-/// AWS DescribeSpotPriceHistory dumps for us-west-2 (name, JSON text).
+/// AWS DescribeSpotPriceHistory dumps (name, JSON text): us-west-2 for the
+/// simulated cluster, us-east-1 p3.2xlarge for the spot experiment.
 pub const PRICE_DUMPS: &[(&str, &str)] = &[
+    ("spot-prices/aws/us-east-1/2020-02-27.p3.2xlarge.json", include_str!("../../fixtures/spot-prices/aws/us-east-1/2020-02-27.p3.2xlarge.json")),
+    ("spot-prices/aws/us-east-1/2020-03-05.p3.2xlarge.json", include_str!("../../fixtures/spot-prices/aws/us-east-1/2020-03-05.p3.2xlarge.json")),
+    ("spot-prices/aws/us-east-1/2020-03-13.p3.2xlarge.json", include_str!("../../fixtures/spot-prices/aws/us-east-1/2020-03-13.p3.2xlarge.json")),
+    ("spot-prices/aws/us-east-1/2020-03-23.p3.2xlarge.json", include_str!("../../fixtures/spot-prices/aws/us-east-1/2020-03-23.p3.2xlarge.json")),
+    ("spot-prices/aws/us-east-1/p3.2xlarge.json", include_str!("../../fixtures/spot-prices/aws/us-east-1/p3.2xlarge.json")),
     ("spot-prices/aws/us-west-2/2020-02-27.p2.16xlarge.json", include_str!("../../fixtures/spot-prices/aws/us-west-2/2020-02-27.p2.16xlarge.json")),
     ("spot-prices/aws/us-west-2/2020-02-27.p2.8xlarge.json", include_str!("../../fixtures/spot-prices/aws/us-west-2/2020-02-27.p2.8xlarge.json")),
     ("spot-prices/aws/us-west-2/2020-02-27.p2.xlarge.json", include_str!("../../fixtures/spot-prices/aws/us-west-2/2020-02-27.p2.xlarge.json")),

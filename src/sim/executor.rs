@@ -8,6 +8,7 @@ use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
 use super::after;
+use crate::ckpt::CheckpointKind;
 use super::workload::SimJob;
 use crate::core::cluster::NodeSpec;
 use crate::core::event::{Effect, Event, GpuSample};
@@ -38,6 +39,8 @@ struct Run {
     saving: bool,
     base_step: u64,
     base_at: At,
+    /// Step of the last save this run knows of (what an incremental save is relative to).
+    saved_step: u64,
     /// Steps per second on this node.
     rate: f64,
     /// Step at which this run crashes, if it does.
@@ -57,12 +60,22 @@ pub struct Executor {
     failure_rate: f64,
     hang_rate: f64,
     checkpoint_mib_per_sec: u32,
+    incremental_share_per_step: f64,
     next_run: u64,
 }
 
 impl Executor {
-    pub fn new(speeds: BTreeMap<NodeId, f64>, failure_rate: f64, hang_rate: f64, checkpoint_mib_per_sec: u32) -> Executor {
-        Executor { jobs: BTreeMap::new(), runs: BTreeMap::new(), speeds, failure_rate, hang_rate, checkpoint_mib_per_sec, next_run: 1 }
+    pub fn new(speeds: BTreeMap<NodeId, f64>, failure_rate: f64, hang_rate: f64, checkpoint_mib_per_sec: u32, incremental_share_per_step: f64) -> Executor {
+        Executor {
+            jobs: BTreeMap::new(),
+            runs: BTreeMap::new(),
+            speeds,
+            failure_rate,
+            hang_rate,
+            checkpoint_mib_per_sec,
+            incremental_share_per_step: if incremental_share_per_step.is_finite() { incremental_share_per_step.max(0.0) } else { 1.0 },
+            next_run: 1,
+        }
     }
 
     pub fn know(&mut self, job: SimJob) {
@@ -117,6 +130,7 @@ impl Executor {
                         saving: false,
                         base_step: *resume_step,
                         base_at: at,
+                        saved_step: *resume_step,
                         rate: speed / sim.step_secs,
                         crash_at_step,
                         hang_at_step,
@@ -127,18 +141,27 @@ impl Executor {
                 );
                 out.push((after(at, startup), Step::Ready { job: *job, run: id }));
             }
-            Effect::Checkpoint { job } => {
+            Effect::Checkpoint { job, kind } => {
                 let step = self.steps_at(*job, at);
                 let (Some(run), Some(sim)) = (self.runs.get_mut(job), self.jobs.get(job)) else { return };
                 if !run.ready || run.saving {
                     return;
                 }
-                let mib = sim.spec.checkpoint_size.0;
+                let full = f64::from(sim.spec.checkpoint_size.0);
+                let mib = match kind {
+                    CheckpointKind::Full => full,
+                    CheckpointKind::Incremental => {
+                        let changed = (step.saturating_sub(run.saved_step) as f64 * self.incremental_share_per_step).min(1.0);
+                        (full * changed).max(1.0)
+                    }
+                };
                 run.saving = true;
                 run.base_step = step;
+                run.saved_step = step;
                 run.finish_at = None;
-                let secs = f64::from(mib) / f64::from(self.checkpoint_mib_per_sec);
-                out.push((after(at, secs), Step::CheckpointWritten { job: *job, run: run.id, step, bytes: u64::from(mib) << 20 }));
+                let secs = mib / f64::from(self.checkpoint_mib_per_sec);
+                let bytes = (mib * 1_048_576.0) as u64;
+                out.push((after(at, secs), Step::CheckpointWritten { job: *job, run: run.id, step, bytes }));
             }
             Effect::StopJob { job } => {
                 if self.runs.remove(job).is_some() {

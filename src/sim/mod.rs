@@ -13,6 +13,7 @@
 pub mod config;
 pub mod data;
 pub mod executor;
+pub mod experiment;
 pub mod spot;
 pub mod workload;
 
@@ -183,7 +184,13 @@ impl Simulation {
             .iter()
             .map(|s| (s.id, config.instance_type(&s.instance_type).map(|t| t.speed).unwrap_or(1.0)))
             .collect();
-        let executor = Executor::new(speeds, config.workload.failure_rate, config.workload.hang_rate, config.workload.checkpoint_mib_per_sec);
+        let executor = Executor::new(
+            speeds,
+            config.workload.failure_rate,
+            config.workload.hang_rate,
+            config.workload.checkpoint_mib_per_sec,
+            config.workload.incremental_share_per_step,
+        );
         let mut sim = Simulation {
             rng,
             queue: BinaryHeap::new(),
@@ -200,6 +207,19 @@ impl Simulation {
         };
         for spec in sim.config.tenant_specs() {
             sim.schedule(start, Pending::Emit(Event::TenantDefined { spec }));
+        }
+        // The hazard's long-run prior: the lifetimes in the traces the spot
+        // pools of each instance type replay (history the watcher would have).
+        let mut lifetimes: BTreeMap<String, BTreeMap<usize, Vec<crate::market::hazard::Lifetime>>> = BTreeMap::new();
+        for node in sim.nodes.values() {
+            if let Some(life) = &node.life {
+                let trace = &sim.traces[life.trace];
+                lifetimes.entry(node.spec.instance_type.clone()).or_default().entry(life.trace).or_insert_with(|| trace.lifetimes());
+            }
+        }
+        for (instance_type, by_trace) in lifetimes {
+            let lifetimes = by_trace.into_values().flatten().collect();
+            sim.schedule(start, Pending::Emit(Event::SpotLifetimes { instance_type, lifetimes }));
         }
         for i in 0..sim.prices.len() {
             if let Some((at, _)) = sim.prices[i].1.clone().next_change(start) {

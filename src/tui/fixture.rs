@@ -31,7 +31,7 @@ impl Driver {
             for effect in self.room.apply(at, &event) {
                 match effect {
                     Effect::StartJob { job, .. } => pending.push_back(Event::JobStarted { job }),
-                    Effect::Checkpoint { job } if !self.hold_saves => {
+                    Effect::Checkpoint { job, .. } if !self.hold_saves => {
                         let step = self.room.job(job).map(|j| j.steps_done).unwrap_or(0);
                         pending.push_back(Event::CheckpointDone { job, step, bytes: 2 << 30 });
                     }

@@ -1,0 +1,455 @@
+//! `gpuroom sim --experiment spot`: bursts of inference work replayed over
+//! the real p3.2xlarge price history and the real V100 preemption traces of
+//! four zones, under six strategies side by side (SPEC §3–§4):
+//!
+//! * a fixed reservation sized for the peak;
+//! * all on-demand;
+//! * naive spot: a fixed max price, a full checkpoint every 10 layers, no
+//!   reaction to the 2-minute notice;
+//! * gpuroom dynamic: hazard-aware placement, max-price curve on progress
+//!   and predicted remaining time, Young/Daly checkpoints with incremental
+//!   saves, save-and-migrate on a notice;
+//! * gpuroom degraded: the same with the curve linear in progress;
+//! * omniscient: knows the future; never interrupted, never saves (a bound).
+//!
+//! The assumptions (layer times, state sizes, bandwidths, prices of the
+//! non-spot modes) are the `ExperimentConfig` fields, printed with the table.
+
+mod run;
+mod workload;
+mod world;
+
+use std::fmt::Write as _;
+
+use serde::Deserialize;
+
+use crate::ckpt::CheckpointPolicy;
+use crate::core::ids::PoolKey;
+use crate::core::units::{At, Micros, MicrosPerHour};
+use crate::market::bid::BidPolicy;
+use crate::sim::Traces;
+
+pub use run::cost_at;
+use world::{Prices, Zone};
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ExperimentConfig {
+    /// Where the experiment's clock starts in the price history.
+    pub start: At,
+    pub instance_type: String,
+    pub on_demand_per_hour: f64,
+    /// Reserved (1-year, no upfront) as a share of on-demand.
+    pub reserved_share: f64,
+    pub bursts: usize,
+    pub burst_secs: f64,
+    pub peak_factor: f64,
+    pub baseline_jobs_per_hour: f64,
+    /// No arrivals in the last stretch, so every job ends inside the traces.
+    pub drain_secs: f64,
+    pub layer_choices: Vec<usize>,
+    pub layer_secs_mean: f64,
+    pub layer_secs_cv_between_jobs: f64,
+    pub steady_layer_cv: f64,
+    pub erratic_share: f64,
+    pub erratic_layer_cv: f64,
+    /// Full checkpoint size, GiB (uniform between the two).
+    pub state_gib: (f64, f64),
+    /// Share of the state one layer changes (what an incremental save writes).
+    pub changed_share_per_layer: f64,
+    pub incremental: bool,
+    pub write_bytes_per_sec: f64,
+    pub read_bytes_per_sec: f64,
+    /// Instance boot, then loading the model.
+    pub launch_secs: f64,
+    pub load_secs: f64,
+    pub naive_every_layers: usize,
+    /// Naive max price: this factor × the mean market at the start.
+    pub naive_max_over_market: f64,
+    /// Credibility of the long-run hazard against the last 5 minutes.
+    pub prior_exposure_secs: f64,
+    pub checkpoint_secs_guess: f64,
+    pub trend_window_secs: f64,
+    pub trend_horizon_secs: f64,
+    pub min_layers_to_predict: usize,
+    /// Checkpoint storage and requests, dollars per GiB written.
+    pub storage_per_gib: f64,
+    #[serde(skip)]
+    naive_max: MicrosPerHour,
+}
+
+impl Default for ExperimentConfig {
+    fn default() -> Self {
+        ExperimentConfig {
+            start: chrono::DateTime::parse_from_rfc3339("2020-01-20T00:00:00Z").map(|t| t.to_utc()).unwrap_or_default(),
+            instance_type: "p3.2xlarge".into(),
+            on_demand_per_hour: 3.06,
+            reserved_share: 0.65,
+            bursts: 120,
+            burst_secs: 1200.0,
+            peak_factor: 7.0,
+            baseline_jobs_per_hour: 4.0,
+            drain_secs: 6.0 * 3600.0,
+            layer_choices: vec![24, 32, 40, 48, 64, 80, 96],
+            layer_secs_mean: 20.0,
+            layer_secs_cv_between_jobs: 0.5,
+            steady_layer_cv: 0.08,
+            erratic_share: 0.25,
+            erratic_layer_cv: 0.6,
+            state_gib: (4.0, 16.0),
+            changed_share_per_layer: 0.04,
+            incremental: true,
+            write_bytes_per_sec: 500e6,
+            read_bytes_per_sec: 1e9,
+            launch_secs: 90.0,
+            load_secs: 60.0,
+            naive_every_layers: 10,
+            naive_max_over_market: 1.10,
+            prior_exposure_secs: 3600.0,
+            checkpoint_secs_guess: 20.0,
+            trend_window_secs: 3600.0,
+            trend_horizon_secs: 600.0,
+            min_layers_to_predict: 3,
+            storage_per_gib: 0.002,
+            naive_max: MicrosPerHour(0),
+        }
+    }
+}
+
+impl ExperimentConfig {
+    pub(crate) fn naive_max_price(&self) -> MicrosPerHour {
+        self.naive_max
+    }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    Reserved,
+    OnDemand,
+    NaiveSpot,
+    Dynamic,
+    Degraded,
+    Omniscient,
+}
+
+impl Strategy {
+    pub const ALL: [Strategy; 6] =
+        [Strategy::Reserved, Strategy::OnDemand, Strategy::NaiveSpot, Strategy::Dynamic, Strategy::Degraded, Strategy::Omniscient];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Strategy::Reserved => "reserved for peak",
+            Strategy::OnDemand => "all on-demand",
+            Strategy::NaiveSpot => "naive spot",
+            Strategy::Dynamic => "gpuroom dynamic",
+            Strategy::Degraded => "gpuroom degraded",
+            Strategy::Omniscient => "omniscient bound",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Outcome {
+    pub jobs: u64,
+    pub interrupted_jobs: u64,
+    pub interruptions: u64,
+    pub lost_layers: f64,
+    pub notice_saves_in_time: u64,
+    pub notice_saves_missed: u64,
+    pub moves: u64,
+    /// Jobs that went back from on-demand to spot once capacity returned.
+    pub back_to_spot: u64,
+    pub checkpoints: u64,
+    pub checkpoint_bytes: u64,
+    pub checkpoint_pause_secs: f64,
+    pub latencies: Vec<f64>,
+    pub spot_spend: Micros,
+    pub on_demand_spend: Micros,
+    pub reserved_spend: Micros,
+    pub spot_hours: f64,
+    pub on_demand_hours: f64,
+    pub reserved_instances: usize,
+}
+
+impl Outcome {
+    pub fn storage_spend(&self, config: &ExperimentConfig) -> Micros {
+        let gib = self.checkpoint_bytes as f64 / (1024.0 * 1024.0 * 1024.0);
+        Micros((gib * config.storage_per_gib * 1e6).round() as i64)
+    }
+
+    pub fn total(&self, config: &ExperimentConfig) -> Micros {
+        Micros(self.spot_spend.0 + self.on_demand_spend.0 + self.reserved_spend.0 + self.storage_spend(config).0)
+    }
+
+    pub fn preemption_rate(&self) -> f64 {
+        self.interrupted_jobs as f64 / self.jobs.max(1) as f64
+    }
+
+    pub fn recompute_per_interruption(&self) -> f64 {
+        if self.interruptions == 0 { 0.0 } else { self.lost_layers / self.interruptions as f64 }
+    }
+
+    pub fn latency(&self, q: f64) -> f64 {
+        let mut l = self.latencies.clone();
+        l.sort_by(f64::total_cmp);
+        if l.is_empty() {
+            return 0.0;
+        }
+        l[((l.len() - 1) as f64 * q).round() as usize]
+    }
+
+    pub fn mean_latency(&self) -> f64 {
+        self.latencies.iter().sum::<f64>() / self.latencies.len().max(1) as f64
+    }
+}
+
+pub struct Report {
+    pub config: ExperimentConfig,
+    pub zones: Vec<String>,
+    pub span_hours: f64,
+    pub bursts: usize,
+    pub jobs: usize,
+    pub peak_concurrency: usize,
+    pub results: Vec<(Strategy, Outcome)>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExperimentError {
+    #[error("spot experiment: no price history for {0} at {1}")]
+    NoPrices(String, At),
+    #[error("spot experiment: no preemption traces")]
+    NoTraces,
+}
+
+/// Runs the six strategies over the same jobs and the same traces.
+pub fn run(traces: &Traces, mut config: ExperimentConfig, seed: u64) -> Result<Report, ExperimentError> {
+    let mut zones = Vec::new();
+    for (name, trace) in &traces.preemption {
+        let file = name.rsplit('/').next().unwrap_or(name);
+        let zone = file.split('_').next().unwrap_or(file).to_string();
+        let key = PoolKey { zone, instance_type: config.instance_type.clone() };
+        let z = Zone::new(key.clone(), &traces.prices, trace, config.start)
+            .ok_or_else(|| ExperimentError::NoPrices(key.to_string(), config.start))?;
+        zones.push(z);
+    }
+    if zones.is_empty() {
+        return Err(ExperimentError::NoTraces);
+    }
+    let span = zones.iter().map(Zone::span).fold(f64::INFINITY, f64::min);
+    let market_at_start = zones.iter().map(|z| z.price_at(0.0).0 as f64).sum::<f64>() / zones.len() as f64;
+    config.naive_max = MicrosPerHour((market_at_start * config.naive_max_over_market).round() as i64);
+    let on_demand = MicrosPerHour((config.on_demand_per_hour * 1e6).round() as i64);
+    let prices = Prices { on_demand, reserved: MicrosPerHour((on_demand.0 as f64 * config.reserved_share).round() as i64) };
+    let (starts, jobs) = workload::generate(&config, span, seed);
+    let world = run::World { zones: &zones, prices, config: &config, checkpoint: CheckpointPolicy::default(), bids: BidPolicy::default() };
+
+    let service = |j: &workload::Job| config.launch_secs + config.load_secs + j.work_secs();
+    let peak = peak_concurrency(jobs.iter().map(|j| (j.arrival, j.arrival + service(j))));
+    let mut results = Vec::new();
+    for strategy in Strategy::ALL {
+        let mut out = Outcome::default();
+        match strategy {
+            Strategy::Reserved => reserved(&config, &jobs, peak, span, prices.reserved, &mut out),
+            Strategy::OnDemand => {
+                for j in &jobs {
+                    out.jobs += 1;
+                    out.on_demand_spend += cost_at(on_demand, service(j));
+                    out.on_demand_hours += service(j) / 3600.0;
+                    out.latencies.push(service(j));
+                }
+            }
+            Strategy::Omniscient => {
+                for j in &jobs {
+                    omniscient(&zones, on_demand, j.arrival, service(j), &mut out);
+                }
+            }
+            _ => {
+                for j in &jobs {
+                    world.play(strategy, j, &mut out);
+                }
+            }
+        }
+        results.push((strategy, out));
+    }
+    Ok(Report {
+        zones: zones.iter().map(|z| z.key.zone.clone()).collect(),
+        span_hours: span / 3600.0,
+        bursts: starts.len(),
+        jobs: jobs.len(),
+        peak_concurrency: peak,
+        results,
+        config,
+    })
+}
+
+/// A lower bound for any spot or on-demand strategy: the job runs straight
+/// through (one boot, no saves, nothing lost) and each moment pays the
+/// cheapest pool that has capacity then, or on-demand, as if it could move
+/// for free just before every reclaim.
+fn omniscient(zones: &[Zone], on_demand: MicrosPerHour, start: f64, secs: f64, out: &mut Outcome) {
+    const STEP: f64 = 32.0;
+    let mut t = start;
+    let end = start + secs;
+    while t < end {
+        let until = (t + STEP).min(end);
+        let best = zones.iter().filter(|z| z.alive_at(t) && z.next_death(t) >= until).min_by_key(|z| z.price_at(t));
+        match best {
+            Some(z) if z.price_at(t) < on_demand => {
+                out.spot_spend += z.cost(t, until);
+                out.spot_hours += (until - t) / 3600.0;
+            }
+            _ => {
+                out.on_demand_spend += cost_at(on_demand, until - t);
+                out.on_demand_hours += (until - t) / 3600.0;
+            }
+        }
+        t = until;
+    }
+    out.jobs += 1;
+    out.latencies.push(secs);
+}
+
+/// The most jobs running at once if each starts on arrival.
+fn peak_concurrency(spans: impl Iterator<Item = (f64, f64)>) -> usize {
+    let mut edges: Vec<(f64, i32)> = spans.flat_map(|(a, b)| [(a, 1), (b, -1)]).collect();
+    edges.sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
+    let (mut now, mut peak) = (0i32, 0i32);
+    for (_, d) in edges {
+        now += d;
+        peak = peak.max(now);
+    }
+    peak.max(0) as usize
+}
+
+/// `peak` reserved instances, warm (no boot), paid for the whole span; jobs
+/// take the first free one in arrival order.
+fn reserved(config: &ExperimentConfig, jobs: &[workload::Job], peak: usize, span: f64, price: MicrosPerHour, out: &mut Outcome) {
+    let mut free_at = vec![0.0f64; peak.max(1)];
+    for j in jobs {
+        let (slot, free) = free_at.iter().copied().enumerate().min_by(|a, b| a.1.total_cmp(&b.1)).unwrap_or((0, 0.0));
+        let start = free.max(j.arrival);
+        let end = start + config.load_secs + j.work_secs();
+        free_at[slot] = end;
+        out.jobs += 1;
+        out.latencies.push(end - j.arrival);
+    }
+    out.reserved_instances = peak.max(1);
+    out.reserved_spend = cost_at(price, span * peak.max(1) as f64);
+}
+
+impl Report {
+    fn baseline(&self) -> Micros {
+        self.results.iter().find(|(s, _)| *s == Strategy::Reserved).map(|(_, o)| o.total(&self.config)).unwrap_or(Micros(1))
+    }
+
+    /// The side-by-side table, as Markdown (it reads as plain text too).
+    pub fn table(&self) -> String {
+        let base = self.baseline().0.max(1) as f64;
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "| strategy | spend | vs reserved | preempted jobs | interruptions | recompute layers / interruption | notice saves in time | checkpoints | checkpoint GiB | GiB / save | moves | on-demand hours | mean latency | P99 latency |"
+        );
+        let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+        for (strategy, o) in &self.results {
+            let total = o.total(&self.config);
+            let gib = o.checkpoint_bytes as f64 / (1u64 << 30) as f64;
+            let per_save = if o.checkpoints == 0 { 0.0 } else { gib / o.checkpoints as f64 };
+            let notices = o.notice_saves_in_time + o.notice_saves_missed;
+            let in_time = if notices == 0 { "–".to_string() } else { format!("{}/{}", o.notice_saves_in_time, notices) };
+            let _ = writeln!(
+                s,
+                "| {} | {} | {:.1}% | {:.1}% | {} | {:.2} | {} | {} | {:.0} | {:.2} | {} | {:.0} | {:.1} min | {:.1} min |",
+                strategy.label(),
+                total,
+                100.0 * total.0 as f64 / base,
+                100.0 * o.preemption_rate(),
+                o.interruptions,
+                o.recompute_per_interruption(),
+                in_time,
+                o.checkpoints,
+                gib,
+                per_save,
+                o.moves,
+                o.on_demand_hours,
+                o.mean_latency() / 60.0,
+                o.latency(0.99) / 60.0,
+            );
+        }
+        s
+    }
+
+    pub fn markdown(&self, seed: u64) -> String {
+        let c = &self.config;
+        let mut s = String::new();
+        let _ = writeln!(s, "# Spot experiment\n");
+        let _ = writeln!(s, "Written by `gpuroom sim --experiment spot --seed {seed} --out docs/spot-experiment.md`; do not edit by hand.\n");
+        let _ = writeln!(
+            s,
+            "{} jobs in {} bursts (peak {}× the baseline of {} jobs/h, {} min each) over {:.0} h of the real {} price history from {} and the real V100 preemption traces of {}. Peak concurrency {} instances (the reservation's size).\n",
+            self.jobs,
+            self.bursts,
+            c.peak_factor,
+            c.baseline_jobs_per_hour,
+            c.burst_secs / 60.0,
+            self.span_hours,
+            c.instance_type,
+            c.start.format("%Y-%m-%d"),
+            self.zones.join(", "),
+            self.peak_concurrency
+        );
+        s.push_str(&self.table());
+        let _ = writeln!(s, "\n## Assumptions\n");
+        let _ = writeln!(
+            s,
+            "* On-demand ${:.2}/h; reserved {:.0}% of it, paid for the whole span; spot at the market price actually in force, per second.",
+            c.on_demand_per_hour,
+            100.0 * c.reserved_share
+        );
+        let _ = writeln!(
+            s,
+            "* Jobs of {:?} layers, {:.0} s a layer on average (cv {:.1} between jobs; {:.0}% of jobs erratic with cv {:.1} between layers, the rest {:.2}).",
+            c.layer_choices,
+            c.layer_secs_mean,
+            c.layer_secs_cv_between_jobs,
+            100.0 * c.erratic_share,
+            c.erratic_layer_cv,
+            c.steady_layer_cv
+        );
+        let _ = writeln!(
+            s,
+            "* State {:.0}–{:.0} GiB; saves at {:.0} MB/s, restores at {:.0} MB/s; an incremental save writes {:.0}% of the state per layer since the last save (full every {}th); storage ${}/GiB written.",
+            c.state_gib.0,
+            c.state_gib.1,
+            c.write_bytes_per_sec / 1e6,
+            c.read_bytes_per_sec / 1e6,
+            100.0 * c.changed_share_per_layer,
+            CheckpointPolicy::default().full_every,
+            c.storage_per_gib
+        );
+        let _ = writeln!(s, "* Boot {:.0} s, model load {:.0} s (reserved instances are warm: load only).", c.launch_secs, c.load_secs);
+        let _ = writeln!(
+            s,
+            "* Naive spot: max price {:.0}% over the mean market at the start ({}), a full save every {} layers, ignores the notice. All instances of a pool share its trace.",
+            100.0 * (c.naive_max_over_market - 1.0),
+            c.naive_max,
+            c.naive_every_layers
+        );
+        let _ = writeln!(
+            s,
+            "* Preempted jobs: the share of jobs interrupted at least once by the cloud. Moves are gpuroom's own (market above a job's cap): saved first, nothing lost."
+        );
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peak_concurrency_counts_overlaps() {
+        assert_eq!(peak_concurrency([(0.0, 10.0), (5.0, 15.0), (10.0, 20.0)].into_iter()), 2);
+        assert_eq!(peak_concurrency(std::iter::empty()), 0);
+    }
+}
