@@ -12,7 +12,14 @@
 //! [sched.max_wait]
 //! eval = 1800               # seconds
 //! [checkpoint]
-//! spot_interval = 1800
+//! hazard_threshold = 0.15   # next-minute risk above which intervals halve
+//! full_every = 8            # every n-th save is full, the rest incremental
+//! [spot]
+//! after_interruption = "migrate-spot"   # | "migrate-on-demand" | "requeue"
+//! degraded_bids = false     # force the linear max-price curve
+//! [spot.bids]
+//! start = 1.10              # cap = base × coefficient(progress), from 1.10…
+//! top = 2.5                 # …to 2.5 at completion (never above on-demand)
 //! ```
 
 use serde::Deserialize;
@@ -26,6 +33,18 @@ use crate::sched::SchedConfig;
 pub struct EngineConfig {
     pub sched: SchedConfig,
     pub checkpoint: CheckpointPolicy,
+    pub spot: SpotConfig,
+}
+
+/// The spot watcher's policy: where interrupted jobs go, the max-price
+/// curve, and how the hazard weighs recent interruptions.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SpotConfig {
+    pub after_interruption: crate::core::room_spot::AfterInterruption,
+    pub degraded_bids: bool,
+    pub bids: crate::market::bid::BidPolicy,
+    pub hazard: crate::market::hazard::HazardConfig,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -37,11 +56,26 @@ pub struct ConfigFileError {
 
 impl EngineConfig {
     pub fn parse(file: &str, text: &str) -> Result<EngineConfig, ConfigFileError> {
-        toml::from_str(text).map_err(|e| ConfigFileError { file: file.to_string(), message: crate::sources::toml_message(text, &e) })
+        let config: EngineConfig =
+            toml::from_str(text).map_err(|e| ConfigFileError { file: file.to_string(), message: crate::sources::toml_message(text, &e) })?;
+        config.spot.hazard.validate().map_err(|e| ConfigFileError { file: file.to_string(), message: format!("[spot.hazard]: {e}") })?;
+        let bids = &config.spot.bids;
+        if !(bids.start.is_finite() && bids.top.is_finite() && bids.start >= 1.0 && bids.top >= bids.start) {
+            return Err(ConfigFileError { file: file.to_string(), message: format!("[spot.bids]: need 1 ≤ start ≤ top, got start {} top {}", bids.start, bids.top) });
+        }
+        Ok(config)
     }
 
     pub fn room_config(&self) -> RoomConfig {
-        RoomConfig { sched: self.sched.clone(), checkpoint: self.checkpoint.clone(), ..RoomConfig::default() }
+        RoomConfig {
+            sched: self.sched.clone(),
+            checkpoint: self.checkpoint.clone(),
+            after_interruption: self.spot.after_interruption,
+            degraded_bids: self.spot.degraded_bids,
+            bids: self.spot.bids.clone(),
+            hazard: self.spot.hazard.clone(),
+            ..RoomConfig::default()
+        }
     }
 }
 
@@ -61,5 +95,17 @@ mod tests {
         assert!(err.message.starts_with("line 2:"), "{err}");
         let err = EngineConfig::parse("c.toml", "[sched]\nbackfil = true\n").unwrap_err();
         assert!(err.message.contains("backfil"), "{err}");
+    }
+
+    #[test]
+    fn spot_policy_keys_and_their_refusals() {
+        use crate::core::room_spot::AfterInterruption;
+        let c = EngineConfig::parse("c.toml", "[spot]\nafter_interruption = \"requeue\"\n[spot.bids]\ntop = 3.0\n[checkpoint]\nfull_every = 4\n").unwrap();
+        let room = c.room_config();
+        assert_eq!((room.after_interruption, room.bids.top, room.checkpoint.full_every), (AfterInterruption::Requeue, 3.0, 4));
+        assert!(EngineConfig::parse("c.toml", "[spot.bids]\nstart = 0.5\n").unwrap_err().message.contains("start"));
+        assert!(EngineConfig::parse("c.toml", "[spot.hazard]\nwindow = 0\n").unwrap_err().message.contains("window"));
+        assert!(EngineConfig::parse("c.toml", "[spot]\nafter_interruption = \"pray\"\n").is_err());
+        assert!(EngineConfig::parse("c.toml", "[checkpoint]\nspot_interval = 1800\n").unwrap_err().message.contains("spot_interval"));
     }
 }

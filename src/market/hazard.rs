@@ -324,7 +324,7 @@ impl RecentInterruptions {
 
 /// How the long-run and the recent estimates are weighed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct HazardConfig {
     /// The recent-interruption window.
     pub window: Secs,
