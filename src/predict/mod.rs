@@ -1,6 +1,8 @@
-//! Predictions about jobs. For now: each running job's progress rate (steps
-//! per second) as an exponentially weighted mean and variance of the rates
-//! seen in telemetry, which gives a remaining-time estimate with its spread.
+//! Predictions about jobs: here, each running job's progress rate (steps per
+//! second) as an exponentially weighted mean and variance of the rates seen
+//! in telemetry, which gives a remaining-time estimate with its spread (the
+//! max-price curve uses it); `lifetime` predicts a job's run time from its
+//! features before it starts, and `philly_eval` measures that on a real trace.
 //!
 //! Pure arithmetic on observations handed in by the `Room`; no IO, no clock.
 
