@@ -14,6 +14,7 @@ use super::room::{LogLine, Room, Severity, Stats};
 use super::text::clean;
 use super::units::{start_of_next_month, At, Mib, Micros, MicrosPerHour, Secs};
 use crate::market::Trend;
+use crate::market::bid::{BidMode, Verdict};
 use crate::sched::fragmentation::{self, ClusterFragmentation};
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -27,6 +28,10 @@ pub struct View {
     /// Jobs not finished: running first (by node), then queued in queue order.
     pub jobs: Vec<JobRow>,
     pub market: Vec<MarketRow>,
+    /// Jobs holding GPUs on spot nodes, smallest headroom (closest to being
+    /// moved) first; jobs with no known headroom last, then by id.
+    #[serde(default)]
+    pub spot_jobs: Vec<SpotJobRow>,
     pub budgets: Vec<BudgetRow>,
     pub alarms: Vec<AlarmRow>,
     /// Recent notable events, newest last.
@@ -141,9 +146,51 @@ pub struct MarketRow {
     pub updated_at: Option<At>,
     pub changed_at: Option<At>,
     pub change: i64,
+    /// The least-squares trend's direction as of the last quote (what the
+    /// max prices are rebased on); the change's direction when there is none.
     pub trend: Trend,
+    /// That trend's slope as a fraction of the price per hour (+0.12 = +12%/h).
+    #[serde(default)]
+    pub trend_per_hour: Option<f64>,
+    /// Next-minute interruption risk of a fresh instance of the type.
+    #[serde(default)]
+    pub hazard: Option<PoolHazard>,
     /// Price points over the history window, oldest first.
     pub history: Vec<(At, MicrosPerHour)>,
+}
+
+/// `HazardModel::view` for a pool's instance type, as of `View::at`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PoolHazard {
+    /// The blended next-minute probability.
+    pub p: f64,
+    /// Interruptions of the type in the recent (5-minute) window.
+    pub recent_events: u32,
+    /// The long-run (Kaplan–Meier) next-minute probability, if the type has lifetimes.
+    pub long_run: Option<f64>,
+}
+
+/// A job on a spot node: its max price against the market.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SpotJobRow {
+    pub id: JobId,
+    pub name: String,
+    pub node: String,
+    pub zone: String,
+    pub instance_type: String,
+    pub phase: Phase,
+    pub market: Option<MicrosPerHour>,
+    /// The job's max price (`Bid::cap`).
+    pub cap: Option<MicrosPerHour>,
+    /// `cap / market − 1`: negative when the market is above the cap.
+    pub headroom: Option<f64>,
+    pub coefficient: Option<f64>,
+    pub mode: Option<BidMode>,
+    pub verdict: Option<Verdict>,
+    /// The checkpoint interval set from the risk, and whether it was shortened.
+    pub interval: Option<Secs>,
+    pub shortened: bool,
+    pub p_next_minute: Option<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -191,6 +238,7 @@ impl Room {
         self.fill_nodes(&mut view);
         self.fill_jobs(&mut view);
         self.fill_market(&mut view);
+        self.fill_spot_jobs(&mut view);
         self.fill_budgets(&mut view);
         view.alarms = self
             .alarms
@@ -357,6 +405,11 @@ impl Room {
         for (key, pool) in &self.market.pools {
             let nodes: Vec<_> = self.nodes.values().filter(|n| n.spec.billing == BillingMode::Spot && n.spec.pool() == *key).collect();
             let (change, trend) = self.market.trend(key, now, self.config.trend_window).unwrap_or((0, Trend::Flat));
+            let trend = pool.trend.as_ref().map_or(trend, |tr| tr.direction);
+            let hazard = self.now.map(|at| {
+                let risk = self.hazard.view(&key.instance_type, at, self.spot_at_risk(&key.instance_type).max(1));
+                PoolHazard { p: risk.p, recent_events: risk.recent_events as u32, long_run: risk.long_run }
+            });
             view.market.push(MarketRow {
                 zone: clean(&key.zone),
                 instance_type: clean(&key.instance_type),
@@ -369,9 +422,55 @@ impl Room {
                 changed_at: pool.changed_at,
                 change,
                 trend,
+                trend_per_hour: pool.trend.as_ref().map(|tr| tr.relative).filter(|r| r.is_finite()),
+                hazard,
                 history: pool.history.iter().copied().collect(),
             });
         }
+    }
+
+    fn fill_spot_jobs(&self, view: &mut View) {
+        for job in self.active.iter().filter_map(|id| self.jobs.get(id)) {
+            let phase = job.phase();
+            if !phase.holds_gpus() {
+                continue;
+            }
+            let Some(node) = job.placement.as_ref().and_then(|p| self.nodes.get(&p.node)) else { continue };
+            if node.spec.billing != BillingMode::Spot {
+                continue;
+            }
+            let market = self.market.price(&node.spec.pool());
+            let risk = job.risk.as_ref();
+            let bid = risk.and_then(|r| r.bid);
+            let cap = bid.map(|b| b.cap);
+            let headroom = match (cap, market) {
+                (Some(c), Some(m)) if m.0 > 0 => Some(c.0 as f64 / m.0 as f64 - 1.0),
+                _ => None,
+            };
+            view.spot_jobs.push(SpotJobRow {
+                id: job.spec.id,
+                name: clean(&job.spec.name),
+                node: clean(&node.spec.name),
+                zone: clean(&node.spec.zone),
+                instance_type: clean(&node.spec.instance_type),
+                phase,
+                market,
+                cap,
+                headroom,
+                coefficient: bid.map(|b| b.coefficient),
+                mode: bid.map(|b| b.mode),
+                verdict: bid.map(|b| b.verdict),
+                interval: risk.map(|r| r.interval),
+                shortened: risk.is_some_and(|r| r.shortened),
+                p_next_minute: risk.map(|r| r.p_next_minute),
+            });
+        }
+        view.spot_jobs.sort_by(|a, b| match (a.headroom, b.headroom) {
+            (Some(x), Some(y)) => x.total_cmp(&y).then(a.id.cmp(&b.id)),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (None, None) => a.id.cmp(&b.id),
+        });
     }
 
     fn fill_budgets(&self, view: &mut View) {

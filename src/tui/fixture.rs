@@ -207,5 +207,7 @@ mod tests {
         assert_eq!(v.market.len(), 2);
         assert!(v.market.iter().any(|m| m.price.is_some_and(|p| m.max_prices.iter().any(|mp| p > *mp))));
         assert_eq!(v.budgets.len(), 3);
+        assert!(v.spot_jobs.iter().any(|j| j.p_next_minute.is_some() && j.cap.is_some()), "a spot job with a risk and a max price");
+        assert!(v.market.iter().all(|m| m.hazard.is_some()), "pool hazards");
     }
 }

@@ -3,20 +3,26 @@
 //! share of it, trend with its change, nodes up, how long the price held, and
 //! the price history as a step chart with the max price drawn across it.
 //!
-//! Draws from `View::market` (and `View::at` for ages) only. A price above a
-//! max price is flagged in words, not just colour: that instance is being
-//! interrupted. Must not draw outside its `Rect`.
+//! Each pool also shows its next-minute interruption risk (blended, the
+//! interruptions of the last 5 minutes, the long-run rate) and its trend's
+//! slope. Below the pools, "max price vs market" lists the jobs on spot, the
+//! least headroom (cap / market − 1) first: those closest to being moved.
+//!
+//! Draws from `View::market`, `View::spot_jobs` (and `View::at` for ages)
+//! only. A price above a max price is flagged in words, not just colour: that
+//! instance is being interrupted. Must not draw outside its `Rect`.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
-use super::{PaneProps, frame};
+use super::{Col, PaneProps, fit_columns, frame, header_line, table_line, widest};
 use crate::core::units::{At, Micros, MicrosPerHour, Secs};
-use crate::core::view::MarketRow;
+use crate::core::view::{MarketRow, PoolHazard, SpotJobRow};
 use crate::core::View;
 use crate::market::Trend;
+use crate::market::bid::{BidMode, Verdict};
 use crate::tui::app::PaneId;
 use crate::tui::fmt::{self, put};
 use crate::tui::theme::Theme;
@@ -34,7 +40,13 @@ pub fn render(view: &View, props: PaneProps<'_>, area: Rect, buf: &mut Buffer) {
         return;
     }
     let pools = view.market.len();
-    let rows = inner.height as usize;
+    // The jobs section comes after every pool's two text lines, before charts.
+    let section = section_rows(view.spot_jobs.len(), (inner.height as usize).saturating_sub(2 * pools));
+    let rows = inner.height as usize - section;
+    if section > 0 {
+        let area = Rect { y: inner.y + rows as u16, height: section as u16, ..inner };
+        spot_jobs(&view.spot_jobs, t, area, buf);
+    }
     // When not all pools fit, those above a max price come first.
     let (shown, more) = if rows >= pools { (pools, false) } else { (rows.saturating_sub(1).max(1), rows > 1) };
     let mut order: Vec<&MarketRow> = view.market.iter().collect();
@@ -50,6 +62,122 @@ pub fn render(view: &View, props: PaneProps<'_>, area: Rect, buf: &mut Buffer) {
     if more {
         let line = Line::from(Span::styled(format!("+{} more pools", pools - shown), t.dim));
         put(buf, inner, y - inner.y, line);
+    }
+}
+
+/// Rows the jobs section gets out of `spare`: a title, a column header and a
+/// row per job; none where a title and one row do not fit.
+fn section_rows(jobs: usize, spare: usize) -> usize {
+    let wanted = if jobs == 0 { 1 } else { 2 + jobs };
+    if jobs > 0 && spare < 2 { 0 } else { wanted.min(spare) }
+}
+
+/// A probability as a percentage with the digits a small one needs.
+fn prob(p: f64) -> String {
+    match p * 100.0 {
+        x if !x.is_finite() => "—".into(),
+        x if x == 0.0 || x >= 10.0 => format!("{x:.0}%"),
+        x if x >= 1.0 => format!("{x:.1}%"),
+        x => format!("{x:.2}%"),
+    }
+}
+
+fn hazard_style(p: f64, t: &Theme) -> Style {
+    t.grade(p, 0.005, 0.02)
+}
+
+/// Headroom: ok from 10%, warn below, alarm once the market is above the cap.
+fn headroom_style(headroom: f64, t: &Theme) -> Style {
+    if headroom < 0.0 { t.alarm } else { t.grade(-headroom, -0.10, f64::INFINITY) }
+}
+
+/// The pool's risk: `risk 1.4%/min  1 in 5m  long-run 0.20%` (`long`), or `risk 1.4%`.
+fn hazard_groups<'a>(h: Option<&PoolHazard>, long: bool, t: &Theme) -> Vec<Vec<Span<'a>>> {
+    let Some(h) = h else { return Vec::new() };
+    let style = hazard_style(h.p, t);
+    if !long {
+        return vec![vec![Span::styled(" risk ", t.dim), Span::styled(prob(h.p), style)]];
+    }
+    let recent = if h.recent_events > 0 { t.warn } else { t.dim };
+    vec![
+        vec![Span::styled("  risk ", t.dim), Span::styled(format!("{}/min", prob(h.p)), style)],
+        vec![Span::styled(format!("  {} in 5m", h.recent_events), recent)],
+        vec![Span::styled(format!("  long-run {}", h.long_run.map(prob).unwrap_or_else(|| "—".into())), t.dim)],
+    ]
+}
+
+/// The trend's slope as `+12%/h`, if there is one.
+fn slope(m: &MarketRow) -> Option<String> {
+    m.trend_per_hour.map(|r| format!("{:+.0}%/h", r * 100.0))
+}
+
+/// "max price vs market": the spot jobs, least headroom first (the view's order).
+fn spot_jobs(jobs: &[SpotJobRow], t: &Theme, area: Rect, buf: &mut Buffer) {
+    let w = area.width as usize;
+    let title = Span::styled("max price vs market", t.heading);
+    if jobs.is_empty() {
+        put(buf, area, 0, fmt::fit_groups(vec![vec![title], vec![Span::styled(": no jobs on spot", t.dim)]], w));
+        return;
+    }
+    // The column header names the figures; the title goes first when rows are short.
+    let titled = area.height as usize >= 2 + jobs.len();
+    if titled {
+        let plural = if jobs.len() == 1 { "" } else { "s" };
+        let note = vec![Span::styled(format!("  {} job{plural}, least headroom first", jobs.len()), t.dim)];
+        put(buf, area, 0, fmt::fit_groups(vec![vec![title], note], w));
+    }
+    let body = (area.height as usize).saturating_sub(1 + usize::from(titled));
+    let (shown, more) = if body >= jobs.len() { (jobs.len(), 0) } else { (body.saturating_sub(1).max(1), jobs.len() - body.saturating_sub(1).max(1)) };
+    let money = |m: Option<MicrosPerHour>| m.map(|m| Micros(m.0).to_string()).unwrap_or_else(|| "—".into());
+    let ids: Vec<String> = jobs.iter().map(|j| j.id.to_string()).collect();
+    let cols = [
+        Col::left("ID", widest(ids.iter().map(String::as_str), 2, 6), 0),
+        Col::flex("JOB", 10, 20, 0),
+        Col::left("POOL", widest(jobs.iter().map(|j| j.zone.as_str()), 4, 14), 7),
+        Col::right("MARKET", widest(jobs.iter().map(|j| money(j.market)).collect::<Vec<_>>().iter().map(String::as_str), 6, 10), 2),
+        Col::right("MAX", widest(jobs.iter().map(|j| money(j.cap)).collect::<Vec<_>>().iter().map(String::as_str), 5, 10), 1),
+        Col::right("HEADROOM", 7, 0),
+        Col::right("COEF", 5, 5),
+        Col::left("MODE", 4, 6),
+        Col::right("CKPT", 7, 4),
+        Col::right("P/MIN", 5, 3),
+    ];
+    let widths = fit_columns(&cols, w);
+    let mut y = u16::from(titled);
+    put(buf, area, y, header_line(&cols, &widths, t.heading));
+    y += 1;
+    for (j, id) in jobs.iter().zip(&ids).take(shown) {
+        let moving = matches!(j.verdict, Some(Verdict::Move | Verdict::OnDemand));
+        let room = match j.headroom {
+            Some(h) => Span::styled(format!("{}{:+.1}%", if h < 0.0 || moving { "▲" } else { "" }, h * 100.0), if moving { t.alarm } else { headroom_style(h, t) }),
+            None => Span::styled("—", t.dim),
+        };
+        let (mode, mode_style) = match j.mode {
+            Some(BidMode::Dynamic) => ("dyn", t.text),
+            Some(BidMode::Degraded) => ("degr", t.warn),
+            None => ("—", t.dim),
+        };
+        let ckpt = match j.interval {
+            Some(i) => Span::styled(format!("{i}{}", if j.shortened { "↓" } else { "" }), if j.shortened { t.warn } else { t.text }),
+            None => Span::styled("—", t.dim),
+        };
+        let cells = vec![
+            Span::styled(id.clone(), t.text),
+            Span::styled(j.name.clone(), t.text),
+            Span::styled(j.zone.clone(), t.dim),
+            Span::styled(money(j.market), t.figure),
+            Span::styled(money(j.cap), t.text),
+            room,
+            Span::styled(j.coefficient.map(|c| format!("×{c:.2}")).unwrap_or_else(|| "—".into()), t.text),
+            Span::styled(mode, mode_style),
+            ckpt,
+            j.p_next_minute.map(|p| Span::styled(prob(p), hazard_style(p, t))).unwrap_or_else(|| Span::styled("—", t.dim)),
+        ];
+        put(buf, area, y, table_line(&cols, &widths, cells));
+        y += 1;
+    }
+    if more > 0 {
+        put(buf, area, y, Line::from(Span::styled(format!("+{more} more spot jobs"), t.dim)));
     }
 }
 
@@ -101,6 +229,7 @@ fn pool(at: Option<At>, m: &MarketRow, t: &Theme, area: Rect, buf: &mut Buffer) 
     let price = Span::styled(m.price.map(|p| p.to_string()).unwrap_or_else(|| "no price yet".into()), if over { t.alarm } else { t.figure });
     let (arrow, word, trend_style) = trend_parts(m, t);
     let change = fmt::signed_money(m.change);
+    let slope = slope(m).map(|s| format!(" {s}")).unwrap_or_default();
     let share = match m.price {
         Some(p) if m.on_demand.0 > 0 => Some(fmt::pct(p.0 as f64 / m.on_demand.0 as f64)),
         _ => None,
@@ -138,7 +267,7 @@ fn pool(at: Option<At>, m: &MarketRow, t: &Theme, area: Rect, buf: &mut Buffer) 
     if tall {
         let long = vec![
             vec![price.clone()],
-            vec![Span::styled(format!(" {arrow} {word} {change}"), trend_style)],
+            vec![Span::styled(format!(" {arrow} {word}{slope} {change}"), trend_style)],
             share_group(true),
             vec![Span::styled(format!("  OD {}", m.on_demand), t.dim)],
         ];
@@ -150,10 +279,19 @@ fn pool(at: Option<At>, m: &MarketRow, t: &Theme, area: Rect, buf: &mut Buffer) 
             long.push(vec![over_span(true)]);
             short.push(vec![over_span(false)]);
         }
-        put(buf, area, 2, first_fitting(vec![long, short], w));
+        // The cap and the warning in words come first; the risk fills what is left.
+        let head: usize = long.iter().flatten().map(Span::width).sum();
+        let line = if head <= w {
+            long.extend(hazard_groups(m.hazard.as_ref(), true, t));
+            long
+        } else {
+            short.extend(hazard_groups(m.hazard.as_ref(), false, t));
+            short
+        };
+        put(buf, area, 2, fmt::fit_groups(line, w));
     } else {
-        let mut full = vec![vec![price.clone()], vec![Span::styled(format!(" {arrow} {change}"), trend_style)]];
-        let mut short = full.clone();
+        let mut full = vec![vec![price.clone()], vec![Span::styled(format!(" {arrow}{slope} {change}"), trend_style)]];
+        let mut short = vec![vec![price.clone()], vec![Span::styled(format!(" {arrow}{slope}"), trend_style)]];
         if over {
             full.push(vec![over_span(false)]);
             short.push(vec![over_span(false)]);
@@ -162,6 +300,8 @@ fn pool(at: Option<At>, m: &MarketRow, t: &Theme, area: Rect, buf: &mut Buffer) 
         short.push(vec![Span::styled(" max ", t.dim), max_short]);
         full.push(share_group(true));
         short.push(share_group(false));
+        full.extend(hazard_groups(m.hazard.as_ref(), false, t));
+        short.extend(hazard_groups(m.hazard.as_ref(), false, t));
         put(buf, area, 1, first_fitting(vec![full, short], w));
     }
     let top = if tall { 3 } else { 2 };
@@ -292,6 +432,43 @@ mod tests {
         // Room for a chart each: shared evenly; too little for any: shared evenly.
         assert_eq!(row_heights(&refs[..2], 12), vec![6, 6]);
         assert_eq!(row_heights(&refs, 11), vec![2, 2, 2, 2, 3]);
+    }
+
+    #[test]
+    fn market_pane_spot_jobs_wide_and_narrow() {
+        let mut view = demo_view();
+        // One job past its cap on a degraded bid with a shortened interval.
+        let j = &mut view.spot_jobs[0];
+        j.cap = Some(MicrosPerHour(8_000_000));
+        j.headroom = Some(8.0 / 8.45 - 1.0);
+        j.mode = Some(BidMode::Degraded);
+        j.verdict = Some(Verdict::Move);
+        j.shortened = true;
+        insta::assert_snapshot!("spot_jobs_wide", draw_pane(80, 16, false, |p, a, b| render(&view, p, a, b)).backend());
+        insta::assert_snapshot!("spot_jobs_narrow", draw_pane(34, 12, false, |p, a, b| render(&view, p, a, b)).backend());
+        // Too few rows for every job: the title goes first, then jobs fold into "+N more".
+        insta::assert_snapshot!("spot_jobs_short", draw_pane(50, 9, false, |p, a, b| render(&view, p, a, b)).backend());
+    }
+
+    #[test]
+    fn market_pane_says_when_no_job_runs_on_spot() {
+        let mut view = demo_view();
+        view.spot_jobs.clear();
+        insta::assert_snapshot!(draw_pane(50, 8, false, |p, a, b| render(&view, p, a, b)).backend());
+    }
+
+    #[test]
+    fn headroom_and_probabilities() {
+        assert_eq!(prob(0.0231), "2.3%");
+        assert_eq!(prob(0.00136), "0.14%");
+        assert_eq!(prob(0.0), "0%");
+        assert_eq!(section_rows(4, 20), 6);
+        assert_eq!(section_rows(4, 3), 3);
+        assert_eq!(section_rows(4, 1), 0);
+        assert_eq!(section_rows(0, 1), 1);
+        let view = demo_view();
+        let rooms: Vec<f64> = view.spot_jobs.iter().filter_map(|j| j.headroom).collect();
+        assert!(rooms.windows(2).all(|w| w[0] <= w[1]), "least headroom first: {rooms:?}");
     }
 
     #[test]
