@@ -48,15 +48,34 @@ impl Room {
             as u32
     }
 
+    fn job_node_type(&self, id: JobId) -> Option<String> {
+        let node = self.jobs.get(&id)?.placement.as_ref().and_then(|p| self.nodes.get(&p.node))?;
+        Some(node.spec.instance_type.clone())
+    }
+
     /// The pool a job holds GPUs in, if it holds any.
     pub(crate) fn job_pool(&self, id: JobId) -> Option<(PoolKey, BillingMode)> {
         let node = self.jobs.get(&id)?.placement.as_ref().and_then(|p| self.nodes.get(&p.node))?;
         Some((node.spec.pool(), node.spec.billing))
     }
 
+    /// Spot instances up, per type, counted once for a batch of refreshes.
+    fn at_risk_by_type(&self) -> std::collections::BTreeMap<&str, u32> {
+        let mut counts = std::collections::BTreeMap::new();
+        for n in self.nodes.values().filter(|n| n.is_up() && n.spec.billing == BillingMode::Spot) {
+            *counts.entry(n.spec.instance_type.as_str()).or_insert(0) += 1;
+        }
+        counts
+    }
+
     /// Recomputes a job's risk, max price and checkpoint interval; returns the
     /// curve's verdict (`Stay` for jobs off spot or with no known price).
     pub(crate) fn refresh_risk(&mut self, at: At, id: JobId) -> Verdict {
+        self.refresh_risk_with(at, id, None)
+    }
+
+    /// `refresh_risk` with the population at risk already counted.
+    fn refresh_risk_with(&mut self, at: At, id: JobId, at_risk: Option<u32>) -> Verdict {
         let Some(job) = self.jobs.get(&id) else { return Verdict::Stay };
         let Some(node) = job.placement.as_ref().and_then(|p| self.nodes.get(&p.node)) else { return Verdict::Stay };
         if node.spec.billing != BillingMode::Spot {
@@ -67,7 +86,7 @@ impl Room {
         }
         let key = node.spec.pool();
         let age = Secs((at - node.up_since).num_seconds().max(0));
-        let at_risk = self.spot_at_risk(&node.spec.instance_type).max(1);
+        let at_risk = at_risk.unwrap_or_else(|| self.spot_at_risk(&node.spec.instance_type)).max(1);
         let p = self.hazard.p_next_minute(&node.spec.instance_type, at, age, at_risk);
         let on_demand = node.spec.on_demand_price;
         let pool = self.market.pools.get(&key);
@@ -105,8 +124,15 @@ impl Room {
 
     /// Refreshes the given jobs and moves those whose market passed their cap.
     pub(crate) fn judge(&mut self, at: At, ids: Vec<JobId>, effects: &mut Vec<Effect>) {
+        if ids.is_empty() {
+            return;
+        }
+        let counts: std::collections::BTreeMap<String, u32> =
+            self.at_risk_by_type().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
         for id in ids {
-            let verdict = self.refresh_risk(at, id);
+            let kind = self.job_node_type(id);
+            let at_risk = kind.and_then(|k| counts.get(&k).copied());
+            let verdict = self.refresh_risk_with(at, id, at_risk);
             let Some(job) = self.jobs.get(&id) else { continue };
             if verdict == Verdict::Stay || job.phase() != Phase::Running {
                 continue;
