@@ -45,10 +45,6 @@ enum End {
 }
 
 impl World<'_> {
-    fn strategy_bid_degraded(strategy: Strategy) -> bool {
-        strategy == Strategy::Degraded
-    }
-
     /// Next-minute interruption probability of an instance of `zone` aged
     /// `age` at `t`: the long-run Kaplan–Meier estimate blended with what the
     /// last 5 minutes showed (one pool-wide instance at risk).
@@ -222,7 +218,7 @@ impl World<'_> {
                 let market = z.price_at(t);
                 base = rebase(base, market, projected, trend);
                 let input = BidInput { base, market, on_demand: self.prices.on_demand, progress, remaining };
-                let bid = self.bids.bid(&input, World::strategy_bid_degraded(strategy));
+                let bid = self.bids.bid(&input, strategy == Strategy::Degraded);
                 if bid.verdict != Verdict::Stay {
                     // Leave on our own terms: save what is new, then go.
                     let (bytes, secs) = self.save_cost(job, *done - *saved, *saves);
@@ -270,9 +266,10 @@ impl World<'_> {
             }
             if save_now {
                 let (bytes, secs) = self.save_cost(job, *done - *saved, *saves);
-                if t + secs > notice && t < death && gpuroom {
-                    // The notice comes during the save: it is the notice save.
-                } else if t + secs <= death {
+                // gpuroom leaves a save the notice would cut to the notice save;
+                // naive starts it and loses it if the instance goes first.
+                let cut_by_notice = gpuroom && t + secs > notice;
+                if !cut_by_notice && t + secs <= death {
                     t += secs;
                     self.record_save(out, bytes, saves, chain_bytes, *saves);
                     *saved = *done;
