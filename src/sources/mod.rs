@@ -7,6 +7,7 @@
 //! Live adapters (NVML, dcgm-exporter, EC2, IMDS, Slurm) join them here.
 
 pub mod alibaba;
+pub mod helios;
 pub mod philly;
 pub mod price_history;
 pub mod spot_trace;
