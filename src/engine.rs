@@ -32,6 +32,13 @@ impl Engine {
             self.last_seq = store.append(at, event)?;
         }
         let effects = self.room.apply(at, event);
+        if let Some(store) = self.store.as_mut() {
+            for effect in &effects {
+                if let crate::core::event::Effect::Ledger { lines } = effect {
+                    store.append_ledger(lines)?;
+                }
+            }
+        }
         self.world.handle(at, &effects);
         self.since_snapshot += 1;
         if self.snapshot_every > 0 && self.since_snapshot >= self.snapshot_every {

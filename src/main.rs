@@ -112,6 +112,36 @@ enum Command {
         #[arg(long)]
         from_snapshot: bool,
     },
+    /// Export a recorded run's ledger for one month: FOCUS columns or raw CSV.
+    Export {
+        /// The event log (an SQLite file written by gpuroom).
+        #[arg(long)]
+        db: PathBuf,
+        #[arg(long, value_enum, default_value = "focus")]
+        format: gpuroom::export::Format,
+        /// The month, YYYY-MM.
+        #[arg(long)]
+        month: String,
+        /// Write here instead of standard output.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+    /// The weekly efficiency report of a recorded run: utilization, output
+    /// per GPU-hour, queue wait, idle and zombie capacity.
+    Efficiency {
+        /// The event log (an SQLite file written by gpuroom).
+        #[arg(long)]
+        db: PathBuf,
+        /// First day of the week, YYYY-MM-DD (default: the run's first day).
+        #[arg(long)]
+        week: Option<chrono::NaiveDate>,
+    },
+    /// The cheapest on-demand / reserved / spot split, priced with the real
+    /// spot prices and hazard, and the reserved effective-price curve.
+    Mix {
+        #[command(flatten)]
+        args: gpuroom::mix_report::MixArgs,
+    },
     /// Render the console after a simulated warm-up to an SVG file.
     Screenshot {
         /// Where to write the SVG.
@@ -223,9 +253,47 @@ fn run(cli: Cli) -> Result<()> {
         Some(Command::Sim { experiment: Some(Experiment::Spot), out, world, from, .. }) => run_spot_experiment(world.seed, from, out.as_deref()),
         Some(Command::Sim { hours: h, world, policy, db, .. }) => run_sim(&world, &policy, h, db.as_deref()),
         Some(Command::Replay { db, from_snapshot }) => run_replay(&db, from_snapshot),
+        Some(Command::Efficiency { db, week }) => {
+            let store = Store::open_read_only(&db)?;
+            let from = match week {
+                Some(day) => day.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc(),
+                None => store.first_event_at()?.ok_or_else(|| anyhow::anyhow!("{}: no events", db.display()))?,
+            };
+            print!("{}", gpuroom::efficiency::weekly(&store, from)?);
+            Ok(())
+        }
+        Some(Command::Mix { args }) => {
+            let traces = Traces::embedded().context("the embedded traces")?;
+            print!("{}", gpuroom::mix_report::report(&traces, &args).map_err(anyhow::Error::msg)?);
+            Ok(())
+        }
+        Some(Command::Export { db, format, month, out }) => run_export(&db, format, &month, out.as_deref()),
         Some(Command::Screenshot { out, width, height, hours: h, theme, world }) => run_screenshot(&world, &out, width, height, h, &theme),
         None => run_console(&cli),
     }
+}
+
+fn run_export(db: &Path, format: gpuroom::export::Format, month: &str, out: Option<&Path>) -> Result<()> {
+    let (from, to) = gpuroom::export::month_span(month).map_err(anyhow::Error::msg)?;
+    let store = Store::open_read_only(db)?;
+    let lines = store.ledger_lines(from, to)?;
+    if lines.is_empty() {
+        bail!("{}: no ledger lines in {month} (the run covers other months, or predates the ledger)", db.display());
+    }
+    let write = |w: &mut dyn std::io::Write| match format {
+        gpuroom::export::Format::Focus => gpuroom::export::write_focus(w, &lines),
+        gpuroom::export::Format::Csv => gpuroom::export::write_csv(w, &lines),
+    };
+    match out {
+        Some(path) => {
+            let mut file = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+            write(&mut file).with_context(|| format!("writing {}", path.display()))?;
+            let total: gpuroom::core::units::Micros = lines.iter().map(|l| l.amount).sum();
+            eprintln!("{} lines, {total} in all, written to {}", lines.len(), path.display());
+        }
+        None => write(&mut std::io::stdout().lock()).context("writing to standard output")?,
+    }
+    Ok(())
 }
 
 #[derive(Copy, Clone, Debug, clap::ValueEnum)]

@@ -77,6 +77,7 @@ fn run(config: SchedConfig, steps: Vec<Step>) {
         room.apply(t(0), &Event::NodeUp { spec: node(i) });
     }
     let mut next_id = 1u64;
+    let mut ledger: Vec<gpuroom::cost::ledger::LedgerLine> = Vec::new();
     for (n, step) in steps.into_iter().enumerate() {
         now += 7;
         let event = match step {
@@ -121,7 +122,13 @@ fn run(config: SchedConfig, steps: Vec<Step>) {
         let effects = room.apply(t(now), &event);
         // The core never answers with a panic, only with effects.
         let _ = effects.iter().filter(|e| matches!(e, Effect::Rejected { .. })).count();
+        for effect in &effects {
+            if let Effect::Ledger { lines } = effect {
+                ledger.extend(lines.iter().cloned());
+            }
+        }
         common::check(&room, &format!("step {n}: {event:?}"));
+        common::check_ledger(&room, &ledger, &format!("step {n}: {event:?}"));
     }
 }
 

@@ -58,6 +58,9 @@ pub enum Action {
     Cancel { job: JobId },
     /// Switch the queue discipline at run time.
     SetDiscipline { discipline: crate::sched::DisciplineKind },
+    /// Let a tenant past its hard budget threshold: a reason is required,
+    /// and an amount over the threshold or an expiry (or both).
+    ApproveOverrun { tenant: TenantId, reason: String, amount: Option<Micros>, until: Option<At> },
 }
 
 impl Action {
@@ -65,7 +68,7 @@ impl Action {
     pub fn job(&self) -> Option<JobId> {
         match self {
             Action::Preempt { job } | Action::Requeue { job } | Action::Cancel { job } => Some(*job),
-            Action::SetDiscipline { .. } => None,
+            Action::SetDiscipline { .. } | Action::ApproveOverrun { .. } => None,
         }
     }
 }
@@ -93,6 +96,9 @@ pub enum Event {
     /// The cloud will reclaim the instance at `deadline` (2-minute notice).
     InterruptionNotice { node: NodeId, deadline: At },
     Operator { actor: Actor, action: Action },
+    /// What a serving or batch-inference job has produced so far (running
+    /// totals, as its metrics endpoint reports them): for unit costs.
+    JobOutput { job: JobId, requests: u64, tokens: u64 },
     /// Spot lifetimes of an instance type learned elsewhere (real traces, an
     /// earlier fleet): the long-run prior of the hazard model.
     SpotLifetimes { instance_type: String, lifetimes: Vec<crate::market::hazard::Lifetime> },
@@ -117,6 +123,7 @@ impl Event {
             Event::InterruptionNotice { .. } => "notice",
             Event::Operator { .. } => "operator",
             Event::SpotLifetimes { .. } => "lifetimes",
+            Event::JobOutput { .. } => "output",
             Event::Tick => "tick",
         }
     }
@@ -132,4 +139,6 @@ pub enum Effect {
     AlarmCleared { id: String },
     /// The event could not be applied; the state is unchanged by it.
     Rejected { reason: String },
+    /// Charge periods that closed: append these lines to the ledger.
+    Ledger { lines: Vec<crate::cost::ledger::LedgerLine> },
 }

@@ -92,6 +92,8 @@ pub struct JobSpec {
 pub enum StopReason {
     /// A spot interruption notice or the loss of the instance.
     Interruption,
+    /// Its tenant passed the hard budget threshold without an approval.
+    Budget,
     /// The market went above the job's max price: saved, then moved.
     MaxPrice { market: super::units::MicrosPerHour, cap: super::units::MicrosPerHour },
     /// An operator asked for it.
@@ -234,7 +236,16 @@ pub struct Job {
     pub requeues: u32,
     /// Seconds spent queued over all attempts, closed periods only.
     pub waited_secs: i64,
+    /// Instance time: its share of the GPUs it held.
     pub cost: Micros,
+    /// Storage, checkpoint I/O and network on top.
+    #[serde(default)]
+    pub service_cost: Micros,
+    /// Requests served and tokens produced, where the job reports them.
+    #[serde(default)]
+    pub requests: u64,
+    #[serde(default)]
+    pub tokens: u64,
     /// Steps computed and then lost to an interruption (recompute).
     pub lost_steps: u64,
     pub checkpoints: u32,
@@ -287,6 +298,13 @@ pub struct JobRisk {
 }
 
 impl Job {
+    /// Total cost per request and per thousand tokens, where it reports them.
+    pub fn unit_costs(&self) -> (Option<Micros>, Option<Micros>) {
+        let total = self.cost + self.service_cost;
+        let per = |n: u64, scale: i128| (n > 0).then(|| Micros((i128::from(total.0) * scale / i128::from(n)) as i64));
+        (per(self.requests, 1), per(self.tokens, 1000))
+    }
+
     pub fn new(spec: JobSpec, at: At) -> Job {
         Job {
             spec,
@@ -313,6 +331,9 @@ impl Job {
             checkpoint_secs: None,
             checkpoint_asked_at: None,
             avoid: None,
+            service_cost: Micros::ZERO,
+            requests: 0,
+            tokens: 0,
         }
     }
 

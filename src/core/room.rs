@@ -48,6 +48,10 @@ pub struct RoomConfig {
     pub degraded_bids: bool,
     #[serde(default)]
     pub after_interruption: super::room_spot::AfterInterruption,
+    #[serde(default)]
+    pub cost: crate::cost::CostConfig,
+    #[serde(default)]
+    pub forecast: super::room_forecast::ForecastConfig,
 }
 
 fn default_trend_horizon() -> Secs {
@@ -68,6 +72,8 @@ impl Default for RoomConfig {
             bids: Default::default(),
             degraded_bids: false,
             after_interruption: Default::default(),
+            cost: Default::default(),
+            forecast: Default::default(),
         }
     }
 }
@@ -86,6 +92,15 @@ pub struct LogLine {
     pub at: At,
     pub severity: Severity,
     pub text: String,
+}
+
+/// Who did what, from where, and when (operator actions).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AuditEntry {
+    pub at: At,
+    pub user: String,
+    pub origin: String,
+    pub what: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -148,7 +163,21 @@ pub struct Room {
     pub(crate) market: Market,
     #[serde(default)]
     pub(crate) hazard: crate::market::hazard::HazardModel,
+    /// Each tenant's budget level as last derived, and standing approvals.
+    #[serde(default, with = "crate::core::serde_pairs")]
+    pub(crate) budget_levels: BTreeMap<TenantId, crate::cost::budget::BudgetLevel>,
+    #[serde(default, with = "crate::core::serde_pairs")]
+    pub(crate) approvals: BTreeMap<TenantId, crate::cost::budget::Approval>,
+    /// Operator actions, newest last (the event log keeps them all).
+    #[serde(default)]
+    pub(crate) audit: VecDeque<AuditEntry>,
     pub(crate) books: Books,
+    /// Hourly spend, the day-ahead forecast and the anomaly detector.
+    #[serde(default)]
+    pub(crate) forecast: super::room_forecast::SpendForecast,
+    /// The ledger's open charge period.
+    #[serde(default)]
+    pub(crate) period: crate::cost::ledger::OpenPeriod,
     /// One accrual per GPU (by index on its node): each GPU's share of its
     /// instance's price, with its own remainder.
     pub(crate) accruals: BTreeMap<NodeId, Vec<Accrual>>,
@@ -187,7 +216,12 @@ impl Room {
             tenants: BTreeMap::new(),
             market,
             hazard,
+            budget_levels: BTreeMap::new(),
+            approvals: BTreeMap::new(),
+            audit: VecDeque::new(),
             books: Books::default(),
+            period: Default::default(),
+            forecast: Default::default(),
             accruals: BTreeMap::new(),
             rates: BTreeMap::new(),
             alarms: BTreeMap::new(),
@@ -231,6 +265,31 @@ impl Room {
         self.tenants.get(&TenantId(name.to_string()))
     }
 
+    /// Operator actions, oldest first (the last 500; the event log has all).
+    pub fn audit(&self) -> impl Iterator<Item = &AuditEntry> {
+        self.audit.iter()
+    }
+
+    /// The ledger's charge period still open (closed ones leave as `Effect::Ledger`).
+    pub fn open_period(&self) -> &crate::cost::ledger::OpenPeriod {
+        &self.period
+    }
+
+    /// Hourly spend so far and the day-ahead forecast.
+    pub fn spend_forecast(&self) -> &super::room_forecast::SpendForecast {
+        &self.forecast
+    }
+
+    /// A tenant's budget level as of the last event.
+    pub fn budget_level_of(&self, tenant: &TenantId) -> crate::cost::budget::BudgetLevel {
+        self.budget_level(tenant)
+    }
+
+    /// A tenant's standing approval of an overrun, if any.
+    pub fn approval(&self, tenant: &TenantId) -> Option<&crate::cost::budget::Approval> {
+        self.approvals.get(tenant)
+    }
+
     /// The spot watcher's interruption risk per instance type.
     pub fn hazard(&self) -> &crate::market::hazard::HazardModel {
         &self.hazard
@@ -251,9 +310,13 @@ impl Room {
                 format!("{} event at {} is earlier than the last one ({}): time went backwards", event.kind(), at, now),
             );
         }
-        self.accrue_until(at);
+        let closed = self.accrue_until(at);
         self.now = Some(at);
         let mut effects = Vec::new();
+        if !closed.is_empty() {
+            self.on_periods_closed(at, &closed, &mut effects);
+            effects.push(Effect::Ledger { lines: closed });
+        }
         let outcome = match event {
             Event::NodeUp { spec } => self.on_node_up(at, spec),
             Event::NodeLost { node, reason } => self.on_node_lost(at, *node, reason, &mut effects),
@@ -271,12 +334,14 @@ impl Room {
             Event::InterruptionNotice { node, deadline } => self.on_notice(at, *node, *deadline, &mut effects),
             Event::Operator { actor, action } => self.on_operator(at, actor, action, &mut effects),
             Event::SpotLifetimes { instance_type, lifetimes } => self.on_lifetimes(instance_type, lifetimes),
+            Event::JobOutput { job, requests, tokens } => self.on_output(*job, *requests, *tokens),
             Event::Tick => Ok(()),
         };
         if let Err(reason) = outcome {
             effects.extend(self.reject(at, reason));
         }
         self.checkpoints_due(at, &mut effects);
+        self.check_budgets(at, &mut effects);
         self.check_waits(at, &mut effects);
         if self.queue_dirty {
             self.schedule(at, &mut effects);
@@ -302,6 +367,13 @@ impl Room {
         self.note(at, Severity::Alarm, text.clone());
         self.alarms.insert(id.clone(), Alarm { raised_at: at, text: text.clone() });
         effects.push(Effect::AlarmRaised { id, text });
+    }
+
+    pub(crate) fn audit_action(&mut self, at: At, actor: &Actor, what: &str) {
+        if self.audit.len() >= 500 {
+            self.audit.pop_front();
+        }
+        self.audit.push_back(AuditEntry { at, user: clean(&actor.user), origin: clean(&actor.origin), what: what.to_string() });
     }
 
     pub(crate) fn clear(&mut self, id: &str, effects: &mut Vec<Effect>) {
@@ -505,6 +577,8 @@ impl Room {
         job.checkpoint_bytes += bytes;
         self.stats.checkpoints += 1;
         self.stats.checkpoint_bytes += bytes;
+        let io = crate::cost::ledger::per_gib(bytes, self.config.cost.checkpoint_io_per_gib);
+        self.charge_service(at, id, crate::cost::ledger::LineKind::CheckpointIo, bytes, io);
         match then {
             AfterCheckpoint::Continue => {
                 self.transition(id, JobState::Running)?;
@@ -703,6 +777,14 @@ impl Room {
         Ok(())
     }
 
+    /// Output counters only grow; a smaller one (a restarted exporter) is kept as the floor.
+    fn on_output(&mut self, id: JobId, requests: u64, tokens: u64) -> Result<(), String> {
+        let job = self.job_mut(id)?;
+        job.requests = job.requests.max(requests);
+        job.tokens = job.tokens.max(tokens);
+        Ok(())
+    }
+
     fn on_price(&mut self, at: At, zone: &str, instance_type: &str, price: MicrosPerHour, effects: &mut Vec<Effect>) -> Result<(), String> {
         let key = crate::core::ids::PoolKey { zone: zone.to_string(), instance_type: instance_type.to_string() };
         let before = self.market.price(&key);
@@ -726,17 +808,27 @@ impl Room {
             Action::Requeue { .. } => "requeue",
             Action::Cancel { .. } => "cancel",
             Action::SetDiscipline { .. } => "switch the queue discipline",
+            Action::ApproveOverrun { .. } => "approve a budget overrun",
         };
         if actor.role != Role::Operator {
             return Err(format!("{who} ({origin}) may not {verb}: read-only"));
         }
         let Some(id) = action.job() else {
+            if let Action::ApproveOverrun { tenant, reason, amount, until } = action {
+                let what = self.on_approve(at, actor, tenant, reason, *amount, *until)?;
+                self.stats.operator_actions += 1;
+                self.note(at, Severity::Action, format!("{who}@{origin}: {what}"));
+                self.audit_action(at, actor, &what);
+                return Ok(());
+            }
             if let Action::SetDiscipline { discipline } = action {
                 let before = self.config.sched.discipline.discipline().name();
                 self.config.sched.discipline = *discipline;
                 self.queue_dirty = true;
                 self.stats.operator_actions += 1;
-                self.note(at, Severity::Action, format!("{who}@{origin}: queue discipline {before} → {}", discipline.discipline().name()));
+                let what = format!("queue discipline {before} → {}", discipline.discipline().name());
+                self.note(at, Severity::Action, format!("{who}@{origin}: {what}"));
+                self.audit_action(at, actor, &what);
             }
             return Ok(());
         };
@@ -755,10 +847,11 @@ impl Room {
             (Action::Preempt { .. }, _) => self.stop_job(id, by_operator(true), true, effects),
             (Action::Requeue { .. }, _) => self.stop_job(id, by_operator(true), false, effects),
             (Action::Cancel { .. }, _) => self.stop_job(id, by_operator(false), false, effects),
-            (Action::SetDiscipline { .. }, _) => {}
+            (Action::SetDiscipline { .. } | Action::ApproveOverrun { .. }, _) => {}
         }
         self.stats.operator_actions += 1;
         self.note(at, Severity::Action, format!("{who}@{origin}: {verb} {id} {name}"));
+        self.audit_action(at, actor, &format!("{verb} {id} {name}"));
         Ok(())
     }
 }

@@ -185,6 +185,11 @@ impl Room {
         self.stats.wait_secs_sum += waited;
         self.stats.wait_count += 1;
         self.clear(&format!("wait:{}", id.0), effects);
+        if resume_step > 0 {
+            let bytes = u64::from(spec.checkpoint_size.0) << 20;
+            let amount = crate::cost::ledger::per_gib(bytes, self.config.cost.network_per_gib);
+            self.charge_service(at, id, crate::cost::ledger::LineKind::Network, bytes, amount);
+        }
         effects.push(Effect::StartJob { job: id, node: plan.node, gpus, resume_step });
     }
 
@@ -245,6 +250,10 @@ impl Room {
         for id in order {
             let Some(job) = self.jobs.get(&id) else { continue };
             let tenant = &job.spec.tags.tenant;
+            // Over budget: it waits without holding up the queue or reserving room.
+            if !self.budget_allows(tenant, true) {
+                continue;
+            }
             match quota::admit(&job.spec, held.get(tenant).copied().unwrap_or_default(), self.tenants.get(tenant)) {
                 Admission::Refused => continue,
                 Admission::Borrow => {
@@ -309,7 +318,13 @@ impl Room {
             return None;
         }
         let opts = self.place_options();
+        let tenant = &job.spec.tags.tenant;
+        if !self.budget_allows(tenant, true) {
+            return None;
+        }
+        let spot_only = !self.budget_allows(tenant, false);
         let allowed = |node: &crate::core::cluster::Node| match &job.avoid {
+            _ if spot_only && node.spec.billing != crate::core::cluster::BillingMode::Spot => false,
             None => true,
             Some(Avoid::AllSpot) => node.spec.billing != crate::core::cluster::BillingMode::Spot,
             Some(Avoid::Pool(k)) => {
@@ -319,7 +334,8 @@ impl Room {
         // A pool to avoid is a preference: with no room elsewhere the job
         // goes back to it rather than wait (its replacement may be up).
         let plan = placement::place_where(&self.nodes, &job.spec, job.escalated, &opts, allowed).or_else(|| {
-            matches!(job.avoid, Some(Avoid::Pool(_))).then(|| placement::place(&self.nodes, &job.spec, job.escalated, &opts)).flatten()
+            let budget_ok = |node: &crate::core::cluster::Node| !spot_only || node.spec.billing == crate::core::cluster::BillingMode::Spot;
+            matches!(job.avoid, Some(Avoid::Pool(_))).then(|| placement::place_where(&self.nodes, &job.spec, job.escalated, &opts, budget_ok)).flatten()
         })?;
         let Some(r) = reservation else { return Some(plan) };
         if plan.node != r.node {

@@ -221,6 +221,12 @@ mod tests {
 }
 
 /// The first instant of the month after the one `at` is in (UTC).
+/// The next whole hour after `at` (a charge period's end).
+pub fn start_of_next_hour(at: At) -> At {
+    let secs = at.timestamp().div_euclid(3600) * 3600 + 3600;
+    chrono::DateTime::from_timestamp(secs, 0).unwrap_or(at)
+}
+
 pub fn start_of_next_month(at: At) -> At {
     use chrono::{Datelike, TimeZone};
     let (year, month) = if at.month() == 12 { (at.year() + 1, 1) } else { (at.year(), at.month() + 1) };

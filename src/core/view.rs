@@ -10,9 +10,10 @@ use serde::{Deserialize, Serialize};
 use super::cluster::{BillingMode, NodeState};
 use super::ids::{JobId, NodeId};
 use super::job::{JobClass, Phase};
-use super::room::{LogLine, Room, Severity, Stats};
+use super::room::{AuditEntry, LogLine, Room, Severity, Stats};
 use super::text::clean;
 use super::units::{start_of_next_month, At, Mib, Micros, MicrosPerHour, Secs};
+use crate::cost::budget::{BudgetLevel, threshold};
 use crate::market::Trend;
 use crate::market::bid::{BidMode, Verdict};
 use crate::sched::fragmentation::{self, ClusterFragmentation};
@@ -36,8 +37,14 @@ pub struct View {
     pub alarms: Vec<AlarmRow>,
     /// Recent notable events, newest last.
     pub log: Vec<LogLine>,
+    /// The last `AUDIT_SHOWN` operator actions (who, from where, what), newest last.
+    #[serde(default)]
+    pub audit: Vec<AuditEntry>,
     pub totals: Totals,
 }
+
+/// How many audit entries the `View` carries.
+pub const AUDIT_SHOWN: usize = 20;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ClusterView {
@@ -204,6 +211,44 @@ pub struct BudgetRow {
     pub projected: Micros,
     pub gpus_held: u32,
     pub quota_gpus: u32,
+    /// The step the room enforces (as of the last event).
+    #[serde(default = "level_ok")]
+    pub level: BudgetLevel,
+    /// The notify, limit and block thresholds as amounts (`config.cost.budget`
+    /// percentages of `budget`; all zero when no budget is set).
+    #[serde(default)]
+    pub notify_at: Micros,
+    #[serde(default)]
+    pub limit_at: Micros,
+    #[serde(default)]
+    pub block_at: Micros,
+    /// The operator's approval of an overrun this month, if any.
+    #[serde(default)]
+    pub approval: Option<ApprovalView>,
+    /// Total cost (instance time and services) per 1,000 requests and per
+    /// 1,000,000 tokens, over the tenant's jobs that reported them.
+    #[serde(default)]
+    pub per_1k_requests: Option<Micros>,
+    #[serde(default)]
+    pub per_1m_tokens: Option<Micros>,
+}
+
+fn level_ok() -> BudgetLevel {
+    BudgetLevel::Ok
+}
+
+/// A tenant's approval of an overrun (`cost::budget::Approval`), cleaned.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalView {
+    pub user: String,
+    pub origin: String,
+    pub at: At,
+    pub reason: String,
+    /// Extra spend allowed past the block threshold.
+    pub amount: Option<Micros>,
+    pub until: Option<At>,
+    /// Still lifts the limit and the block now (not used up nor expired).
+    pub in_force: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -248,6 +293,12 @@ impl Room {
             .collect();
         view.alarms.sort_by(|a, b| b.raised_at.cmp(&a.raised_at).then(a.id.cmp(&b.id)));
         view.log = self.log.iter().cloned().collect();
+        view.audit = self
+            .audit
+            .iter()
+            .skip(self.audit.len().saturating_sub(AUDIT_SHOWN))
+            .map(|a| AuditEntry { at: a.at, user: clean(&a.user), origin: clean(&a.origin), what: clean(&a.what) })
+            .collect();
         view.totals = Totals {
             stats: self.stats.clone(),
             spend_by_mode: self.books.spend,
@@ -500,10 +551,42 @@ impl Room {
                 *held.entry(job.spec.tags.tenant.0.as_str()).or_default() += u32::from(job.spec.gpus);
             }
         }
+        // Unit costs: (cost, requests) and (cost, tokens) summed over the
+        // jobs that reported output, finished ones included.
+        let mut output: std::collections::BTreeMap<&str, [(i128, i128); 2]> = std::collections::BTreeMap::new();
+        for job in self.jobs.values().filter(|j| j.requests > 0 || j.tokens > 0) {
+            let total = i128::from((job.cost + job.service_cost).0);
+            let sums = output.entry(job.spec.tags.tenant.0.as_str()).or_default();
+            for (sum, n) in sums.iter_mut().zip([job.requests, job.tokens]) {
+                if n > 0 {
+                    sum.0 += total;
+                    sum.1 += i128::from(n);
+                }
+            }
+        }
+        let per = |(cost, n): (i128, i128), scale: i128| {
+            (n > 0).then(|| Micros((cost * scale / n).clamp(i64::MIN.into(), i64::MAX.into()) as i64))
+        };
+        let policy = &self.config.cost.budget;
         let hours_left = (start_of_next_month(now) - now).num_seconds() as f64 / 3600.0;
         for (tenant, spec) in &self.tenants {
             let rate = burn.get(tenant.0.as_str()).copied().unwrap_or(0.0);
             let mtd = self.books.month_to_date(tenant, now);
+            let budget = spec.monthly_budget;
+            let at = |pct: u32| if budget.0 > 0 { threshold(budget, pct) } else { Micros::ZERO };
+            let approval = self
+                .approval(tenant)
+                .filter(|a| crate::cost::books::month_of(a.at) == crate::cost::books::month_of(now))
+                .map(|a| ApprovalView {
+                    user: clean(&a.user),
+                    origin: clean(&a.origin),
+                    at: a.at,
+                    reason: clean(&a.reason),
+                    amount: a.amount,
+                    until: a.until,
+                    in_force: a.covers(budget, policy, mtd, now),
+                });
+            let [requests, tokens] = output.get(tenant.0.as_str()).copied().unwrap_or_default();
             view.budgets.push(BudgetRow {
                 tenant: clean(&tenant.0),
                 burn: MicrosPerHour(rate.round() as i64),
@@ -512,6 +595,13 @@ impl Room {
                 projected: mtd + Micros((rate * hours_left).round() as i64),
                 gpus_held: held.get(tenant.0.as_str()).copied().unwrap_or(0),
                 quota_gpus: spec.quota_gpus,
+                level: self.budget_level_of(tenant),
+                notify_at: at(policy.notify_pct),
+                limit_at: at(policy.limit_pct),
+                block_at: at(policy.block_pct),
+                approval,
+                per_1k_requests: per(requests, 1_000),
+                per_1m_tokens: per(tokens, 1_000_000),
             });
         }
     }

@@ -28,6 +28,9 @@ pub struct Books {
     pub gpu_ms_idle: [i64; 3],
     /// Spot time during which no market price was known (charged nothing; shown).
     pub unpriced_ms: i64,
+    /// Storage, checkpoint I/O and network, on top of instance time.
+    #[serde(default)]
+    pub services: Micros,
 }
 
 pub fn month_of(at: At) -> (i32, u32) {

@@ -10,6 +10,38 @@
 
 pub mod accrual;
 pub mod books;
+pub mod forecast;
+pub mod mix;
+pub mod budget;
+pub mod ledger;
 
 pub use accrual::{split_exact, Accrual};
 pub use books::{Books, TenantBook};
+
+use serde::{Deserialize, Serialize};
+
+use crate::core::units::Micros;
+
+/// Prices of what comes on top of instance time, and the budget policy.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CostConfig {
+    /// Writing a checkpoint (requests and transfer), per GiB written.
+    pub checkpoint_io_per_gib: Micros,
+    /// Keeping a job's checkpoint, per GiB-month (S3 standard: $0.023).
+    pub storage_per_gib_month: Micros,
+    /// Reading a checkpoint back to resume, per GiB (inter-zone: $0.01).
+    pub network_per_gib: Micros,
+    pub budget: budget::BudgetPolicy,
+}
+
+impl Default for CostConfig {
+    fn default() -> Self {
+        CostConfig {
+            checkpoint_io_per_gib: Micros(5_000),
+            storage_per_gib_month: Micros(23_000),
+            network_per_gib: Micros(10_000),
+            budget: budget::BudgetPolicy::default(),
+        }
+    }
+}

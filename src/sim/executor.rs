@@ -168,7 +168,7 @@ impl Executor {
                     out.push((after(at, STOP_SECS), Step::Stopped { job: *job }));
                 }
             }
-            Effect::AlarmRaised { .. } | Effect::AlarmCleared { .. } | Effect::Rejected { .. } => {}
+            Effect::AlarmRaised { .. } | Effect::AlarmCleared { .. } | Effect::Rejected { .. } | Effect::Ledger { .. } => {}
         }
     }
 
@@ -262,5 +262,20 @@ impl Executor {
         }
         let progress = self.runs.iter().filter(|(_, r)| r.ready).map(|(job, _)| (*job, self.steps_at(*job, at))).collect();
         (samples, progress)
+    }
+
+    /// What the batch-inference jobs report having served: each step is a
+    /// batch of requests of a few hundred tokens (the simulator's assumption).
+    pub fn outputs(&self, at: At) -> Vec<Event> {
+        const REQUESTS_PER_STEP: u64 = 32;
+        const TOKENS_PER_REQUEST: u64 = 220;
+        self.runs
+            .iter()
+            .filter(|(job, run)| run.ready && self.jobs.get(job).is_some_and(|j| j.spec.class == JobClass::BatchInference))
+            .map(|(job, _)| {
+                let requests = self.steps_at(*job, at) * REQUESTS_PER_STEP;
+                Event::JobOutput { job: *job, requests, tokens: requests * TOKENS_PER_REQUEST }
+            })
+            .collect()
     }
 }

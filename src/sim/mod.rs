@@ -317,6 +317,13 @@ impl Simulation {
                 self.schedule(after(at, self.config.telemetry_secs as f64), Pending::Telemetry);
                 let up: Vec<&NodeSpec> = self.nodes.values().filter(|n| n.up).map(|n| &n.spec).collect();
                 let (gpus, progress) = self.executor.telemetry(at, &up, &mut self.rng);
+                // Serving metrics are scraped less often than GPUs.
+                let every = 600 / self.config.telemetry_secs.max(1);
+                if (at.timestamp() / self.config.telemetry_secs.max(1)) % every.max(1) == 0 {
+                    for output in self.executor.outputs(at) {
+                        self.schedule(at, Pending::Emit(output));
+                    }
+                }
                 Some(Event::Telemetry { gpus, progress })
             }
             Pending::Price(i) => self.price_change(at, i),

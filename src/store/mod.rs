@@ -24,7 +24,10 @@ use crate::core::event::Event;
 use crate::core::room::{Room, RoomConfig};
 use crate::core::units::At;
 
-const SCHEMA_VERSION: i64 = 1;
+pub mod ledger;
+
+/// 2 added the ledger table; a version-1 log opens with an empty ledger.
+const SCHEMA_VERSION: i64 = 2;
 
 /// What started a recorded run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -83,6 +86,7 @@ impl Store {
                  CREATE TABLE snapshots (seq INTEGER PRIMARY KEY, at TEXT NOT NULL, room TEXT NOT NULL);",
             )
             .map_err(|e| store.sql_err(e))?;
+        store.conn.execute_batch(&ledger::schema()).map_err(|e| store.sql_err(e))?;
         store
             .conn
             .execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?1), ('run', ?2)", params![SCHEMA_VERSION.to_string(), meta_json])
@@ -104,8 +108,15 @@ impl Store {
             .map_err(|e| StoreError::Format { path: path.display().to_string(), message: format!("not a gpuroom event log ({e})") })?;
         match version.as_deref().map(str::parse::<i64>) {
             Some(Ok(SCHEMA_VERSION)) => Ok(store),
+            Some(Ok(1)) => Ok(store.with_legacy_ledger()),
             other => Err(StoreError::Format { path: path.display().to_string(), message: format!("unsupported schema version {other:?}") }),
         }
+    }
+
+    /// A version-1 log has no ledger: read it through an empty temporary one.
+    fn with_legacy_ledger(self) -> Store {
+        let _ = self.conn.execute_batch(&ledger::legacy_schema());
+        self
     }
 
     fn pragmas(&mut self) -> Result<(), StoreError> {
@@ -159,6 +170,18 @@ impl Store {
             .execute("INSERT OR REPLACE INTO snapshots (seq, at, room) VALUES (?1, ?2, ?3)", params![seq, at, json])
             .map_err(|e| self.sql_err(e))?;
         Ok(())
+    }
+
+    /// When the first event happened, if there is one.
+    pub fn first_event_at(&self) -> Result<Option<At>, StoreError> {
+        let text: Option<String> =
+            self.conn.query_row("SELECT at FROM events ORDER BY seq LIMIT 1", [], |r| r.get(0)).optional().map_err(|e| self.sql_err(e))?;
+        text.map(|t| {
+            chrono::DateTime::parse_from_rfc3339(&t)
+                .map(|at| at.to_utc())
+                .map_err(|e| StoreError::Format { path: self.path.display().to_string(), message: format!("first event time {t:?}: {e}") })
+        })
+        .transpose()
     }
 
     pub fn event_count(&self) -> Result<i64, StoreError> {

@@ -161,7 +161,7 @@ mod tests {
     fn the_important_figures_are_said_in_words() {
         let view = demo_view();
         let shown = text(&screen(120, 40, &App::new(), &view, &ctx()));
-        for needle in ["OVER MAX", "draining 87s", "↻ requeued", "▲ 1 alarm", "▲ 1 over budget", "2020-01-06 03:00:00", "$58.02/h"] {
+        for needle in ["OVER MAX", "draining 87s", "↻ requeued", "▲ 3 alarms", "▲ 1 over budget", "2020-01-06 03:00:00", "$58.02/h"] {
             assert!(shown.contains(needle), "{needle:?} missing");
         }
         let small = text(&screen(80, 24, &App::new(), &view, &ctx()));

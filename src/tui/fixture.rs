@@ -1,7 +1,9 @@
 //! A demo `View` built through the real core: a `Room` fed with events
 //! (tenants, five nodes of every billing mode, a dozen jobs, telemetry, spot
-//! prices, a lost node and an interruption notice), answered the way an
-//! executor would. Used by the console's snapshot tests and for screenshots.
+//! prices, a lost node and an interruption notice, a tenant blocked past
+//! 120% of its budget, an operator's approval of another's overrun and an
+//! inference job's output), answered the way an executor would. Used by the
+//! console's snapshot tests and for screenshots.
 //!
 //! Owns nothing the product runs on; it must not reach into `Room` internals,
 //! only `Room::apply` and `Room::view`.
@@ -9,7 +11,7 @@
 use std::collections::VecDeque;
 
 use crate::core::cluster::BillingMode;
-use crate::core::event::{GpuSample, TenantSpec};
+use crate::core::event::{Action, Actor, GpuSample, Role, TenantSpec};
 use crate::core::ids::{GpuRef, JobId, NodeId, TenantId};
 use crate::core::job::{JobClass, JobSpec, Phase, PoolPreference};
 use crate::core::testkit::{job_spec, node_spec, t};
@@ -158,6 +160,13 @@ pub fn demo_room() -> Room {
         }
         d.telemetry(secs, &[]);
     }
+    // nlp's month-end projection is far past its budget: an operator lets it
+    // run $50 past the block threshold ahead of time (not needed yet: 87%).
+    let ana = Actor { user: "ana".into(), origin: "console".into(), role: Role::Operator };
+    let approve = Action::ApproveOverrun { tenant: TenantId("nlp".into()), reason: "paper deadline".into(), amount: Some(Micros(50_000_000)), until: None };
+    d.apply(2 * H + 52 * 60, Event::Operator { actor: ana, action: approve });
+    // The embedding batch reports what it has served: unit costs.
+    d.apply(2 * H + 55 * 60, Event::JobOutput { job: JobId(7), requests: 41_800, tokens: 26_500_000 });
     // A fresh on-demand node joins and gets the 4-GPU job: no sample yet.
     let mut late = on_demand(6);
     late.name = "n06".into();
@@ -192,6 +201,7 @@ pub fn demo_view() -> View {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cost::budget::BudgetLevel;
 
     #[test]
     fn the_demo_has_what_the_panes_need() {
@@ -207,6 +217,12 @@ mod tests {
         assert_eq!(v.market.len(), 2);
         assert!(v.market.iter().any(|m| m.price.is_some_and(|p| m.max_prices.iter().any(|mp| p > *mp))));
         assert_eq!(v.budgets.len(), 3);
+        let budget = |name: &str| v.budgets.iter().find(|b| b.tenant == name).unwrap();
+        assert_eq!(budget("speech").level, BudgetLevel::Blocked, "a blocked tenant");
+        assert_eq!(budget("nlp").level, BudgetLevel::Notify, "a tenant told at 80%");
+        assert!(budget("nlp").approval.as_ref().is_some_and(|a| a.in_force && a.user == "ana"), "a standing approval");
+        assert!(budget("nlp").per_1k_requests.is_some() && budget("nlp").per_1m_tokens.is_some(), "unit costs");
+        assert!(v.audit.iter().any(|a| a.what.contains("paper deadline")), "the approval audited");
         assert!(v.spot_jobs.iter().any(|j| j.p_next_minute.is_some() && j.cap.is_some()), "a spot job with a risk and a max price");
         assert!(v.market.iter().all(|m| m.hazard.is_some()), "pool hazards");
     }

@@ -1,0 +1,142 @@
+//! The ledger's lines: what one GPU (or one job's storage, I/O, network)
+//! cost over one charge period, with everything attribution needs (tenant,
+//! project, environment, model; node and GPU; billing mode).
+//!
+//! The `Room` accrues per millisecond and closes a period every hour; the
+//! closed lines leave it as an effect and `store/` appends them to SQLite.
+//! Compute and idle lines of a period add up, exactly, to what the instances
+//! cost; storage, checkpoint I/O and network lines come on top.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::core::cluster::BillingMode;
+use crate::core::ids::{JobId, NodeId};
+use crate::core::job::Tags;
+use crate::core::units::{At, Micros};
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LineKind {
+    /// A job's share of a GPU.
+    Compute,
+    /// A GPU (or the part of one) no job held.
+    Idle,
+    /// Writing checkpoints.
+    CheckpointIo,
+    /// Keeping a job's checkpoint.
+    Storage,
+    /// Reading a checkpoint back to resume.
+    Network,
+}
+
+impl LineKind {
+    pub fn label(self) -> &'static str {
+        match self {
+            LineKind::Compute => "compute",
+            LineKind::Idle => "idle",
+            LineKind::CheckpointIo => "checkpoint-io",
+            LineKind::Storage => "storage",
+            LineKind::Network => "network",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<LineKind> {
+        [LineKind::Compute, LineKind::Idle, LineKind::CheckpointIo, LineKind::Storage, LineKind::Network]
+            .into_iter()
+            .find(|k| k.label() == text)
+    }
+
+    /// Instance time (compute and idle), as opposed to services on top.
+    pub fn is_instance(self) -> bool {
+        matches!(self, LineKind::Compute | LineKind::Idle)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LedgerLine {
+    pub start: At,
+    pub end: At,
+    pub kind: LineKind,
+    pub node: NodeId,
+    pub node_name: String,
+    /// The GPU (or MIG slice) index on the node, for instance lines.
+    pub unit: Option<u8>,
+    pub job: Option<JobId>,
+    pub tags: Option<Tags>,
+    pub billing: BillingMode,
+    pub instance_type: String,
+    pub zone: String,
+    /// What was paid (the contract, or the spot price in force).
+    pub amount: Micros,
+    /// The same usage at the on-demand list price.
+    pub list_amount: Micros,
+    /// GPU-milliseconds (a slice counting its share of a GPU); bytes for the others.
+    pub quantity: i64,
+}
+
+/// Where one instance line's money goes while its period is open.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct OpenLine {
+    pub amount: Micros,
+    /// List-price equivalent, in micro-units, unrounded until the period closes.
+    pub list: f64,
+    pub gpu_ms: i64,
+}
+
+/// The charge period being accrued: one hour.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct OpenPeriod {
+    pub start: Option<At>,
+    /// (node, unit, job or idle) → accrued so far.
+    #[serde(with = "crate::core::serde_pairs")]
+    pub instance: BTreeMap<(NodeId, u8, Option<JobId>), OpenLine>,
+    /// Storage, I/O and network lines already priced in this period.
+    pub services: Vec<LedgerLine>,
+}
+
+impl OpenPeriod {
+    pub fn add(&mut self, key: (NodeId, u8, Option<JobId>), amount: Micros, list: f64, gpu_ms: i64) {
+        let line = self.instance.entry(key).or_default();
+        line.amount += amount;
+        line.list += list;
+        line.gpu_ms += gpu_ms;
+    }
+
+    /// Everything accrued in the open period, instance lines included.
+    pub fn total(&self) -> Micros {
+        self.instance.values().map(|l| l.amount).sum::<Micros>() + self.services.iter().map(|l| l.amount).sum::<Micros>()
+    }
+}
+
+/// `bytes` at `per_gib` a GiB, rounded to the micro-unit.
+pub fn per_gib(bytes: u64, per_gib: Micros) -> Micros {
+    Micros(((i128::from(bytes) * i128::from(per_gib.0) + (1 << 29)) >> 30) as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_round_trip_and_bytes_are_priced_per_gib() {
+        for kind in [LineKind::Compute, LineKind::Idle, LineKind::CheckpointIo, LineKind::Storage, LineKind::Network] {
+            assert_eq!(LineKind::parse(kind.label()), Some(kind));
+        }
+        assert_eq!(LineKind::parse("tax"), None);
+        assert_eq!(per_gib(1 << 30, Micros(10_000)), Micros(10_000));
+        assert_eq!(per_gib(3 << 29, Micros(10_000)), Micros(15_000));
+        assert_eq!(per_gib(0, Micros(10_000)), Micros(0));
+    }
+
+    #[test]
+    fn an_open_period_sums_what_it_holds() {
+        let mut p = OpenPeriod::default();
+        p.add((NodeId(1), 0, Some(JobId(1))), Micros(5), 7.5, 100);
+        p.add((NodeId(1), 0, Some(JobId(1))), Micros(5), 7.5, 100);
+        p.add((NodeId(1), 1, None), Micros(3), 3.0, 50);
+        assert_eq!(p.total(), Micros(13));
+        assert_eq!(p.instance[&(NodeId(1), 0, Some(JobId(1)))].gpu_ms, 200);
+    }
+}

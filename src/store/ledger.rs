@@ -1,0 +1,184 @@
+//! The ledger table: append-only cost lines, one per GPU (or service) per
+//! job per charge period, as the `Room` closes them. Triggers refuse UPDATE
+//! and DELETE, so a line once written stays as written.
+//!
+//! Owns the ledger's SQL: appending, reading a month back, and roll-ups by
+//! attribution level. Knows nothing of export formats.
+
+use rusqlite::params;
+
+use super::{Store, StoreError, at_text};
+use crate::core::cluster::BillingMode;
+use crate::core::ids::{JobId, NodeId, TenantId};
+use crate::core::job::Tags;
+use crate::core::units::{At, Micros};
+use crate::cost::ledger::{LedgerLine, LineKind};
+
+const COLUMNS: &str = "(
+    id INTEGER PRIMARY KEY,
+    start TEXT NOT NULL, start_ms INTEGER NOT NULL, end TEXT NOT NULL,
+    kind TEXT NOT NULL, node INTEGER NOT NULL, node_name TEXT NOT NULL, unit INTEGER,
+    job INTEGER, tenant TEXT, project TEXT, env TEXT, model TEXT,
+    billing TEXT NOT NULL, instance_type TEXT NOT NULL, zone TEXT NOT NULL,
+    amount INTEGER NOT NULL, list_amount INTEGER NOT NULL, quantity INTEGER NOT NULL)";
+
+pub(super) fn schema() -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS ledger {COLUMNS};
+         CREATE INDEX IF NOT EXISTS ledger_start ON ledger (start_ms);
+         CREATE TRIGGER IF NOT EXISTS ledger_no_update BEFORE UPDATE ON ledger BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;
+         CREATE TRIGGER IF NOT EXISTS ledger_no_delete BEFORE DELETE ON ledger BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;"
+    )
+}
+
+/// A version-1 log has no ledger: reads see an empty temporary one.
+pub(super) fn legacy_schema() -> String {
+    format!("CREATE TEMP TABLE IF NOT EXISTS ledger {COLUMNS};")
+}
+
+/// An attribution level to roll up by.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Level {
+    Tenant,
+    Project,
+    Env,
+    Model,
+    /// One GPU: node and unit.
+    Gpu,
+}
+
+impl Level {
+    fn key_sql(self) -> &'static str {
+        match self {
+            Level::Tenant => "COALESCE(tenant, '(idle)')",
+            Level::Project => "COALESCE(tenant || '/' || project, '(idle)')",
+            Level::Env => "COALESCE(tenant || '/' || project || '/' || env, '(idle)')",
+            Level::Model => "COALESCE(tenant || '/' || project || '/' || env || '/' || model, '(idle)')",
+            Level::Gpu => "node_name || ':' || COALESCE(unit, '-')",
+        }
+    }
+}
+
+fn billing_label(mode: BillingMode) -> &'static str {
+    match mode {
+        BillingMode::OnDemand => "on-demand",
+        BillingMode::Reserved => "reserved",
+        BillingMode::Spot => "spot",
+    }
+}
+
+fn billing_of(text: &str) -> Option<BillingMode> {
+    [BillingMode::OnDemand, BillingMode::Reserved, BillingMode::Spot].into_iter().find(|m| billing_label(*m) == text)
+}
+
+impl Store {
+    /// Appends closed lines (inside the open transaction, if any).
+    pub fn append_ledger(&mut self, lines: &[LedgerLine]) -> Result<(), StoreError> {
+        for l in lines {
+            let tags = l.tags.as_ref();
+            self.conn
+                .prepare_cached(
+                    "INSERT INTO ledger (start, start_ms, end, kind, node, node_name, unit, job, tenant, project, env, model, billing, instance_type, zone, amount, list_amount, quantity)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+                )
+                .and_then(|mut stmt| {
+                    stmt.execute(params![
+                        at_text(l.start),
+                        l.start.timestamp_millis(),
+                        at_text(l.end),
+                        l.kind.label(),
+                        l.node.0,
+                        l.node_name,
+                        l.unit,
+                        l.job.map(|j| j.0 as i64),
+                        tags.map(|t| t.tenant.0.as_str()),
+                        tags.map(|t| t.project.as_str()),
+                        tags.map(|t| t.env.as_str()),
+                        tags.map(|t| t.model.as_str()),
+                        billing_label(l.billing),
+                        l.instance_type,
+                        l.zone,
+                        l.amount.0,
+                        l.list_amount.0,
+                        l.quantity,
+                    ])
+                })
+                .map_err(|e| self.sql_err(e))?;
+        }
+        Ok(())
+    }
+
+    /// Lines whose period starts in `[from, to)`, in order.
+    pub fn ledger_lines(&self, from: At, to: At) -> Result<Vec<LedgerLine>, StoreError> {
+        let path = self.path.display().to_string();
+        let bad = |id: i64, what: String| StoreError::Format { path: path.clone(), message: format!("ledger line {id}: {what}") };
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT id, start, end, kind, node, node_name, unit, job, tenant, project, env, model, billing, instance_type, zone, amount, list_amount, quantity
+                 FROM ledger WHERE start_ms >= ?1 AND start_ms < ?2 ORDER BY id",
+            )
+            .map_err(|e| self.sql_err(e))?;
+        let rows = stmt
+            .query_map(params![from.timestamp_millis(), to.timestamp_millis()], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, u32>(4)?,
+                    r.get::<_, String>(5)?,
+                    r.get::<_, Option<u8>>(6)?,
+                    r.get::<_, Option<i64>>(7)?,
+                    [r.get::<_, Option<String>>(8)?, r.get::<_, Option<String>>(9)?, r.get::<_, Option<String>>(10)?, r.get::<_, Option<String>>(11)?],
+                    (r.get::<_, String>(12)?, r.get::<_, String>(13)?, r.get::<_, String>(14)?),
+                    (r.get::<_, i64>(15)?, r.get::<_, i64>(16)?, r.get::<_, i64>(17)?),
+                ))
+            })
+            .map_err(|e| self.sql_err(e))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, start, end, kind, node, node_name, unit, job, [tenant, project, env, model], (billing, instance_type, zone), (amount, list, quantity)) =
+                row.map_err(|e| self.sql_err(e))?;
+            let time = |text: &str| chrono::DateTime::parse_from_rfc3339(text).map(|t| t.to_utc()).map_err(|e| bad(id, format!("time {text:?}: {e}")));
+            let tags = match (tenant, project, env, model) {
+                (Some(tenant), Some(project), Some(env), Some(model)) => Some(Tags { tenant: TenantId(tenant), project, env, model }),
+                _ => None,
+            };
+            out.push(LedgerLine {
+                start: time(&start)?,
+                end: time(&end)?,
+                kind: LineKind::parse(&kind).ok_or_else(|| bad(id, format!("kind {kind:?}")))?,
+                node: NodeId(node),
+                node_name,
+                unit,
+                job: job.map(|j| JobId(j as u64)),
+                tags,
+                billing: billing_of(&billing).ok_or_else(|| bad(id, format!("billing {billing:?}")))?,
+                instance_type,
+                zone,
+                amount: Micros(amount),
+                list_amount: Micros(list),
+                quantity,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Spend in `[from, to)` rolled up by `level`, largest first.
+    pub fn ledger_rollup(&self, level: Level, from: At, to: At) -> Result<Vec<(String, Micros)>, StoreError> {
+        let sql = format!(
+            "SELECT {key} AS k, SUM(amount) FROM ledger WHERE start_ms >= ?1 AND start_ms < ?2 GROUP BY k ORDER BY SUM(amount) DESC, k",
+            key = level.key_sql()
+        );
+        let mut stmt = self.conn.prepare(&sql).map_err(|e| self.sql_err(e))?;
+        let rows = stmt
+            .query_map(params![from.timestamp_millis(), to.timestamp_millis()], |r| Ok((r.get::<_, String>(0)?, Micros(r.get::<_, i64>(1)?))))
+            .map_err(|e| self.sql_err(e))?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.sql_err(e))
+    }
+
+    pub fn ledger_total(&self) -> Result<Micros, StoreError> {
+        self.conn.query_row("SELECT COALESCE(SUM(amount), 0) FROM ledger", [], |r| r.get(0)).map(Micros).map_err(|e| self.sql_err(e))
+    }
+}

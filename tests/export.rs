@@ -1,0 +1,124 @@
+//! The ledger in a real SQLite file, written by a recorded simulated run:
+//! append-only, rolled up by attribution level, and exported as FOCUS CSV
+//! that reads back to the same totals.
+
+use chrono::TimeDelta;
+use gpuroom::core::units::Micros;
+use gpuroom::core::{Room, RoomConfig};
+use gpuroom::cost::ledger::LineKind;
+use gpuroom::engine::Engine;
+use gpuroom::export::{self, FOCUS_COLUMNS};
+use gpuroom::sim::config::SimConfig;
+use gpuroom::sim::{Simulation, Traces};
+use gpuroom::store::ledger::Level;
+use gpuroom::store::{RunMeta, Store};
+
+fn cents(text: &str) -> i64 {
+    let (whole, frac) = text.split_once('.').unwrap();
+    let sign = if whole.starts_with('-') { -1 } else { 1 };
+    sign * (whole.trim_start_matches('-').parse::<i64>().unwrap() * 1_000_000 + frac.parse::<i64>().unwrap())
+}
+
+#[test]
+fn a_recorded_run_exports_focus_csv_that_reconciles() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.db");
+    let traces = Traces::embedded().unwrap();
+    let config = SimConfig::default_embedded();
+    let start = config.start;
+    let meta = RunMeta { room_config: RoomConfig::default(), source: "export test".into(), created_with: "test".into() };
+    let store = Store::create(&path, &meta).unwrap();
+    let world = Simulation::new(config, &traces, 3).unwrap();
+    let mut engine = Engine::new(Room::new(RoomConfig::default()), world, Some(store));
+    for hour in 1..=30 {
+        engine.run_until(start + TimeDelta::hours(hour)).unwrap();
+    }
+    let room = &engine.room;
+    let open = room.open_period().total();
+    let store = engine.store.take().unwrap();
+    drop(store);
+
+    let store = Store::open_read_only(&path).unwrap();
+    // Everything the room charged is in the ledger or in the hour still open.
+    let ledger = store.ledger_total().unwrap();
+    assert_eq!(ledger + open, room.books().total() + room.books().services);
+    let month = start.format("%Y-%m").to_string();
+    let (from, to) = export::month_span(&month).unwrap();
+    let lines = store.ledger_lines(from, to).unwrap();
+    assert!(lines.len() > 1000, "{} lines", lines.len());
+    assert!(lines.iter().any(|l| l.kind == LineKind::Idle) && lines.iter().any(|l| l.kind == LineKind::CheckpointIo));
+    assert!(lines.iter().any(|l| l.kind == LineKind::Storage) && lines.iter().any(|l| l.kind == LineKind::Compute));
+    let month_total: Micros = lines.iter().map(|l| l.amount).sum();
+    assert_eq!(month_total, ledger, "the run lies inside one month");
+
+    // Roll-ups at every level add up to the same total; drill-down reaches one GPU.
+    for level in [Level::Tenant, Level::Project, Level::Env, Level::Model, Level::Gpu] {
+        let rows = store.ledger_rollup(level, from, to).unwrap();
+        assert_eq!(rows.iter().map(|(_, m)| *m).sum::<Micros>(), ledger, "{level:?}");
+    }
+    let by_gpu = store.ledger_rollup(Level::Gpu, from, to).unwrap();
+    assert!(by_gpu.iter().any(|(k, _)| k == "n01:0"), "{by_gpu:?}");
+    let by_tenant = store.ledger_rollup(Level::Tenant, from, to).unwrap();
+    assert!(by_tenant.iter().any(|(k, _)| k == "(idle)"));
+
+    // FOCUS: read back with a CSV reader, columns by name.
+    let mut buf = Vec::new();
+    export::write_focus(&mut buf, &lines).unwrap();
+    let mut reader = csv::Reader::from_reader(buf.as_slice());
+    let headers = reader.headers().unwrap().clone();
+    assert_eq!(headers.iter().collect::<Vec<_>>(), FOCUS_COLUMNS);
+    let col = |name: &str| headers.iter().position(|h| h == name).unwrap();
+    let (billed, list, pricing, tags, status) = (col("BilledCost"), col("ListCost"), col("PricingCategory"), col("Tags"), col("CommitmentDiscountStatus"));
+    let mut total = 0i64;
+    let mut list_total = 0i64;
+    let mut categories = std::collections::BTreeSet::new();
+    let mut unused = 0;
+    for record in reader.records() {
+        let r = record.unwrap();
+        total += cents(&r[billed]);
+        list_total += cents(&r[list]);
+        categories.insert(r[pricing].to_string());
+        let parsed: serde_json::Value = serde_json::from_str(&r[tags]).unwrap();
+        assert!(parsed.is_object());
+        unused += usize::from(&r[status] == "Unused");
+    }
+    assert_eq!(total, ledger.0, "BilledCost adds up to the ledger, to the micro-unit");
+    assert!(list_total >= total, "list prices are on-demand's: {list_total} vs {total}");
+    assert_eq!(categories.into_iter().collect::<Vec<_>>(), vec!["Committed", "Dynamic", "Standard"]);
+    assert!(unused > 0, "idle reserved time is an unused commitment");
+
+    let mut raw = Vec::new();
+    export::write_csv(&mut raw, &lines).unwrap();
+    assert_eq!(csv::Reader::from_reader(raw.as_slice()).records().count(), lines.len());
+
+    // The weekly efficiency report over the same run, by replaying its log.
+    let week = gpuroom::efficiency::weekly(&store, start).unwrap();
+    println!("{week}");
+    let gpu_hours = week.allocated_gpu_hours + week.idle_gpu_hours;
+    let closed_hours = 29.0; // the 30th hour is still open
+    assert!(gpu_hours > 0.0 && gpu_hours <= 60.0 * closed_hours + 1e-6, "{gpu_hours} GPU-h");
+    assert!(week.utilization() > 0.3 && week.utilization() < 1.0, "{week}");
+    assert!(week.busy_util_pct > 10.0 && week.busy_util_pct <= 100.0);
+    assert!(week.zombie_gpu_hours >= 0.0 && week.zombie_gpu_hours < week.allocated_gpu_hours);
+    assert!(week.requests > 0 && week.tokens > week.requests, "inference jobs report output");
+    assert!(week.placements > 0 && week.jobs_done > 0);
+    assert_eq!(week.spend, ledger, "the week covers the whole run");
+}
+
+#[test]
+fn the_ledger_is_append_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.db");
+    let meta = RunMeta { room_config: RoomConfig::default(), source: "t".into(), created_with: "t".into() };
+    drop(Store::create(&path, &meta).unwrap());
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute(
+        "INSERT INTO ledger (start, start_ms, end, kind, node, node_name, billing, instance_type, zone, amount, list_amount, quantity) VALUES ('a', 0, 'b', 'idle', 1, 'n01', 'spot', 'x', 'z', 5, 5, 1)",
+        [],
+    )
+    .unwrap();
+    let err = conn.execute("UPDATE ledger SET amount = 0", []).unwrap_err();
+    assert!(err.to_string().contains("append-only"), "{err}");
+    let err = conn.execute("DELETE FROM ledger", []).unwrap_err();
+    assert!(err.to_string().contains("append-only"), "{err}");
+}
