@@ -20,6 +20,14 @@
 //! [spot.bids]
 //! start = 1.10              # cap = base × coefficient(progress), from 1.10…
 //! top = 2.5                 # …to 2.5 at completion (never above on-demand)
+//! [cost]
+//! storage_per_gib_month = 23000   # micro-dollars ($0.023)
+//! [cost.budget]
+//! at_limit = "spot"         # at 100%: "queue" (default) or "spot"
+//! notify_pct = 80
+//! [forecast]
+//! threshold = 0.25          # spend this far off the day-ahead forecast…
+//! periods = 3               # …for this many hours raises an alarm
 //! ```
 
 use serde::Deserialize;
@@ -34,6 +42,8 @@ pub struct EngineConfig {
     pub sched: SchedConfig,
     pub checkpoint: CheckpointPolicy,
     pub spot: SpotConfig,
+    pub cost: crate::cost::CostConfig,
+    pub forecast: crate::core::room_forecast::ForecastConfig,
 }
 
 /// The spot watcher's policy: where interrupted jobs go, the max-price
@@ -63,6 +73,16 @@ impl EngineConfig {
         if !(bids.start.is_finite() && bids.top.is_finite() && bids.start >= 1.0 && bids.top >= bids.start) {
             return Err(ConfigFileError { file: file.to_string(), message: format!("[spot.bids]: need 1 ≤ start ≤ top, got start {} top {}", bids.start, bids.top) });
         }
+        if let Some(problem) = config.cost.budget.problem() {
+            return Err(ConfigFileError { file: file.to_string(), message: format!("[cost.budget]: {problem}") });
+        }
+        let f = &config.forecast;
+        if !(f.threshold.is_finite() && f.threshold > 0.0) || f.periods == 0 {
+            return Err(ConfigFileError {
+                file: file.to_string(),
+                message: format!("[forecast]: need threshold > 0 and periods ≥ 1, got {} and {}", f.threshold, f.periods),
+            });
+        }
         Ok(config)
     }
 
@@ -74,6 +94,8 @@ impl EngineConfig {
             degraded_bids: self.spot.degraded_bids,
             bids: self.spot.bids.clone(),
             hazard: self.spot.hazard.clone(),
+            cost: self.cost.clone(),
+            forecast: self.forecast.clone(),
             ..RoomConfig::default()
         }
     }
@@ -107,5 +129,17 @@ mod tests {
         assert!(EngineConfig::parse("c.toml", "[spot.hazard]\nwindow = 0\n").unwrap_err().message.contains("window"));
         assert!(EngineConfig::parse("c.toml", "[spot]\nafter_interruption = \"pray\"\n").is_err());
         assert!(EngineConfig::parse("c.toml", "[checkpoint]\nspot_interval = 1800\n").unwrap_err().message.contains("spot_interval"));
+    }
+
+    #[test]
+    fn cost_and_forecast_keys_and_their_refusals() {
+        use crate::cost::budget::AtLimit;
+        let c = EngineConfig::parse("c.toml", "[cost.budget]\nat_limit = \"spot\"\n[forecast]\nperiods = 6\n").unwrap();
+        let room = c.room_config();
+        assert_eq!((room.cost.budget.at_limit, room.forecast.periods), (AtLimit::Spot, 6));
+        let err = EngineConfig::parse("c.toml", "[cost.budget]\nnotify_pct = 130\n").unwrap_err();
+        assert!(err.message.contains("must rise"), "{err}");
+        assert!(EngineConfig::parse("c.toml", "[forecast]\nperiods = 0\n").unwrap_err().message.contains("periods"));
+        assert!(EngineConfig::parse("c.toml", "[cost]\nstorage = 1\n").unwrap_err().message.contains("storage"));
     }
 }

@@ -84,3 +84,45 @@ fn help_lists_the_commands() {
         assert!(text.contains(needle), "--help lacks {needle:?}:\n{text}");
     }
 }
+
+#[test]
+fn a_recorded_run_exports_its_ledger_and_its_week() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("run.db");
+    let db = db.to_str().unwrap();
+    assert!(gpuroom(&["sim", "--hours", "5", "--seed", "2", "--db", db]).status.success());
+    let focus = dir.path().join("focus.csv");
+    let out = gpuroom(&["export", "--db", db, "--format", "focus", "--month", "2020-01", "--out", focus.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("lines,"), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&focus).unwrap();
+    assert!(text.starts_with("BilledCost,EffectiveCost,ListCost"), "{}", &text[..80]);
+    let out = gpuroom(&["export", "--db", db, "--format", "csv", "--month", "2020-01"]);
+    assert!(out.status.success());
+    assert!(stdout(&out).starts_with("start,end,kind,node"));
+    let out = gpuroom(&["efficiency", "--db", db]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    for needle in ["GPU time", "zombie", "per held GPU-hour", "mean wait"] {
+        assert!(stdout(&out).contains(needle), "{needle}: {}", stdout(&out));
+    }
+    // Bad input: a month that is not one, a month with no ledger, no such file.
+    let out = gpuroom(&["export", "--db", db, "--month", "2020-13"]);
+    assert!(!out.status.success() && stderr(&out).contains("YYYY-MM"), "{}", stderr(&out));
+    let out = gpuroom(&["export", "--db", db, "--month", "2019-12"]);
+    assert!(!out.status.success() && stderr(&out).contains("no ledger lines in 2019-12"), "{}", stderr(&out));
+    let out = gpuroom(&["export", "--db", dir.path().join("none.db").to_str().unwrap(), "--month", "2020-01"]);
+    assert!(!out.status.success() && stderr(&out).contains("no such file"));
+}
+
+#[test]
+fn the_mix_command_shows_the_curve_and_refuses_nonsense() {
+    let out = gpuroom(&["mix", "--utilization", "0.8"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    for needle in ["break-even at 65%", "◀ here", "interruptions/h", "Cheapest split", "5% grid", "spot 100%"] {
+        assert!(text.contains(needle), "{needle:?} missing:\n{text}");
+    }
+    let out = gpuroom(&["mix", "--sla-floor", "1.5"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).to_lowercase().contains("floor"), "{}", stderr(&out));
+}
