@@ -260,7 +260,7 @@ pub struct Job {
     /// What the spot watcher and the checkpoint controller last made of the
     /// job on its spot instance (refreshed on prices, notices, saves, telemetry).
     #[serde(default)]
-    pub risk: Option<JobRisk>,
+    pub risk: Option<Box<JobRisk>>,
     /// Seconds its last saves took (EWMA): δ of Young/Daly.
     #[serde(default)]
     pub checkpoint_secs: Option<f64>,
@@ -269,7 +269,7 @@ pub struct Job {
     pub checkpoint_asked_at: Option<At>,
     /// Capacity to stay off after an interruption or a move (see `Avoid`).
     #[serde(default)]
-    pub avoid: Option<Avoid>,
+    pub avoid: Option<Box<Avoid>>,
 }
 
 /// Where a migrated job must not go next.

@@ -168,6 +168,9 @@ pub struct Room {
     pub(crate) budget_levels: BTreeMap<TenantId, crate::cost::budget::BudgetLevel>,
     #[serde(default, with = "crate::core::serde_pairs")]
     pub(crate) approvals: BTreeMap<TenantId, crate::cost::budget::Approval>,
+    /// Whether any tenant is limited or blocked (asked for every queued job).
+    #[serde(default)]
+    pub(crate) budget_limiting: bool,
     /// Operator actions, newest last (the event log keeps them all).
     #[serde(default)]
     pub(crate) audit: VecDeque<AuditEntry>,
@@ -218,6 +221,7 @@ impl Room {
             hazard,
             budget_levels: BTreeMap::new(),
             approvals: BTreeMap::new(),
+            budget_limiting: false,
             audit: VecDeque::new(),
             books: Books::default(),
             period: Default::default(),

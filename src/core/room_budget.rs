@@ -14,6 +14,10 @@ use super::units::{At, Micros};
 use crate::cost::budget::{Approval, AtLimit, BudgetLevel, threshold};
 
 impl Room {
+    pub(crate) fn any_budget_limited(&self) -> bool {
+        self.budget_limiting
+    }
+
     pub(crate) fn budget_level(&self, tenant: &TenantId) -> BudgetLevel {
         self.budget_levels.get(tenant).copied().unwrap_or(BudgetLevel::Ok)
     }
@@ -31,6 +35,10 @@ impl Room {
                 (level != before).then(|| (id.clone(), before, level, spent, spec.monthly_budget))
             })
             .collect();
+        if !changes.is_empty() {
+            self.budget_limiting = changes.iter().any(|c| c.2 >= BudgetLevel::Limited)
+                || self.budget_levels.iter().any(|(t, l)| *l >= BudgetLevel::Limited && !changes.iter().any(|c| &c.0 == t));
+        }
         for (tenant, before, level, spent, budget) in changes {
             self.budget_levels.insert(tenant.clone(), level);
             self.queue_dirty = true;
@@ -77,6 +85,10 @@ impl Room {
 
     /// Whether the scheduler may place this tenant's work, and where.
     pub(crate) fn budget_allows(&self, tenant: &TenantId, on_spot: bool) -> bool {
+        // The common case, asked for every queued job of every pass: nobody is limited.
+        if !self.any_budget_limited() {
+            return true;
+        }
         match self.budget_level(tenant) {
             BudgetLevel::Ok | BudgetLevel::Notify => true,
             BudgetLevel::Limited => self.config.cost.budget.at_limit == AtLimit::Spot && on_spot,

@@ -170,7 +170,7 @@ impl Room {
         job.state = JobState::Placed;
         job.placed_at = Some(at);
         job.escalated = false;
-        if let Some(Avoid::Pool(left)) = &job.avoid {
+        if let Some(Avoid::Pool(left)) = job.avoid.as_deref() {
             let moved = self.nodes.get(&plan.node).is_some_and(|n| {
                 n.spec.billing != crate::core::cluster::BillingMode::Spot || n.spec.zone != left.zone || n.spec.instance_type != left.instance_type
             });
@@ -247,11 +247,12 @@ impl Room {
         let mut spare_left = 0u32;
         let mut blocked: Option<JobId> = None;
         let mut borrowers = Vec::new();
+        let any_over_budget = self.any_budget_limited();
         for id in order {
             let Some(job) = self.jobs.get(&id) else { continue };
             let tenant = &job.spec.tags.tenant;
             // Over budget: it waits without holding up the queue or reserving room.
-            if !self.budget_allows(tenant, true) {
+            if any_over_budget && !self.budget_allows(tenant, true) {
                 continue;
             }
             match quota::admit(&job.spec, held.get(tenant).copied().unwrap_or_default(), self.tenants.get(tenant)) {
@@ -323,7 +324,7 @@ impl Room {
             return None;
         }
         let spot_only = !self.budget_allows(tenant, false);
-        let allowed = |node: &crate::core::cluster::Node| match &job.avoid {
+        let allowed = |node: &crate::core::cluster::Node| match job.avoid.as_deref() {
             _ if spot_only && node.spec.billing != crate::core::cluster::BillingMode::Spot => false,
             None => true,
             Some(Avoid::AllSpot) => node.spec.billing != crate::core::cluster::BillingMode::Spot,
@@ -335,7 +336,7 @@ impl Room {
         // goes back to it rather than wait (its replacement may be up).
         let plan = placement::place_where(&self.nodes, &job.spec, job.escalated, &opts, allowed).or_else(|| {
             let budget_ok = |node: &crate::core::cluster::Node| !spot_only || node.spec.billing == crate::core::cluster::BillingMode::Spot;
-            matches!(job.avoid, Some(Avoid::Pool(_))).then(|| placement::place_where(&self.nodes, &job.spec, job.escalated, &opts, budget_ok)).flatten()
+            matches!(job.avoid.as_deref(), Some(Avoid::Pool(_))).then(|| placement::place_where(&self.nodes, &job.spec, job.escalated, &opts, budget_ok)).flatten()
         })?;
         let Some(r) = reservation else { return Some(plan) };
         if plan.node != r.node {

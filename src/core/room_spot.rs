@@ -117,7 +117,7 @@ impl Room {
         let verdict = bid.map(|b| b.verdict).unwrap_or(Verdict::Stay);
         if let Some(job) = self.jobs.get_mut(&id) {
             job.risk =
-                Some(JobRisk { at, p_next_minute: p, interval: interval.secs, shortened: interval.shortened, bid, base });
+                Some(Box::new(JobRisk { at, p_next_minute: p, interval: interval.secs, shortened: interval.shortened, bid, base }));
         }
         verdict
     }
@@ -176,11 +176,11 @@ impl Room {
             (StopReason::Interruption | StopReason::MaxPrice { .. }, _, Some(pool)) => Some(Avoid::Pool(pool)),
             _ => None,
         };
-        if avoid.is_some() && job.avoid != Some(Avoid::AllSpot) {
+        if avoid.is_some() && job.avoid.as_deref() != Some(&Avoid::AllSpot) {
             if avoid == Some(Avoid::AllSpot) {
                 self.stats.migrations += 1;
             }
-            job.avoid = avoid;
+            job.avoid = avoid.map(Box::new);
         }
         job.risk = None;
     }

@@ -269,6 +269,12 @@ pub struct Totals {
     pub mean_wait: Option<Secs>,
     /// Mean job completion time (submission to done) of finished jobs.
     pub mean_jct: Option<Secs>,
+    /// Storage, checkpoint I/O and network, on top of `spend`.
+    #[serde(default)]
+    pub services: Micros,
+    /// What the Holt-Winters day-ahead forecast says the rest of the month costs.
+    #[serde(default)]
+    pub forecast_rest_of_month: Option<Micros>,
 }
 
 impl Room {
@@ -308,6 +314,8 @@ impl Room {
             spend: self.books.total(),
             mean_wait: (self.stats.wait_count > 0).then(|| Secs(self.stats.wait_secs_sum / self.stats.wait_count as i64)),
             mean_jct: (self.stats.done > 0).then(|| Secs(self.stats.jct_secs_sum / self.stats.done as i64)),
+            services: self.books.services,
+            forecast_rest_of_month: now.and_then(|at| self.projected_rest_of_month(at)),
         };
         view
     }

@@ -370,6 +370,14 @@ fn modes_line<'a>(view: &View, t: &Theme) -> Line<'a> {
     let idle: Micros = totals.idle_by_mode.iter().copied().sum();
     spans.push(Span::styled("  idle ", t.dim));
     spans.push(Span::styled(idle.to_string(), if idle.0 > 0 { t.warn } else { t.text }));
+    if totals.services.0 > 0 {
+        spans.push(Span::styled("  + storage & I/O ", t.dim));
+        spans.push(Span::styled(totals.services.to_string(), t.text));
+    }
+    if let Some(rest) = totals.forecast_rest_of_month {
+        spans.push(Span::styled("  forecast to month end +", t.dim));
+        spans.push(Span::styled(rest.to_string(), t.figure));
+    }
     Line::from(spans)
 }
 
