@@ -49,8 +49,8 @@ impl Room {
         self.charge_storage(start, end);
         let period = std::mem::take(&mut self.period);
         self.period.start = Some(end);
-        let mut lines = Vec::with_capacity(period.instance.len() + period.services.len());
-        for ((node_id, unit, job), open) in period.instance {
+        let mut lines = Vec::with_capacity(period.services.len() + 8 * period.instance.len());
+        for ((node_id, unit, job), open) in period.lines() {
             let Some(node) = self.nodes.get(&node_id) else { continue };
             lines.push(LedgerLine {
                 start,

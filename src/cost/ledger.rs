@@ -89,24 +89,46 @@ pub struct OpenLine {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct OpenPeriod {
     pub start: Option<At>,
-    /// (node, unit, job or idle) → accrued so far.
+    /// Per node, per unit: (job or idle, accrued so far). A unit holds one
+    /// to a few jobs, so a short vector beats a map on the accrual's hot path.
     #[serde(with = "crate::core::serde_pairs")]
-    pub instance: BTreeMap<(NodeId, u8, Option<JobId>), OpenLine>,
+    pub instance: BTreeMap<NodeId, Vec<Vec<(Option<JobId>, OpenLine)>>>,
     /// Storage, I/O and network lines already priced in this period.
     pub services: Vec<LedgerLine>,
 }
 
 impl OpenPeriod {
     pub fn add(&mut self, key: (NodeId, u8, Option<JobId>), amount: Micros, list: f64, gpu_ms: i64) {
-        let line = self.instance.entry(key).or_default();
+        let (node, unit, job) = key;
+        let units = self.instance.entry(node).or_default();
+        let unit = usize::from(unit);
+        if units.len() <= unit {
+            units.resize_with(unit + 1, Vec::new);
+        }
+        let lines = &mut units[unit];
+        let i = match lines.iter().position(|(j, _)| *j == job) {
+            Some(i) => i,
+            None => {
+                lines.push((job, OpenLine::default()));
+                lines.len() - 1
+            }
+        };
+        let line = &mut lines[i].1;
         line.amount += amount;
         line.list += list;
         line.gpu_ms += gpu_ms;
     }
 
+    /// Every open instance line with its (node, unit, job or idle).
+    pub fn lines(&self) -> impl Iterator<Item = ((NodeId, u8, Option<JobId>), &OpenLine)> {
+        self.instance.iter().flat_map(|(node, units)| {
+            units.iter().enumerate().flat_map(move |(u, lines)| lines.iter().map(move |(job, line)| ((*node, u as u8, *job), line)))
+        })
+    }
+
     /// Everything accrued in the open period, instance lines included.
     pub fn total(&self) -> Micros {
-        self.instance.values().map(|l| l.amount).sum::<Micros>() + self.services.iter().map(|l| l.amount).sum::<Micros>()
+        self.lines().map(|(_, l)| l.amount).sum::<Micros>() + self.services.iter().map(|l| l.amount).sum::<Micros>()
     }
 }
 
@@ -137,6 +159,8 @@ mod tests {
         p.add((NodeId(1), 0, Some(JobId(1))), Micros(5), 7.5, 100);
         p.add((NodeId(1), 1, None), Micros(3), 3.0, 50);
         assert_eq!(p.total(), Micros(13));
-        assert_eq!(p.instance[&(NodeId(1), 0, Some(JobId(1)))].gpu_ms, 200);
+        let lines: Vec<_> = p.lines().collect();
+        assert_eq!(lines.len(), 2);
+        assert_eq!((lines[0].0, lines[0].1.gpu_ms), ((NodeId(1), 0, Some(JobId(1))), 200));
     }
 }

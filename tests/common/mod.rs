@@ -71,18 +71,18 @@ pub fn check(room: &Room, context: &str) {
 pub fn check_ledger(room: &Room, closed: &[gpuroom::cost::ledger::LedgerLine], context: &str) {
     let open = room.open_period();
     let instance: Micros = closed.iter().filter(|l| l.kind.is_instance()).map(|l| l.amount).sum::<Micros>()
-        + open.instance.values().map(|l| l.amount).sum::<Micros>();
+        + open.lines().map(|(_, l)| l.amount).sum::<Micros>();
     assert_eq!(instance, room.books().total(), "{context}: ledger instance lines do not add up to the instances' cost");
     let services: Micros =
         closed.iter().filter(|l| !l.kind.is_instance()).map(|l| l.amount).sum::<Micros>() + open.services.iter().map(|l| l.amount).sum::<Micros>();
     assert_eq!(services, room.books().services, "{context}: ledger service lines do not add up");
     let idle: Micros = closed.iter().filter(|l| l.kind == gpuroom::cost::ledger::LineKind::Idle).map(|l| l.amount).sum::<Micros>()
-        + open.instance.iter().filter(|(k, _)| k.2.is_none()).map(|(_, l)| l.amount).sum::<Micros>();
+        + open.lines().filter(|(k, _)| k.2.is_none()).map(|(_, l)| l.amount).sum::<Micros>();
     assert_eq!(idle, room.books().idle_spend.iter().copied().sum::<Micros>(), "{context}: idle lines do not add up");
     for (tenant, book) in &room.books().tenants {
         let from_lines: Micros = closed.iter().filter(|l| l.tags.as_ref().is_some_and(|t| &t.tenant == tenant)).map(|l| l.amount).sum::<Micros>()
             + open.services.iter().filter(|l| l.tags.as_ref().is_some_and(|t| &t.tenant == tenant)).map(|l| l.amount).sum::<Micros>()
-            + open.instance.iter().filter(|(k, _)| k.2.and_then(|j| room.job(j)).is_some_and(|j| &j.spec.tags.tenant == tenant)).map(|(_, l)| l.amount).sum::<Micros>();
+            + open.lines().filter(|(k, _)| k.2.and_then(|j| room.job(j)).is_some_and(|j| &j.spec.tags.tenant == tenant)).map(|(_, l)| l.amount).sum::<Micros>();
         assert_eq!(from_lines, book.all_time, "{context}: tenant {} lines do not add up to its books", tenant.0);
     }
 }
