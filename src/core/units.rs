@@ -165,9 +165,26 @@ impl fmt::Display for Secs {
             0..60 => write!(f, "{s}s"),
             60..3600 => write!(f, "{}m{:02}s", s / 60, s % 60),
             3600..86400 => write!(f, "{}h{:02}m", s / 3600, (s % 3600) / 60),
+            // Past a hundred days an estimate says "not in any useful time".
+            8_640_000.. => write!(f, ">99d"),
             _ => write!(f, "{}d{:02}h", s / 86400, (s % 86400) / 3600),
         }
     }
+}
+
+
+
+/// The first instant of the month after the one `at` is in (UTC).
+/// The next whole hour after `at` (a charge period's end).
+pub fn start_of_next_hour(at: At) -> At {
+    let secs = at.timestamp().div_euclid(3600) * 3600 + 3600;
+    chrono::DateTime::from_timestamp(secs, 0).unwrap_or(at)
+}
+
+pub fn start_of_next_month(at: At) -> At {
+    use chrono::{Datelike, TimeZone};
+    let (year, month) = if at.month() == 12 { (at.year() + 1, 1) } else { (at.year(), at.month() + 1) };
+    chrono::Utc.with_ymd_and_hms(year, month, 1, 0, 0, 0).single().unwrap_or(at)
 }
 
 #[cfg(test)]
@@ -177,6 +194,7 @@ mod tests {
     #[test]
     fn parses_aws_price_texts_exactly() {
         assert_eq!(Micros::parse_decimal("1.067100"), Ok(Micros(1_067_100)));
+        assert_eq!((Secs(100 * 86_400).to_string(), Secs(i64::MAX).to_string(), Secs(99 * 86_400).to_string()), (">99d".into(), ">99d".into(), "99d00h".into()));
         assert_eq!(Micros::parse_decimal("7.2"), Ok(Micros(7_200_000)));
         assert_eq!(Micros::parse_decimal("0.00001"), Ok(Micros(10)));
         assert_eq!(Micros::parse_decimal("24"), Ok(Micros(24_000_000)));
@@ -218,17 +236,4 @@ mod tests {
         assert_eq!(Secs(3 * 3600 + 7 * 60).to_string(), "3h07m");
         assert_eq!(Secs(2 * 86400 + 4 * 3600).to_string(), "2d04h");
     }
-}
-
-/// The first instant of the month after the one `at` is in (UTC).
-/// The next whole hour after `at` (a charge period's end).
-pub fn start_of_next_hour(at: At) -> At {
-    let secs = at.timestamp().div_euclid(3600) * 3600 + 3600;
-    chrono::DateTime::from_timestamp(secs, 0).unwrap_or(at)
-}
-
-pub fn start_of_next_month(at: At) -> At {
-    use chrono::{Datelike, TimeZone};
-    let (year, month) = if at.month() == 12 { (at.year() + 1, 1) } else { (at.year(), at.month() + 1) };
-    chrono::Utc.with_ymd_and_hms(year, month, 1, 0, 0, 0).single().unwrap_or(at)
 }

@@ -400,7 +400,7 @@ impl Room {
                 .rates
                 .get(&job.spec.id)
                 .and_then(|r| r.remaining_secs(job.spec.steps_total.saturating_sub(job.steps_done)))
-                .map(|(mean, _)| Secs(mean.round() as i64));
+                .and_then(|(mean, _)| Secs::from_f64(mean));
             let row = JobRow {
                 id: job.spec.id,
                 name: clean(&job.spec.name),

@@ -73,6 +73,11 @@ pub fn render(view: &View, props: PaneProps<'_>, area: Rect, buf: &mut Buffer) {
     if over > 0 {
         flags.push(Span::styled(format!(" ▲ {over} over budget "), t.alarm));
     }
+    // The fleet's month-end outlook rides in the title, where it always fits.
+    if let Some(rest) = view.totals.forecast_rest_of_month {
+        flags.push(Span::styled(" month end +", t.dim));
+        flags.push(Span::styled(format!("{} forecast ", crate::tui::fmt::money_whole(rest)), t.figure));
+    }
     let extra = (!flags.is_empty()).then(|| Line::from(flags));
     let inner = frame(PaneId::Budget, extra, props, area, buf);
     if inner.is_empty() {
@@ -371,12 +376,8 @@ fn modes_line<'a>(view: &View, t: &Theme) -> Line<'a> {
     spans.push(Span::styled("  idle ", t.dim));
     spans.push(Span::styled(idle.to_string(), if idle.0 > 0 { t.warn } else { t.text }));
     if totals.services.0 > 0 {
-        spans.push(Span::styled("  + storage & I/O ", t.dim));
+        spans.push(Span::styled("  +I/O ", t.dim));
         spans.push(Span::styled(totals.services.to_string(), t.text));
-    }
-    if let Some(rest) = totals.forecast_rest_of_month {
-        spans.push(Span::styled("  forecast to month end +", t.dim));
-        spans.push(Span::styled(rest.to_string(), t.figure));
     }
     Line::from(spans)
 }
