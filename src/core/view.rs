@@ -463,7 +463,7 @@ impl Room {
         let now = self.now.unwrap_or_default();
         for (key, pool) in &self.market.pools {
             let nodes: Vec<_> = self.nodes.values().filter(|n| n.spec.billing == BillingMode::Spot && n.spec.pool() == *key).collect();
-            let (change, trend) = self.market.trend(key, now, self.config.trend_window).unwrap_or((0, Trend::Flat));
+            let (change, trend) = self.market.change_over(key, now, self.config.trend_window).unwrap_or((0, Trend::Flat));
             let trend = pool.trend.as_ref().map_or(trend, |tr| tr.direction);
             let hazard = self.now.map(|at| {
                 let risk = self.hazard.view(&key.instance_type, at, self.spot_at_risk(&key.instance_type).max(1));

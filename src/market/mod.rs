@@ -110,8 +110,9 @@ impl Market {
         pool.history.iter().rev().find(|(t, _)| *t <= at).map(|(_, p)| *p)
     }
 
-    /// Price change over the last `span` and its direction (a ±0.5% dead band).
-    pub fn trend(&self, key: &PoolKey, now: At, span: Secs) -> Option<(i64, Trend)> {
+    /// Price change over the last `span`, end to end, and its direction (a
+    /// ±0.5% dead band); the least-squares trend the bids use is `Pool::trend`.
+    pub fn change_over(&self, key: &PoolKey, now: At, span: Secs) -> Option<(i64, Trend)> {
         let now_price = self.price(key)?;
         let then = self.price_at(key, now - span.delta()).unwrap_or_else(|| {
             self.pools.get(key).and_then(|p| p.history.front().map(|(_, p)| *p)).unwrap_or(now_price)
@@ -160,11 +161,11 @@ mod tests {
         let mut m = Market::new(Secs(86_400));
         m.observe(key(), t(0), MicrosPerHour(1_000_000)).unwrap();
         m.observe(key(), t(100), MicrosPerHour(1_004_000)).unwrap();
-        assert_eq!(m.trend(&key(), t(200), Secs(300)).unwrap().1, Trend::Flat);
+        assert_eq!(m.change_over(&key(), t(200), Secs(300)).unwrap().1, Trend::Flat);
         m.observe(key(), t(200), MicrosPerHour(1_100_000)).unwrap();
-        assert_eq!(m.trend(&key(), t(250), Secs(300)), Some((100_000, Trend::Rising)));
+        assert_eq!(m.change_over(&key(), t(250), Secs(300)), Some((100_000, Trend::Rising)));
         m.observe(key(), t(300), MicrosPerHour(900_000)).unwrap();
-        assert_eq!(m.trend(&key(), t(300), Secs(200)).unwrap().1, Trend::Falling);
+        assert_eq!(m.change_over(&key(), t(300), Secs(200)).unwrap().1, Trend::Falling);
     }
 
     #[test]
