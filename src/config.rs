@@ -1,4 +1,5 @@
-//! The engine's configuration file (TOML): scheduler and checkpoint policy.
+//! The engine's configuration file (TOML): scheduler, checkpoint, spot, cost and
+//! forecast policy.
 //! Read from `--config FILE`, else `$XDG_CONFIG_HOME/gpuroom/config.toml`
 //! (or `~/.config/gpuroom/config.toml`) when it exists; every key is optional
 //! and defaults to the built-in policy. Unknown keys are errors (a typo must

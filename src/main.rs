@@ -57,7 +57,7 @@ struct Cli {
 
 #[derive(Args, Debug, Clone)]
 struct PolicyArgs {
-    /// Engine configuration (scheduler and checkpoint policy, TOML). Default:
+    /// Engine configuration (scheduler, checkpoint, spot, cost and forecast policy, TOML). Default:
     /// $XDG_CONFIG_HOME/gpuroom/config.toml if it exists.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
