@@ -657,6 +657,8 @@ impl Room {
         if job.waited_secs == 0 && job.attempts == 0 {
             job.waited_secs = (at - job.queued_since).num_seconds().max(0);
         }
+        let (tenant, cost, requests, tokens) = (job.spec.tags.tenant.clone(), job.cost + job.service_cost, job.requests, job.tokens);
+        self.books.record_done_output(&tenant, cost, requests, tokens);
         self.active.remove(&id);
         self.queued.remove(&id);
         self.holding.remove(&id);

@@ -559,10 +559,14 @@ impl Room {
                 *held.entry(job.spec.tags.tenant.0.as_str()).or_default() += u32::from(job.spec.gpus);
             }
         }
-        // Unit costs: (cost, requests) and (cost, tokens) summed over the
-        // jobs that reported output, finished ones included.
+        // Unit costs: (cost, requests) and (cost, tokens) over the jobs that
+        // reported output: finished ones from the books, running ones live.
         let mut output: std::collections::BTreeMap<&str, [(i128, i128); 2]> = std::collections::BTreeMap::new();
-        for job in self.jobs.values().filter(|j| j.requests > 0 || j.tokens > 0) {
+        for (tenant, book) in &self.books.tenants {
+            let d = book.done_output;
+            output.insert(tenant.0.as_str(), [(d.request_cost.0.into(), d.requests.into()), (d.token_cost.0.into(), d.tokens.into())]);
+        }
+        for job in self.active.iter().filter_map(|id| self.jobs.get(id)).filter(|j| j.requests > 0 || j.tokens > 0) {
             let total = i128::from((job.cost + job.service_cost).0);
             let sums = output.entry(job.spec.tags.tenant.0.as_str()).or_default();
             for (sum, n) in sums.iter_mut().zip([job.requests, job.tokens]) {

@@ -16,6 +16,32 @@ pub struct TenantBook {
     pub month: (i32, u32),
     pub month_to_date: Micros,
     pub all_time: Micros,
+    /// Finished jobs that reported output: what they cost and produced
+    /// (running ones are added live), for unit costs.
+    #[serde(default)]
+    pub done_output: OutputSums,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutputSums {
+    /// Cost of the jobs that reported requests, and the requests.
+    pub request_cost: Micros,
+    pub requests: u64,
+    pub token_cost: Micros,
+    pub tokens: u64,
+}
+
+impl OutputSums {
+    pub fn add(&mut self, cost: Micros, requests: u64, tokens: u64) {
+        if requests > 0 {
+            self.request_cost += cost;
+            self.requests = self.requests.saturating_add(requests);
+        }
+        if tokens > 0 {
+            self.token_cost += cost;
+            self.tokens = self.tokens.saturating_add(tokens);
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,6 +86,10 @@ impl Books {
     pub fn charge_mode(&mut self, mode: BillingMode, allocated: Micros, idle: Micros) {
         self.spend[mode.index()] += allocated + idle;
         self.idle_spend[mode.index()] += idle;
+    }
+
+    pub fn record_done_output(&mut self, tenant: &TenantId, cost: Micros, requests: u64, tokens: u64) {
+        self.tenants.entry(tenant.clone()).or_default().done_output.add(cost, requests, tokens);
     }
 
     pub fn total(&self) -> Micros {
