@@ -92,7 +92,7 @@ fn replay(fit: FitPolicy) -> Outcome {
     let mut stranded = 0u64;
     let mut placed = 0u64;
     let mut n = 0u64;
-    let mut handle = |room: &mut Room, at: i64, event: Event, exits: &mut BinaryHeap<Reverse<(i64, u64)>>, placed: &mut u64| {
+    let handle = |room: &mut Room, at: i64, event: Event, exits: &mut BinaryHeap<Reverse<(i64, u64)>>, placed: &mut u64| {
         let effects = room.apply(t(0) + TimeDelta::seconds(at), &event);
         for e in effects {
             match e {
@@ -125,7 +125,7 @@ fn replay(fit: FitPolicy) -> Outcome {
         frag_sum += frag.partial_free_share;
         samples += 1;
         n += 1;
-        if n % 1000 == 0 {
+        if n.is_multiple_of(1000) {
             common::check(&room, &format!("{fit:?} after pod {n}"));
         }
     }

@@ -66,8 +66,7 @@ fn pane_text(screen: &[String], title: &str) -> Option<String> {
             .find(|&r| grid[r].get(left).is_some_and(|c| matches!(c, '└' | '╰' | '┗' | '╚')))
             .unwrap_or(grid.len() - 1);
         let mut inside = String::new();
-        for r in row + 1..bottom {
-            let cells = &grid[r];
+        for cells in grid.iter().take(bottom).skip(row + 1) {
             let end = right.min(cells.len());
             if left + 1 < end {
                 inside.extend(&cells[left + 1..end]);

@@ -35,7 +35,7 @@ fn a_three_day_simulated_run_keeps_every_invariant_after_every_event() {
         }
         world.handle(at, &effects);
         n += 1;
-        if n % 7 == 0 {
+        if n.is_multiple_of(7) {
             check(&room, &format!("after event {n} ({}) at {at}", event.kind()));
         }
     }

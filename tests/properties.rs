@@ -33,6 +33,14 @@ enum Step {
     Operator(usize, u8),
     Switch(u8),
     Wait(u16),
+    /// A spot price move (may pass jobs' max prices).
+    Price(u32),
+    /// Output counters of a job.
+    Output(usize, u64),
+    /// Lifetimes for the hazard prior (some of them invalid).
+    Lifetimes(Vec<i64>),
+    /// An overrun approval, with or without a reason and a bound.
+    Approve(u8, bool, Option<i64>),
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -51,6 +59,10 @@ fn step() -> impl Strategy<Value = Step> {
         1 => (any::<usize>(), 0u8..3).prop_map(|(k, a)| Step::Operator(k, a)),
         1 => (0u8..4).prop_map(Step::Switch),
         2 => (1u16..3600).prop_map(Step::Wait),
+        1 => (1_000_000u32..20_000_000).prop_map(Step::Price),
+        1 => (any::<usize>(), 0u64..100_000).prop_map(|(k, n)| Step::Output(k, n)),
+        1 => proptest::collection::vec(-5i64..20_000, 0..20).prop_map(Step::Lifetimes),
+        1 => (0u8..3, any::<bool>(), proptest::option::of(-5i64..1_000_000_000)).prop_map(|(t, r, a)| Step::Approve(t, r, a)),
     ]
 }
 
@@ -70,6 +82,8 @@ fn run(config: SchedConfig, steps: Vec<Step>) {
     for (i, name) in ["a", "b", "c"].iter().enumerate() {
         let mut spec = tenant_spec(name, [8, 6, 4][i]);
         spec.borrow_limit_gpus = [4, 8, 0][i];
+        // Budgets small enough that long cases pass 80%, 100% and 120%.
+        spec.monthly_budget = gpuroom::core::units::Micros([50_000_000, 200_000_000, 0][i]);
         room.apply(t(0), &Event::TenantDefined { spec });
     }
     room.apply(t(0), &Event::PriceTick { zone: "us-east-1c".into(), instance_type: "p3.16xlarge".into(), price: MicrosPerHour(7_344_000) });
@@ -118,6 +132,24 @@ fn run(config: SchedConfig, steps: Vec<Step>) {
                 now += i64::from(secs);
                 Event::Tick
             }
+            Step::Price(p) => Event::PriceTick { zone: "us-east-1c".into(), instance_type: "p3.16xlarge".into(), price: MicrosPerHour(i64::from(p)) },
+            Step::Output(k, n) => match nth_job(&room, k) {
+                Some(job) => Event::JobOutput { job, requests: n, tokens: n * 100 },
+                None => Event::Tick,
+            },
+            Step::Lifetimes(secs) => Event::SpotLifetimes {
+                instance_type: "p3.16xlarge".into(),
+                lifetimes: secs.into_iter().map(|s| gpuroom::market::hazard::Lifetime { secs: Secs(s), interrupted: s % 3 != 0 }).collect(),
+            },
+            Step::Approve(tenant, reason, amount) => Event::Operator {
+                actor: Actor { user: "p".into(), origin: "prop".into(), role: Role::Operator },
+                action: Action::ApproveOverrun {
+                    tenant: gpuroom::core::ids::TenantId(["a", "b", "c"][usize::from(tenant)].into()),
+                    reason: if reason { "deadline".into() } else { String::new() },
+                    amount: amount.map(gpuroom::core::units::Micros),
+                    until: None,
+                },
+            },
         };
         let effects = room.apply(t(now), &event);
         // The core never answers with a panic, only with effects.

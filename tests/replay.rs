@@ -79,7 +79,7 @@ fn a_damaged_log_is_reported_with_the_event_number() {
         conn.execute("UPDATE events SET body = '{\"JobStarted\":' WHERE seq = 42", []).unwrap();
     }
     let store = Store::open_read_only(&path).unwrap();
-    let err = replay(&store, false).err().expect("damaged");
+    let err = replay(&store, false).expect_err("damaged");
     let text = err.to_string();
     assert!(text.contains("run.db") && text.contains("event 42"), "{text}");
 }

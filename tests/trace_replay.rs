@@ -34,7 +34,7 @@ fn replay(discipline: DisciplineKind, traces: &Traces) -> Outcome {
         assert!(!effects.iter().any(|e| matches!(e, gpuroom::core::Effect::Rejected { .. })), "{discipline:?}: {effects:?}");
         world.handle(at, &effects);
         n += 1;
-        if n % 97 == 0 {
+        if n.is_multiple_of(97) {
             common::check(&room, &format!("{discipline:?} after event {n} at {at}"));
         }
         if room.stats().done == 2000 {

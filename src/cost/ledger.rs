@@ -85,6 +85,9 @@ pub struct OpenLine {
     pub gpu_ms: i64,
 }
 
+/// One unit's open lines: a job (or idle, `None`) and what it accrued.
+pub type UnitLines = Vec<(Option<JobId>, OpenLine)>;
+
 /// The charge period being accrued: one hour.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct OpenPeriod {
@@ -92,7 +95,7 @@ pub struct OpenPeriod {
     /// Per node, per unit: (job or idle, accrued so far). A unit holds one
     /// to a few jobs, so a short vector beats a map on the accrual's hot path.
     #[serde(with = "crate::core::serde_pairs")]
-    pub instance: BTreeMap<NodeId, Vec<Vec<(Option<JobId>, OpenLine)>>>,
+    pub instance: BTreeMap<NodeId, Vec<UnitLines>>,
     /// Storage, I/O and network lines already priced in this period.
     pub services: Vec<LedgerLine>,
 }
