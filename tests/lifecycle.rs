@@ -299,3 +299,29 @@ fn a_tenants_burn_counts_a_mig_slice_at_its_share_of_the_instance() {
     room.apply(t(3601), &Event::Tick);
     assert_eq!(room.job(JobId(1)).unwrap().cost, Micros(15_912_000 / 16), "the ledger charges the same share");
 }
+
+#[test]
+fn finished_jobs_teach_the_room_how_long_the_next_one_runs() {
+    let mut room = room_with(&[(1, BillingMode::Reserved, 8)]);
+    // Ten one-GPU jobs of one model, each running 1,800 s.
+    for i in 0..10u64 {
+        let start = i as i64 * 2000;
+        let mut spec = job_spec(i + 1, "nlp", 1);
+        spec.tags.model = "whisper".into();
+        submit(&mut room, start, spec);
+        room.apply(t(start + 1), &Event::JobStarted { job: JobId(i + 1) });
+        room.apply(t(start + 1800), &Event::JobExited { job: JobId(i + 1), ok: true, message: "exit 0".into() });
+    }
+    // One more of the same model, waiting behind a full node.
+    let mut big = job_spec(50, "nlp", 8);
+    big.tags.model = "llama".into();
+    submit(&mut room, 30_000, big);
+    let mut next = job_spec(51, "nlp", 1);
+    next.tags.model = "whisper".into();
+    submit(&mut room, 30_001, next);
+    let view = room.view();
+    let row = view.jobs.iter().find(|j| j.id == JobId(51)).unwrap();
+    assert_eq!(row.state, "queued");
+    let predicted = row.predicted_runtime.expect("a prediction from ten finished jobs").0;
+    assert!((1500..=2200).contains(&predicted), "predicted {predicted} s for jobs that ran 1,800 s");
+}

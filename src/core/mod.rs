@@ -13,6 +13,7 @@ pub mod room;
 mod room_budget;
 mod room_cost;
 pub mod room_forecast;
+pub mod room_predict;
 pub mod room_spot;
 pub(crate) mod room_sched;
 pub mod serde_pairs;

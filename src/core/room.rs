@@ -175,6 +175,9 @@ pub struct Room {
     #[serde(default)]
     pub(crate) audit: VecDeque<AuditEntry>,
     pub(crate) books: Books,
+    /// The run-time predictor, learning from finished jobs.
+    #[serde(default)]
+    pub(crate) predictor: super::room_predict::Predictor,
     /// Hourly spend, the day-ahead forecast and the anomaly detector.
     #[serde(default)]
     pub(crate) forecast: super::room_forecast::SpendForecast,
@@ -226,6 +229,7 @@ impl Room {
             books: Books::default(),
             period: Default::default(),
             forecast: Default::default(),
+            predictor: Default::default(),
             accruals: BTreeMap::new(),
             rates: BTreeMap::new(),
             alarms: BTreeMap::new(),
@@ -643,6 +647,9 @@ impl Room {
         self.finish(at, id, state)?;
         if ok && let Some(job) = self.jobs.get_mut(&id) {
             job.steps_done = job.spec.steps_total;
+        }
+        if ok {
+            self.learn_runtime(id);
         }
         self.note(at, severity, format!("{id} {name} {verb}"));
         Ok(())

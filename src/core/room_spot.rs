@@ -97,7 +97,7 @@ impl Room {
         if let (Some(b), Some(m), Some(tr)) = (base, market, &trend) {
             base = Some(rebase(b, m, tr.projected(horizon), tr.direction));
         }
-        let remaining = self.rates.get(&id).and_then(|r| r.remaining_secs(job.spec.steps_total.saturating_sub(job.steps_done)));
+        let remaining = self.remaining_of(id);
         let progress = job.steps_done as f64 / job.spec.steps_total.max(1) as f64;
         let bid = match (base, market) {
             (Some(base), Some(market)) => {

@@ -131,6 +131,9 @@ pub struct JobRow {
     pub progress: f64,
     pub wait: Secs,
     pub eta: Option<Secs>,
+    /// For a job not yet running: its predicted run time (from jobs like it).
+    #[serde(default)]
+    pub predicted_runtime: Option<Secs>,
     pub cost: Micros,
     pub attempts: u32,
     /// Runs on capacity borrowed beyond its tenant's quota.
@@ -418,6 +421,12 @@ impl Room {
                 progress: job.progress(),
                 wait: Secs(job.wait_secs(now)),
                 eta,
+                predicted_runtime: (phase == Phase::Queued)
+                    .then(|| self.predictor.predict(job))
+                    .flatten()
+                    // A handful of finished jobs say little; show it once there are enough.
+                    .filter(|p| p.samples >= crate::predict::lifetime::MIN_RELIABLE_SAMPLES)
+                    .and_then(|p| Secs::from_f64(p.mean_secs)),
                 cost: job.cost,
                 attempts: job.attempts,
                 borrowed: borrowed.contains(&job.spec.id),

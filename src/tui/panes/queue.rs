@@ -169,7 +169,12 @@ fn job_cells<'a>(job: &JobRow, selected: bool, t: &Theme) -> Vec<Span<'a>> {
         Span::styled(fmt::bar(job.progress, 8), if queued { t.dim } else { t.ok }),
         Span::styled(fmt::pct(job.progress), t.text),
         Span::styled(job.wait.to_string(), if queued { wait_style(job.wait, t) } else { t.dim }),
-        Span::styled(job.eta.map(|e| e.to_string()).unwrap_or_else(|| "—".into()), t.text),
+        match (job.eta, job.predicted_runtime) {
+            (Some(eta), _) => Span::styled(eta.to_string(), t.text),
+            // Not started: how long it should run once placed, from jobs like it.
+            (None, Some(run)) if queued => Span::styled(format!("~{run}"), t.dim),
+            _ => Span::styled("—", t.text),
+        },
         Span::styled(job.cost.to_string(), t.text),
     ]
 }
