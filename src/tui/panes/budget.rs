@@ -156,7 +156,7 @@ pub fn render(view: &View, props: PaneProps<'_>, area: Rect, buf: &mut Buffer) {
         row += 1;
     }
     if h > used_rows + notes {
-        put(buf, inner, row, modes_line(view, t));
+        put(buf, inner, row, modes_line_within(view, t, inner.width as usize));
     }
 }
 
@@ -375,11 +375,20 @@ fn modes_line<'a>(view: &View, t: &Theme) -> Line<'a> {
     let idle: Micros = totals.idle_by_mode.iter().copied().sum();
     spans.push(Span::styled("  idle ", t.dim));
     spans.push(Span::styled(idle.to_string(), if idle.0 > 0 { t.warn } else { t.text }));
-    if totals.services.0 > 0 {
-        spans.push(Span::styled("  +I/O ", t.dim));
-        spans.push(Span::styled(totals.services.to_string(), t.text));
-    }
     Line::from(spans)
+}
+
+/// The spend line, with storage & checkpoint I/O appended when it fits.
+fn modes_line_within<'a>(view: &View, t: &Theme, width: usize) -> Line<'a> {
+    let mut line = modes_line(view, t);
+    let services = view.totals.services;
+    if services.0 > 0 {
+        let extra = [Span::styled("  storage & I/O ", t.dim), Span::styled(services.to_string(), t.text)];
+        if line.width() + extra.iter().map(|s| s.width()).sum::<usize>() <= width {
+            line.spans.extend(extra);
+        }
+    }
+    line
 }
 
 #[cfg(test)]
