@@ -45,15 +45,28 @@ pub fn summary(view: &View, world: Option<&WorldStats>) -> String {
             t.idle_by_mode[i].to_string()
         );
     }
-    let _ = writeln!(out, "spend     {} in all; fleet burn now {}", t.spend, view.cluster.burn);
+    let forecast = t.forecast_rest_of_month.map(|m| format!("; forecast {m} more to month end")).unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "spend     {} in all, + {} storage & checkpoint I/O; fleet burn now {}{forecast}",
+        t.spend, t.services, view.cluster.burn
+    );
     for b in &view.budgets {
         let used = if b.budget.0 > 0 { 100.0 * b.month_to_date.as_f64() / b.budget.as_f64() } else { 0.0 };
+        // Unit costs are fractions of a cent: four decimals.
+        let fine = |m: crate::core::units::Micros| format!("${:.4}", m.as_f64());
+        let unit = match (b.per_1k_requests, b.per_1m_tokens) {
+            (Some(r), Some(k)) => format!(", {} per 1k requests, {} per 1M tokens", fine(r), fine(k)),
+            (Some(r), None) => format!(", {} per 1k requests", fine(r)),
+            _ => String::new(),
+        };
         let _ = writeln!(
             out,
-            "  tenant {:<8} month to date {:>11} of {:>11} ({used:>5.1}%), burn {}, projected {}",
+            "  tenant {:<8} month to date {:>11} of {:>11} ({used:>5.1}%, {}), burn {}, projected {}{unit}",
             b.tenant,
             b.month_to_date.to_string(),
             b.budget.to_string(),
+            b.level.label(),
             b.burn,
             b.projected
         );
