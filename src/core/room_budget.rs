@@ -35,9 +35,8 @@ impl Room {
                 (level != before).then(|| (id.clone(), before, level, spent, spec.monthly_budget))
             })
             .collect();
-        if !changes.is_empty() {
-            self.budget_limiting = changes.iter().any(|c| c.2 >= BudgetLevel::Limited)
-                || self.budget_levels.iter().any(|(t, l)| *l >= BudgetLevel::Limited && !changes.iter().any(|c| &c.0 == t));
+        if changes.is_empty() {
+            return;
         }
         for (tenant, before, level, spent, budget) in changes {
             self.budget_levels.insert(tenant.clone(), level);
@@ -81,6 +80,8 @@ impl Room {
                 self.note(at, Severity::Info, format!("{name} may run again"));
             }
         }
+        // Cached for the scheduler, which asks for every queued job.
+        self.budget_limiting = self.budget_levels.values().any(|l| *l >= BudgetLevel::Limited);
     }
 
     /// Whether the scheduler may place this tenant's work, and where.

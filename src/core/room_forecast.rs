@@ -7,6 +7,8 @@
 
 use std::collections::VecDeque;
 
+use chrono::Timelike;
+
 use serde::{Deserialize, Serialize};
 
 use super::event::Effect;
@@ -78,7 +80,7 @@ impl Room {
             if let Some(expected) = expected {
                 self.check_spend(at, start, spend, expected, effects);
             }
-            if end.format("%H").to_string() == "00" {
+            if end.hour() == 0 {
                 self.forecast_day(end);
             }
         }

@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::cluster::BillingMode;
+use super::cluster::{BillingMode, Node};
 use super::event::Effect;
 use super::ids::{JobId, PoolKey};
 use super::job::{Avoid, JobRisk, Phase, StopReason};
@@ -44,19 +44,17 @@ impl Room {
 
     /// Spot instances of a type that are up (the hazard's population at risk).
     pub(crate) fn spot_at_risk(&self, instance_type: &str) -> u32 {
-        self.nodes.values().filter(|n| n.is_up() && n.spec.billing == BillingMode::Spot && n.spec.instance_type == instance_type).count()
-            as u32
+        self.at_risk_by_type().get(instance_type).copied().unwrap_or(0)
     }
 
-    fn job_node_type(&self, id: JobId) -> Option<String> {
-        let node = self.jobs.get(&id)?.placement.as_ref().and_then(|p| self.nodes.get(&p.node))?;
-        Some(node.spec.instance_type.clone())
+    /// The node a job holds GPUs on, if it holds any.
+    fn job_node(&self, id: JobId) -> Option<&Node> {
+        self.jobs.get(&id)?.placement.as_ref().and_then(|p| self.nodes.get(&p.node))
     }
 
     /// The pool a job holds GPUs in, if it holds any.
     pub(crate) fn job_pool(&self, id: JobId) -> Option<(PoolKey, BillingMode)> {
-        let node = self.jobs.get(&id)?.placement.as_ref().and_then(|p| self.nodes.get(&p.node))?;
-        Some((node.spec.pool(), node.spec.billing))
+        self.job_node(id).map(|node| (node.spec.pool(), node.spec.billing))
     }
 
     /// Spot instances up, per type, counted once for a batch of refreshes.
@@ -76,8 +74,7 @@ impl Room {
 
     /// `refresh_risk` with the population at risk already counted.
     fn refresh_risk_with(&mut self, at: At, id: JobId, at_risk: Option<u32>) -> Verdict {
-        let Some(job) = self.jobs.get(&id) else { return Verdict::Stay };
-        let Some(node) = job.placement.as_ref().and_then(|p| self.nodes.get(&p.node)) else { return Verdict::Stay };
+        let (Some(job), Some(node)) = (self.jobs.get(&id), self.job_node(id)) else { return Verdict::Stay };
         if node.spec.billing != BillingMode::Spot {
             if let Some(job) = self.jobs.get_mut(&id) {
                 job.risk = None;
@@ -130,8 +127,7 @@ impl Room {
         let counts: std::collections::BTreeMap<String, u32> =
             self.at_risk_by_type().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
         for id in ids {
-            let kind = self.job_node_type(id);
-            let at_risk = kind.and_then(|k| counts.get(&k).copied());
+            let at_risk = self.job_node(id).and_then(|n| counts.get(&n.spec.instance_type).copied());
             let verdict = self.refresh_risk_with(at, id, at_risk);
             let Some(job) = self.jobs.get(&id) else { continue };
             if verdict == Verdict::Stay || job.phase() != Phase::Running {
@@ -156,9 +152,7 @@ impl Room {
             .iter()
             .copied()
             .filter(|id| {
-                let Some(node) = self.jobs.get(id).and_then(|j| j.placement.as_ref()).and_then(|p| self.nodes.get(&p.node)) else {
-                    return false;
-                };
+                let Some(node) = self.job_node(*id) else { return false };
                 node.spec.billing == BillingMode::Spot
                     && pool.is_none_or(|k| node.spec.zone == k.zone && node.spec.instance_type == k.instance_type)
                     && instance_type.is_none_or(|t| node.spec.instance_type == t)
@@ -195,7 +189,7 @@ impl Room {
     /// The interval a running job saves at: risk-driven on spot, fixed otherwise.
     pub(crate) fn checkpoint_interval(&self, id: JobId) -> Option<Secs> {
         let job = self.jobs.get(&id)?;
-        let node = job.placement.as_ref().and_then(|p| self.nodes.get(&p.node))?;
+        let node = self.job_node(id)?;
         match node.spec.billing {
             BillingMode::Spot => Some(job.risk.as_ref().map(|r| r.interval).unwrap_or(self.config.checkpoint.max_interval)),
             mode => self.config.checkpoint.stable(mode),

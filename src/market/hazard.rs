@@ -317,9 +317,31 @@ impl RecentInterruptions {
     /// leans toward checkpointing too often, not too rarely. Then
     /// `p = 1 − exp(−60 λ)`. `None` when nothing is at risk.
     pub fn p_next_minute(&self, now: At, instances_at_risk: u32) -> Option<f64> {
-        let exposure = self.exposure(instances_at_risk);
-        (exposure > 0.0).then(|| -(-(self.count(now) as f64 / exposure) * 60.0).exp_m1())
+        recent_p_next_minute(self.count(now), self.exposure(instances_at_risk))
     }
+}
+
+/// `1 − exp(−60 λ)` with λ = events / exposure (instance-seconds); `None`
+/// when nothing was at risk.
+fn recent_p_next_minute(events: usize, exposure: f64) -> Option<f64> {
+    (exposure > 0.0).then(|| -(-(events as f64 / exposure) * 60.0).exp_m1())
+}
+
+/// The credibility blend of a long-run and a recent next-minute probability:
+/// `p = w·p_recent + (1 − w)·p_long`, with `w = E / (E + E₀)`, `E` the
+/// instance-seconds the recent window saw and `E₀` the prior exposure.
+/// Returns (p_recent, w, p). Shared by `HazardModel::assess` and callers
+/// that count recent events themselves (the spot experiment).
+pub fn blend(long_run: f64, recent_events: usize, instances_at_risk: u32, window: Secs, prior_exposure: Secs) -> (Option<f64>, f64, f64) {
+    let exposure = f64::from(instances_at_risk) * window.0 as f64;
+    let recent = recent_p_next_minute(recent_events, exposure);
+    let total = exposure + prior_exposure.0.max(0) as f64;
+    let weight = if total > 0.0 { exposure / total } else { 0.0 };
+    let p = match recent {
+        Some(r) => weight * r + (1.0 - weight) * long_run,
+        None => long_run,
+    };
+    (recent, weight, p.clamp(0.0, 1.0))
 }
 
 /// How the long-run and the recent estimates are weighed.
@@ -529,18 +551,8 @@ impl HazardModel {
         let base = long_run.unwrap_or_else(|| -(-fallback / 60.0).exp_m1());
         let window = risk.map_or(self.config.window, |r| r.recent.span());
         let recent_events = risk.map_or(0, |r| r.recent.count(now));
-        let recent = match risk {
-            Some(r) => r.recent.p_next_minute(now, instances_at_risk),
-            None => RecentInterruptions::new(window).p_next_minute(now, instances_at_risk),
-        };
-        let exposure = f64::from(instances_at_risk) * window.0 as f64;
-        let total = exposure + self.config.prior_exposure.0.max(0) as f64;
-        let weight = if total > 0.0 { exposure / total } else { 0.0 };
-        let p = match recent {
-            Some(r) => weight * r + (1.0 - weight) * base,
-            None => base,
-        };
-        RiskEstimate { long_run, recent_events, recent, weight, p: p.clamp(0.0, 1.0) }
+        let (recent, weight, p) = blend(base, recent_events, instances_at_risk, window, self.config.prior_exposure);
+        RiskEstimate { long_run, recent_events, recent, weight, p }
     }
 
     /// `assess(…).p`.

@@ -10,7 +10,7 @@
 use crate::ckpt::{CheckpointKind, CheckpointPolicy};
 use crate::core::units::{Micros, MicrosPerHour, Secs};
 use crate::market::bid::{BidInput, BidPolicy, Verdict, rebase};
-use crate::market::hazard::HazardConfig;
+use crate::market::hazard::{self, HazardConfig};
 
 use super::world::{Prices, Zone};
 use super::workload::Job;
@@ -49,14 +49,14 @@ impl World<'_> {
     /// `age` at `t`: the long-run Kaplan–Meier estimate blended with what the
     /// last 5 minutes showed (one pool-wide instance at risk).
     pub fn hazard(&self, zone: &Zone, t: f64, age: f64) -> f64 {
-        // The same blend as `market::hazard::HazardModel::assess`, computed
-        // from the trace directly because jobs are played one at a time.
+        // `HazardModel::assess`'s blend, with the recent reclaims counted from
+        // the trace directly (jobs are played one at a time, not in time
+        // order) and the pool as the one instance at risk.
         let smoothing = HazardConfig::default().smoothing;
         let long_run = zone.survival.p_interrupt_within_smoothed(Secs(age as i64), Secs(60), smoothing).unwrap_or(0.0);
-        let rate = zone.recent_reclaims(t, RECENT) as f64 / RECENT;
-        let p_recent = 1.0 - (-rate * 60.0).exp();
-        let w = RECENT / (RECENT + self.config.prior_exposure_secs);
-        w * p_recent + (1.0 - w) * long_run
+        let recent = zone.recent_reclaims(t, RECENT);
+        let prior = Secs(self.config.prior_exposure_secs as i64);
+        hazard::blend(long_run, recent, 1, Secs(RECENT as i64), prior).2
     }
 
     fn place(&self, strategy: Strategy, t: f64, avoid: Option<usize>) -> Place {
@@ -225,7 +225,7 @@ impl World<'_> {
                     let leave = t + if *done > *saved { secs } else { 0.0 };
                     if leave <= death {
                         if *done > *saved {
-                            self.record_save(out, bytes, saves, chain_bytes, *saves);
+                            self.record_save(out, bytes, saves, chain_bytes);
                             *saved = *done;
                         }
                         return End::Moved(leave);
@@ -257,7 +257,7 @@ impl World<'_> {
                     let switch = secs + self.config.launch_secs + self.config.load_secs + job.state_bytes as f64 / self.config.read_bytes_per_sec;
                     if (od - spot) * left > switch * (od + spot) {
                         if *done > *saved {
-                            self.record_save(out, bytes, saves, chain_bytes, *saves);
+                            self.record_save(out, bytes, saves, chain_bytes);
                             *saved = *done;
                         }
                         return End::Moved(t + secs);
@@ -271,7 +271,7 @@ impl World<'_> {
                 let cut_by_notice = gpuroom && t + secs > notice;
                 if !cut_by_notice && t + secs <= death {
                     t += secs;
-                    self.record_save(out, bytes, saves, chain_bytes, *saves);
+                    self.record_save(out, bytes, saves, chain_bytes);
                     *saved = *done;
                     since_save = 0;
                     out.checkpoint_pause_secs += secs;
@@ -290,7 +290,7 @@ impl World<'_> {
                     }
                     let (bytes, secs) = self.save_cost(job, *done - *saved, *saves);
                     if tn + secs <= death {
-                        self.record_save(out, bytes, saves, chain_bytes, *saves);
+                        self.record_save(out, bytes, saves, chain_bytes);
                         *saved = *done;
                         return End::Interrupted { at: tn + secs, lost_layers: partial, saved_in_time: Some(true) };
                     }
@@ -330,8 +330,8 @@ impl World<'_> {
         (bytes, bytes as f64 / self.config.write_bytes_per_sec)
     }
 
-    fn record_save(&self, out: &mut Outcome, bytes: u64, saves: &mut u64, chain: &mut u64, index: u64) {
-        let full = !(self.config.incremental && self.checkpoint.kind(index) == CheckpointKind::Incremental);
+    fn record_save(&self, out: &mut Outcome, bytes: u64, saves: &mut u64, chain: &mut u64) {
+        let full = !(self.config.incremental && self.checkpoint.kind(*saves) == CheckpointKind::Incremental);
         *chain = if full { bytes } else { *chain + bytes };
         *saves += 1;
         out.checkpoints += 1;
