@@ -76,6 +76,8 @@ pub struct App {
     /// Where the selection was, used when the selected job is gone.
     selected_at: usize,
     pub(crate) queue_window: Cell<Window>,
+    /// Fleet pane: selected node and drill-down.
+    pub fleet: super::panes::fleet::FleetUi,
 }
 
 impl App {

@@ -38,7 +38,7 @@ pub fn draw_buffer(app: &App, view: &View, ctx: &DrawContext, area: Rect, buf: &
         }
         let props = PaneProps { theme: t, focused: app.focus == id };
         match id {
-            PaneId::Fleet => panes::fleet::render(view, props, r, buf),
+            PaneId::Fleet => panes::fleet::render(view, &app.fleet, props, r, buf),
             PaneId::Memory => panes::memory::render(view, props, r, buf),
             PaneId::Queue => {
                 let ui = QueueUi { selected: app.selected_index(view), window: &app.queue_window };

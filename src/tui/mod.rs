@@ -16,6 +16,7 @@ mod chrome;
 pub mod commands;
 mod draw;
 pub mod fixture;
+pub mod fixture_large;
 pub mod fmt;
 mod help;
 pub mod layout;
@@ -25,6 +26,7 @@ pub mod run;
 pub mod svg;
 pub mod theme;
 pub mod theme_file;
+pub mod wall;
 
 use std::time::Duration;
 

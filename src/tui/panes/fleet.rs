@@ -17,7 +17,16 @@ use crate::tui::app::PaneId;
 use crate::tui::fmt::{self, put};
 use crate::tui::theme::Theme;
 
-pub fn render(view: &View, props: PaneProps<'_>, area: Rect, buf: &mut Buffer) {
+/// The fleet pane's UI state, held by `App`: which node is selected (↑↓
+/// while the fleet pane has the focus) and which one is drilled into (Enter,
+/// Esc leaves). Both follow the node by id as the view changes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FleetUi {
+    pub cursor: Option<crate::core::ids::NodeId>,
+    pub drill: Option<crate::core::ids::NodeId>,
+}
+
+pub fn render(view: &View, _ui: &FleetUi, props: PaneProps<'_>, area: Rect, buf: &mut Buffer) {
     let t = props.theme;
     let c = &view.cluster;
     let extra = Line::from(Span::styled(format!(" {}/{} nodes up ", c.nodes_up, c.nodes_total), t.dim));
@@ -229,14 +238,14 @@ mod tests {
     #[test]
     fn fleet_pane_wide() {
         let view = demo_view();
-        let terminal = draw_pane(72, 9, true, |p, a, b| render(&view, p, a, b));
+        let terminal = draw_pane(72, 9, true, |p, a, b| render(&view, &FleetUi::default(), p, a, b));
         insta::assert_snapshot!(terminal.backend());
     }
 
     #[test]
     fn fleet_pane_narrow_with_more_nodes_than_rows() {
         let view = demo_view();
-        let terminal = draw_pane(44, 6, false, |p, a, b| render(&view, p, a, b));
+        let terminal = draw_pane(44, 6, false, |p, a, b| render(&view, &FleetUi::default(), p, a, b));
         insta::assert_snapshot!(terminal.backend());
     }
 
@@ -246,7 +255,7 @@ mod tests {
         let shown = pick_rows(&view.nodes, 3);
         let names: Vec<&str> = view.nodes.iter().zip(&shown).filter(|(_, s)| **s).map(|(n, _)| n.name.as_str()).collect();
         assert_eq!(names, ["n04", "n05"], "draining and down first, one row left for +N");
-        let terminal = draw_pane(72, 9, false, |p, a, b| render(&view, p, a, b));
+        let terminal = draw_pane(72, 9, false, |p, a, b| render(&view, &FleetUi::default(), p, a, b));
         let rows: Vec<String> = (0..9)
             .map(|y| (0..72).map(|x| terminal.backend().buffer()[(x, y)].symbol().to_string()).collect())
             .collect();
@@ -264,7 +273,7 @@ mod tests {
         for i in 0..40 {
             view.nodes.push(NodeView { name: format!("x{i:02}"), ..template.clone() });
         }
-        let terminal = draw_pane(60, 8, false, |p, a, b| render(&view, p, a, b));
+        let terminal = draw_pane(60, 8, false, |p, a, b| render(&view, &FleetUi::default(), p, a, b));
         let text: String = terminal.backend().buffer().content.iter().map(|c| c.symbol()).collect();
         assert!(text.contains("+42 more — z to zoom"), "{text}");
         assert!(text.contains("draining 87s") && text.contains("down"), "trouble stays on screen: {text}");
@@ -272,7 +281,7 @@ mod tests {
 
     #[test]
     fn fleet_pane_empty_view() {
-        let terminal = draw_pane(40, 4, false, |p, a, b| render(&View::default(), p, a, b));
+        let terminal = draw_pane(40, 4, false, |p, a, b| render(&View::default(), &FleetUi::default(), p, a, b));
         insta::assert_snapshot!(terminal.backend());
     }
 }
