@@ -6,7 +6,7 @@
 //! Owns the order "append, then apply, then carry out the effects". Holds no
 //! policy and draws nothing.
 
-use crate::core::event::Event;
+use crate::core::event::{Action, Actor, Effect, Event};
 use crate::core::room::Room;
 use crate::core::units::At;
 use crate::sim::Simulation;
@@ -27,14 +27,14 @@ impl Engine {
         Engine { room, world, store, snapshot_every: 20_000, last_seq: 0, since_snapshot: 0 }
     }
 
-    fn feed(&mut self, at: At, event: &Event) -> Result<(), StoreError> {
+    fn feed(&mut self, at: At, event: &Event) -> Result<Vec<Effect>, StoreError> {
         if let Some(store) = self.store.as_mut() {
             self.last_seq = store.append(at, event)?;
         }
         let effects = self.room.apply(at, event);
         if let Some(store) = self.store.as_mut() {
             for effect in &effects {
-                if let crate::core::event::Effect::Ledger { lines } = effect {
+                if let Effect::Ledger { lines } = effect {
                     store.append_ledger(lines)?;
                 }
             }
@@ -47,7 +47,31 @@ impl Engine {
                 store.snapshot(self.last_seq, &self.room)?;
             }
         }
-        Ok(())
+        Ok(effects)
+    }
+
+    /// Carries out an operator's action now (at the room's clock): logged,
+    /// applied, its effects handed to the executor, and recorded in the
+    /// audit table whatever the outcome. Returns what was done, or why the
+    /// room refused it (`Err` inside `Ok`); the outer error is the store's.
+    pub fn operate(&mut self, actor: &Actor, action: Action) -> Result<Result<String, String>, StoreError> {
+        let at = self.room.now().unwrap_or_else(|| self.world.config().start);
+        let event = Event::Operator { actor: actor.clone(), action: action.clone() };
+        let before = self.room.stats().operator_actions;
+        let effects = self.feed(at, &event)?;
+        let refused = effects.iter().find_map(|e| match e {
+            Effect::Rejected { reason } => Some(reason.clone()),
+            _ => None,
+        });
+        let outcome = match refused {
+            Some(reason) => Err(reason),
+            None if self.room.stats().operator_actions > before => Ok(self.room.last_audit().map(|a| a.what.clone()).unwrap_or_default()),
+            None => Ok(format!("{}: nothing to do", action.verb())),
+        };
+        if let Some(store) = self.store.as_mut() {
+            store.append_audit(at, actor, &action, &outcome)?;
+        }
+        Ok(outcome)
     }
 
     /// Runs the world up to `until` (inclusive) and leaves the room's clock
@@ -59,11 +83,11 @@ impl Engine {
         }
         let mut applied = 0;
         while let Some((at, event)) = self.world.next_event(until) {
-            self.feed(at, &event)?;
+            let _ = self.feed(at, &event)?;
             applied += 1;
         }
         if self.room.now().is_none_or(|now| now < until) {
-            self.feed(until, &Event::Tick)?;
+            let _ = self.feed(until, &Event::Tick)?;
             applied += 1;
         }
         if let Some(store) = self.store.as_mut() {

@@ -14,6 +14,7 @@ pub mod engine;
 pub mod export;
 pub mod market;
 pub mod mix_report;
+pub mod operator;
 pub mod predict;
 pub mod report;
 pub mod sched;

@@ -10,7 +10,9 @@ use anyhow::{bail, Context, Result};
 use chrono::TimeDelta;
 use clap::{Args, Parser, Subcommand};
 use gpuroom::config::EngineConfig;
+use gpuroom::core::event::{Action, Role};
 use gpuroom::core::{Room, RoomConfig, View};
+use gpuroom::tui::run::{OperatorLink, Screen};
 use gpuroom::sched::DisciplineKind;
 use gpuroom::engine::Engine;
 use gpuroom::report;
@@ -47,10 +49,18 @@ struct Cli {
     /// Do not record an event log.
     #[arg(long, conflicts_with = "db")]
     no_log: bool,
-    /// Colour theme: a built-in name (dark, mono) or a theme file (see themes/).
-    /// Default: dark, or mono when NO_COLOR is set. A bad file falls back to the default.
+    /// Colour theme: a built-in name (dark, light, high-contrast, colour-blind, mono) or a
+    /// theme file (see themes/). Default: dark, or mono when NO_COLOR is set. A bad file
+    /// falls back to the default.
     #[arg(long, value_name = "NAME|FILE")]
     theme: Option<String>,
+    /// Read-only wall display: large layout, pages cycle every 15 s, no key but q does
+    /// anything, and the engine refuses actions from it (its actor is a viewer).
+    #[arg(long)]
+    wall: bool,
+    /// Seconds without a new view before the data is shown as STALE.
+    #[arg(long, default_value_t = 10, value_name = "SECS")]
+    stale_after: u64,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -381,6 +391,10 @@ fn run_console(cli: &Cli) -> Result<()> {
     let recording = if engine.store.is_some() { " REC" } else { "" };
     let source = format!("SIM ×{} seed {}{recording}", cli.speed, cli.world.seed);
     let mut ctx = gpuroom::tui::DrawContext::new(source);
+    ctx.stale_after = Duration::from_secs(cli.stale_after.max(1));
+    let role = if cli.wall { Role::Viewer } else { Role::Operator };
+    let actor = gpuroom::operator::actor_from_env(role);
+    let screen = if cli.wall { Screen::Wall } else { Screen::Console };
     let theme_error = match cli.theme.as_deref().map(gpuroom::tui::theme_file::load) {
         Some(Ok(theme)) => {
             ctx.theme = theme;
@@ -398,6 +412,9 @@ fn run_console(cli: &Cli) -> Result<()> {
     let engine = runtime.block_on(async move {
         let (views, rx) = tokio::sync::watch::channel(Arc::new(engine.room.view()));
         let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+        let (actions_tx, mut actions) = tokio::sync::mpsc::channel::<Action>(16);
+        let (outcomes, outcomes_rx) = tokio::sync::mpsc::channel(16);
+        let link = OperatorLink { actions: actions_tx, outcomes: outcomes_rx };
         let driver = tokio::spawn(async move {
             let wall0 = Instant::now();
             let sim0 = engine.room.now().unwrap_or(start);
@@ -413,12 +430,18 @@ fn run_console(cli: &Cli) -> Result<()> {
                             break;
                         }
                     }
+                    Some(action) = actions.recv() => {
+                        // Applied at once, between ticks, and shown on the next view.
+                        let outcome = engine.operate(&actor, action)?;
+                        let _ = outcomes.send(outcome).await;
+                        let _ = views.send(Arc::new(engine.room.view()));
+                    }
                     _ = &mut stopped => break,
                 }
             }
             anyhow::Ok(engine)
         });
-        let console = gpuroom::tui::run_console(rx, ctx).await;
+        let console = gpuroom::tui::run_console(rx, ctx, Some(link), screen).await;
         let _ = stop.send(());
         let engine = driver.await.context("engine task")??;
         console?;

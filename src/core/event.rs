@@ -61,14 +61,33 @@ pub enum Action {
     /// Let a tenant past its hard budget threshold: a reason is required,
     /// and an amount over the threshold or an expiry (or both).
     ApproveOverrun { tenant: TenantId, reason: String, amount: Option<Micros>, until: Option<At> },
+    /// Save the job and run it next in the given pool (a running job), or
+    /// only there when it is placed (a queued one).
+    Migrate { job: JobId, to: crate::core::job::PoolTarget },
+    /// Mark an active alarm as seen and handled by the actor; it stays on
+    /// the list (acknowledged) until its condition clears.
+    AcknowledgeAlarm { id: String },
 }
 
 impl Action {
+    /// The verb of the audit log and of refusals.
+    pub fn verb(&self) -> &'static str {
+        match self {
+            Action::Preempt { .. } => "preempt",
+            Action::Requeue { .. } => "requeue",
+            Action::Cancel { .. } => "cancel",
+            Action::Migrate { .. } => "migrate",
+            Action::SetDiscipline { .. } => "switch the queue discipline",
+            Action::ApproveOverrun { .. } => "approve a budget overrun",
+            Action::AcknowledgeAlarm { .. } => "acknowledge an alarm",
+        }
+    }
+
     /// The job the action is about, if it is about one.
     pub fn job(&self) -> Option<JobId> {
         match self {
-            Action::Preempt { job } | Action::Requeue { job } | Action::Cancel { job } => Some(*job),
-            Action::SetDiscipline { .. } | Action::ApproveOverrun { .. } => None,
+            Action::Preempt { job } | Action::Requeue { job } | Action::Cancel { job } | Action::Migrate { job, .. } => Some(*job),
+            Action::SetDiscipline { .. } | Action::ApproveOverrun { .. } | Action::AcknowledgeAlarm { .. } => None,
         }
     }
 }

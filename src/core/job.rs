@@ -270,6 +270,33 @@ pub struct Job {
     /// Capacity to stay off after an interruption or a move (see `Avoid`).
     #[serde(default)]
     pub avoid: Option<Box<Avoid>>,
+    /// The pool an operator sent it to: its next placement goes there only.
+    #[serde(default)]
+    pub target: Option<Box<PoolTarget>>,
+}
+
+/// A pool an operator sends a job to: a billing mode, instance type and zone.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct PoolTarget {
+    pub billing: crate::core::cluster::BillingMode,
+    pub instance_type: String,
+    pub zone: String,
+}
+
+impl PoolTarget {
+    pub fn of(spec: &crate::core::cluster::NodeSpec) -> PoolTarget {
+        PoolTarget { billing: spec.billing, instance_type: spec.instance_type.clone(), zone: spec.zone.clone() }
+    }
+
+    pub fn holds(&self, spec: &crate::core::cluster::NodeSpec) -> bool {
+        spec.billing == self.billing && spec.instance_type == self.instance_type && spec.zone == self.zone
+    }
+}
+
+impl std::fmt::Display for PoolTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {} {}", self.billing.short(), self.instance_type, self.zone)
+    }
 }
 
 /// Where a migrated job must not go next.
@@ -331,6 +358,7 @@ impl Job {
             checkpoint_secs: None,
             checkpoint_asked_at: None,
             avoid: None,
+            target: None,
             service_cost: Micros::ZERO,
             requests: 0,
             tokens: 0,

@@ -12,6 +12,7 @@ pub mod job;
 pub mod room;
 mod room_budget;
 mod room_cost;
+mod room_ops;
 pub mod room_forecast;
 pub mod room_predict;
 pub mod room_spot;

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use serde::{Deserialize, Serialize};
 
 use super::cluster::{BillingMode, Node, NodeState};
-use super::event::{Action, Actor, Effect, Event, GpuSample, Role, TenantSpec};
+use super::event::{Actor, Effect, Event, GpuSample, TenantSpec};
 use super::ids::{JobId, NodeId, TenantId};
 use super::job::{AfterCheckpoint, Job, JobSpec, JobState, Phase, SchedStop, StopReason};
 use super::text::clean;
@@ -107,6 +107,15 @@ pub struct AuditEntry {
 pub struct Alarm {
     pub raised_at: At,
     pub text: String,
+    /// Who acknowledged it, if anyone; kept while the alarm is re-raised.
+    #[serde(default)]
+    pub acked: Option<Ack>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Ack {
+    pub at: At,
+    pub user: String,
 }
 
 /// Counters for the summary and the header.
@@ -249,6 +258,11 @@ impl Room {
         self.now
     }
 
+    /// The newest operator action carried out (the audit trail's last entry).
+    pub fn last_audit(&self) -> Option<&AuditEntry> {
+        self.audit.back()
+    }
+
     pub fn stats(&self) -> &Stats {
         &self.stats
     }
@@ -373,7 +387,8 @@ impl Room {
 
     pub(crate) fn raise(&mut self, at: At, id: String, text: String, effects: &mut Vec<Effect>) {
         self.note(at, Severity::Alarm, text.clone());
-        self.alarms.insert(id.clone(), Alarm { raised_at: at, text: text.clone() });
+        let acked = self.alarms.get(&id).and_then(|a| a.acked.clone());
+        self.alarms.insert(id.clone(), Alarm { raised_at: at, text: text.clone(), acked });
         effects.push(Effect::AlarmRaised { id, text });
     }
 
@@ -655,7 +670,7 @@ impl Room {
         Ok(())
     }
 
-    fn finish(&mut self, at: At, id: JobId, state: JobState) -> Result<(), String> {
+    pub(crate) fn finish(&mut self, at: At, id: JobId, state: JobState) -> Result<(), String> {
         let done = state.phase() == Phase::Done;
         self.transition(id, state)?;
         let job = self.job_mut(id)?;
@@ -810,61 +825,6 @@ impl Room {
         }
         let jobs = self.spot_jobs(Some(&key), None);
         self.judge(at, jobs, effects);
-        Ok(())
-    }
-
-    fn on_operator(&mut self, at: At, actor: &Actor, action: &Action, effects: &mut Vec<Effect>) -> Result<(), String> {
-        let who = clean(&actor.user);
-        let origin = clean(&actor.origin);
-        let verb = match action {
-            Action::Preempt { .. } => "preempt",
-            Action::Requeue { .. } => "requeue",
-            Action::Cancel { .. } => "cancel",
-            Action::SetDiscipline { .. } => "switch the queue discipline",
-            Action::ApproveOverrun { .. } => "approve a budget overrun",
-        };
-        if actor.role != Role::Operator {
-            return Err(format!("{who} ({origin}) may not {verb}: read-only"));
-        }
-        let Some(id) = action.job() else {
-            if let Action::ApproveOverrun { tenant, reason, amount, until } = action {
-                let what = self.on_approve(at, actor, tenant, reason, *amount, *until)?;
-                self.stats.operator_actions += 1;
-                self.note(at, Severity::Action, format!("{who}@{origin}: {what}"));
-                self.audit_action(at, actor, &what);
-                return Ok(());
-            }
-            if let Action::SetDiscipline { discipline } = action {
-                let before = self.config.sched.discipline.discipline().name();
-                self.config.sched.discipline = *discipline;
-                self.queue_dirty = true;
-                self.stats.operator_actions += 1;
-                let what = format!("queue discipline {before} → {}", discipline.discipline().name());
-                self.note(at, Severity::Action, format!("{who}@{origin}: {what}"));
-                self.audit_action(at, actor, &what);
-            }
-            return Ok(());
-        };
-        let job = self.jobs.get(&id).ok_or_else(|| format!("{who} asked to {verb} unknown job {id}"))?;
-        let phase = job.phase();
-        let name = clean(&job.spec.name);
-        let by_operator = |requeue: bool| StopReason::Operator { actor: actor.user.clone(), requeue };
-        match (action, phase) {
-            (_, p) if p.is_terminal() => return Err(format!("{who} asked to {verb} {id}, which is already {}", p.label())),
-            (Action::Cancel { .. }, Phase::Queued) => {
-                self.finish(at, id, JobState::Failed { reason: format!("cancelled by {who}") })?;
-            }
-            (Action::Preempt { .. } | Action::Requeue { .. }, Phase::Queued) => {
-                return Err(format!("{who} asked to {verb} {id}, which is queued, not running"));
-            }
-            (Action::Preempt { .. }, _) => self.stop_job(id, by_operator(true), true, effects),
-            (Action::Requeue { .. }, _) => self.stop_job(id, by_operator(true), false, effects),
-            (Action::Cancel { .. }, _) => self.stop_job(id, by_operator(false), false, effects),
-            (Action::SetDiscipline { .. } | Action::ApproveOverrun { .. }, _) => {}
-        }
-        self.stats.operator_actions += 1;
-        self.note(at, Severity::Action, format!("{who}@{origin}: {verb} {id} {name}"));
-        self.audit_action(at, actor, &format!("{verb} {id} {name}"));
         Ok(())
     }
 }

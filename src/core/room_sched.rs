@@ -177,6 +177,9 @@ impl Room {
             self.stats.migrations += u64::from(moved);
             job.avoid = None;
         }
+        if job.target.take().is_some() {
+            self.stats.migrations += 1;
+        }
         job.placement = Some(Placement { node: plan.node, gpus: gpus.clone() });
         let resume_step = job.steps_saved;
         self.queued.remove(&id);
@@ -326,6 +329,7 @@ impl Room {
         let spot_only = !self.budget_allows(tenant, false);
         let allowed = |node: &crate::core::cluster::Node| match job.avoid.as_deref() {
             _ if spot_only && node.spec.billing != crate::core::cluster::BillingMode::Spot => false,
+            _ if job.target.as_deref().is_some_and(|to| !to.holds(&node.spec)) => false,
             None => true,
             Some(Avoid::AllSpot) => node.spec.billing != crate::core::cluster::BillingMode::Spot,
             Some(Avoid::Pool(k)) => {

@@ -48,7 +48,7 @@ impl Room {
     }
 
     /// The node a job holds GPUs on, if it holds any.
-    fn job_node(&self, id: JobId) -> Option<&Node> {
+    pub(crate) fn job_node(&self, id: JobId) -> Option<&Node> {
         self.jobs.get(&id)?.placement.as_ref().and_then(|p| self.nodes.get(&p.node))
     }
 

@@ -5,6 +5,8 @@
 //! pane has to remember to. Rates derived for display (burn per hour,
 //! projections) are computed here, not in the TUI.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::cluster::{BillingMode, NodeState};
@@ -40,7 +42,24 @@ pub struct View {
     /// The last `AUDIT_SHOWN` operator actions (who, from where, what), newest last.
     #[serde(default)]
     pub audit: Vec<AuditEntry>,
+    /// Every pool of the fleet (billing mode, instance type, zone) with its
+    /// free capacity: where an operator can migrate a job to.
+    #[serde(default)]
+    pub pools: Vec<PoolRow>,
     pub totals: Totals,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PoolRow {
+    pub target: crate::core::job::PoolTarget,
+    pub nodes_up: u32,
+    pub nodes_total: u32,
+    /// GPUs of up nodes with no allocation, and the largest count on one node.
+    pub gpus_free: u32,
+    pub gpus_free_one_node: u32,
+    pub gpus_total: u32,
+    /// Price per node-hour now (market price for spot).
+    pub price: Option<MicrosPerHour>,
 }
 
 /// How many audit entries the `View` carries.
@@ -140,6 +159,18 @@ pub struct JobRow {
     pub borrowed: bool,
     /// Waited past its class's limit and was escalated.
     pub escalated: bool,
+    /// The pool an operator sent it to, until it is placed there.
+    #[serde(default)]
+    pub target: Option<crate::core::job::PoolTarget>,
+    /// Share of the job computed since its last checkpoint: what a stop
+    /// without saving would lose.
+    #[serde(default)]
+    pub unsaved: f64,
+    /// When it last saved, and how long its saves take (measured).
+    #[serde(default)]
+    pub last_save: Option<At>,
+    #[serde(default)]
+    pub save_secs: Option<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -259,6 +290,11 @@ pub struct AlarmRow {
     pub id: String,
     pub raised_at: At,
     pub text: String,
+    /// Who acknowledged it and when; still active until its condition clears.
+    #[serde(default)]
+    pub acked_by: Option<String>,
+    #[serde(default)]
+    pub acked_at: Option<At>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -298,7 +334,13 @@ impl Room {
             .alarms
             .iter()
             .rev()
-            .map(|(id, a)| AlarmRow { id: clean(id), raised_at: a.raised_at, text: clean(&a.text) })
+            .map(|(id, a)| AlarmRow {
+                id: clean(id),
+                raised_at: a.raised_at,
+                text: clean(&a.text),
+                acked_by: a.acked.as_ref().map(|k| clean(&k.user)),
+                acked_at: a.acked.as_ref().map(|k| k.at),
+            })
             .collect();
         view.alarms.sort_by(|a, b| b.raised_at.cmp(&a.raised_at).then(a.id.cmp(&b.id)));
         view.log = self.log.iter().cloned().collect();
@@ -387,8 +429,39 @@ impl Room {
             });
         }
         cluster.util_mean = if util_n > 0 { util_sum / f64::from(util_n) } else { 0.0 };
+        view.pools = self.pool_rows();
         cluster.fragmentation = fragmentation::measure(&self.nodes);
         cluster.burn = MicrosPerHour(burn);
+    }
+
+    fn pool_rows(&self) -> Vec<PoolRow> {
+        let mut pools: BTreeMap<crate::core::job::PoolTarget, PoolRow> = BTreeMap::new();
+        for node in self.nodes.values() {
+            let target = crate::core::job::PoolTarget::of(&node.spec);
+            let row = pools.entry(target.clone()).or_insert_with(|| PoolRow {
+                target: crate::core::job::PoolTarget {
+                    billing: target.billing,
+                    instance_type: clean(&target.instance_type),
+                    zone: clean(&target.zone),
+                },
+                nodes_up: 0,
+                nodes_total: 0,
+                gpus_free: 0,
+                gpus_free_one_node: 0,
+                gpus_total: 0,
+                price: None,
+            });
+            row.nodes_total += 1;
+            row.gpus_total += node.gpus.len() as u32;
+            if node.accepts_work() {
+                row.nodes_up += 1;
+                let free = node.gpus.iter().filter(|g| g.allocations.is_empty()).count() as u32;
+                row.gpus_free += free;
+                row.gpus_free_one_node = row.gpus_free_one_node.max(free);
+            }
+            row.price = row.price.or(self.node_rate(node));
+        }
+        pools.into_values().collect()
     }
 
     fn fill_jobs(&self, view: &mut View) {
@@ -431,6 +504,14 @@ impl Room {
                 attempts: job.attempts,
                 borrowed: borrowed.contains(&job.spec.id),
                 escalated: job.escalated,
+                target: job.target.as_deref().cloned(),
+                unsaved: if job.spec.steps_total == 0 {
+                    0.0
+                } else {
+                    (job.steps_done.saturating_sub(job.steps_saved) as f64 / job.spec.steps_total as f64).clamp(0.0, 1.0)
+                },
+                last_save: job.last_checkpoint_at,
+                save_secs: job.checkpoint_secs,
             };
             if phase == Phase::Queued {
                 queued.push((job, row));

@@ -5,6 +5,8 @@
 //! * `snapshots` — the whole `Room` every so often, so a replay can start
 //!   from the latest one instead of the beginning.
 //! * `meta` — the `RoomConfig` the run started with and what produced it.
+//! * `ledger` — append-only cost lines (see `ledger`).
+//! * `audit` — append-only operator actions with their outcome (see `audit`).
 //!
 //! Durability: `synchronous=NORMAL` under WAL. A commit survives a crash of
 //! the process; an OS crash or power loss may drop the last commits, never
@@ -24,10 +26,12 @@ use crate::core::event::Event;
 use crate::core::room::{Room, RoomConfig};
 use crate::core::units::At;
 
+pub mod audit;
 pub mod ledger;
 
 /// 2 added the ledger table; a version-1 log opens with an empty ledger.
-const SCHEMA_VERSION: i64 = 2;
+/// 3 added the audit table; older logs open with an empty one.
+const SCHEMA_VERSION: i64 = 3;
 
 /// What started a recorded run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -87,6 +91,7 @@ impl Store {
             )
             .map_err(|e| store.sql_err(e))?;
         store.conn.execute_batch(&ledger::schema()).map_err(|e| store.sql_err(e))?;
+        store.conn.execute_batch(&audit::schema()).map_err(|e| store.sql_err(e))?;
         store
             .conn
             .execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?1), ('run', ?2)", params![SCHEMA_VERSION.to_string(), meta_json])
@@ -108,14 +113,18 @@ impl Store {
             .map_err(|e| StoreError::Format { path: path.display().to_string(), message: format!("not a gpuroom event log ({e})") })?;
         match version.as_deref().map(str::parse::<i64>) {
             Some(Ok(SCHEMA_VERSION)) => Ok(store),
-            Some(Ok(1)) => Ok(store.with_legacy_ledger()),
+            Some(Ok(2)) => Ok(store.with_legacy_tables(false)),
+            Some(Ok(1)) => Ok(store.with_legacy_tables(true)),
             other => Err(StoreError::Format { path: path.display().to_string(), message: format!("unsupported schema version {other:?}") }),
         }
     }
 
-    /// A version-1 log has no ledger: read it through an empty temporary one.
-    fn with_legacy_ledger(self) -> Store {
-        let _ = self.conn.execute_batch(&ledger::legacy_schema());
+    /// Older logs lack tables added since: read them through empty temporary ones.
+    fn with_legacy_tables(self, no_ledger: bool) -> Store {
+        if no_ledger {
+            let _ = self.conn.execute_batch(&ledger::legacy_schema());
+        }
+        let _ = self.conn.execute_batch(&audit::legacy_schema());
         self
     }
 

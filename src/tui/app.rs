@@ -1,19 +1,26 @@
-//! UI state of the console — focus, job selection, help, zoom — and what keys
-//! do to it (`App::on_key`).
+//! UI state of the console — focus, selections, the job table's order and
+//! filter, help, zoom, the modal states (command bar, filter, confirmation,
+//! approval form, pool picker) and the status line — and what keys do to it
+//! (`App::on_key`).
 //!
-//! Owns only presentation state. It reads the `View` to keep the selection on
-//! the same job as the table changes, and must never change the `View` or
-//! decide anything about jobs: operator actions go to the engine (later).
+//! Owns only presentation state. It reads the `View` to keep selections on
+//! the same job, tenant or alarm as the tables change, and must never change
+//! the `View` or decide anything about jobs: an operator action leaves as
+//! `Control::Send` for the engine, which may refuse it.
 
 use std::cell::Cell;
 
-use ratatui::crossterm::event::{KeyEvent, KeyEventKind};
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use super::commands::{self, Act};
+use super::job_order::JobOrder;
+use super::log::AlarmsUi;
+use super::modes::{Mode, Status};
+use crate::core::event::Action;
 use crate::core::ids::JobId;
 use crate::core::View;
 
-/// The five panes, in focus (Tab) order.
+/// The six panes, in focus (Tab) order.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub enum PaneId {
     #[default]
@@ -22,10 +29,11 @@ pub enum PaneId {
     Queue,
     Market,
     Budget,
+    Alarms,
 }
 
 impl PaneId {
-    pub const ALL: [PaneId; 5] = [PaneId::Fleet, PaneId::Memory, PaneId::Queue, PaneId::Market, PaneId::Budget];
+    pub const ALL: [PaneId; 6] = [PaneId::Fleet, PaneId::Memory, PaneId::Queue, PaneId::Market, PaneId::Budget, PaneId::Alarms];
 
     pub fn title(self) -> &'static str {
         match self {
@@ -34,6 +42,19 @@ impl PaneId {
             PaneId::Queue => "Queue",
             PaneId::Market => "Spot market",
             PaneId::Budget => "Budgets",
+            PaneId::Alarms => "Alarms & log",
+        }
+    }
+
+    /// The word for it in the command bar (`:pane market`).
+    pub fn command_name(self) -> &'static str {
+        match self {
+            PaneId::Fleet => "fleet",
+            PaneId::Memory => "memory",
+            PaneId::Queue => "queue",
+            PaneId::Market => "market",
+            PaneId::Budget => "budget",
+            PaneId::Alarms => "alarms",
         }
     }
 
@@ -51,10 +72,12 @@ impl PaneId {
 }
 
 /// What the run loop does after a key.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Control {
     Continue,
     Quit,
+    /// Operator actions for the engine, in order (confirmed where they must be).
+    Send(Vec<Action>),
 }
 
 /// The rows of the job table on screen, written while drawing so that
@@ -65,19 +88,74 @@ pub struct Window {
     pub rows: usize,
 }
 
+/// A selection in a list that follows its item by key as the list changes,
+/// and falls back to the same place when the item is gone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Follow<K> {
+    key: Option<K>,
+    at: usize,
+}
+
+impl<K> Default for Follow<K> {
+    fn default() -> Self {
+        Follow { key: None, at: 0 }
+    }
+}
+
+impl<K: PartialEq + Clone> Follow<K> {
+    /// Position in `keys` of the selected item; `None` for an empty list.
+    pub fn position(&self, keys: &[K]) -> Option<usize> {
+        if keys.is_empty() {
+            return None;
+        }
+        if let Some(k) = &self.key
+            && let Some(i) = keys.iter().position(|x| x == k)
+        {
+            return Some(i);
+        }
+        Some(self.at.min(keys.len() - 1))
+    }
+
+    fn move_to(&mut self, keys: &[K], index: isize) {
+        if keys.is_empty() {
+            return;
+        }
+        let i = index.clamp(0, keys.len() as isize - 1) as usize;
+        self.key = Some(keys[i].clone());
+        self.at = i;
+    }
+
+    fn move_by(&mut self, keys: &[K], delta: isize) {
+        let current = self.position(keys).map(|i| i as isize).unwrap_or(0);
+        self.move_to(keys, current.saturating_add(delta));
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct App {
     pub focus: PaneId,
     pub help: bool,
     /// The focused pane fills the body.
     pub zoom: bool,
-    /// The selected job, followed by id while the table changes.
-    selected: Option<JobId>,
-    /// Where the selection was, used when the selected job is gone.
-    selected_at: usize,
+    /// A read-only console (the wall display): no key but quit does anything.
+    pub read_only: bool,
+    jobs: Follow<JobId>,
+    tenants: Follow<String>,
+    alarms: Follow<String>,
+    /// The alarms pane shows the audit trail instead of the event log.
+    pub audit: bool,
+    /// Order and filter of the job table.
+    pub order: JobOrder,
+    pub mode: Mode,
+    /// The outcome of the last action, or a hint; cleared by the next key.
+    pub status: Option<Status>,
     pub(crate) queue_window: Cell<Window>,
     /// Fleet pane: selected node and drill-down.
     pub fleet: super::panes::fleet::FleetUi,
+}
+
+fn job_keys(view: &View, rows: &[usize]) -> Vec<JobId> {
+    rows.iter().map(|i| view.jobs[*i].id).collect()
 }
 
 impl App {
@@ -90,18 +168,25 @@ impl App {
         App { focus: pane, ..App::default() }
     }
 
-    /// Index of the selected row of `view.jobs`: the selected job if it is
-    /// still there, else the row at the same place; `None` for no jobs.
+    /// The wall display's console: read-only.
+    pub fn read_only() -> App {
+        App { read_only: true, ..App::default() }
+    }
+
+    /// Rows of `view.jobs` shown, in order (filter and sort applied).
+    pub fn job_rows(&self, view: &View) -> Vec<usize> {
+        self.order.rows(view)
+    }
+
+    /// Position among `rows` of the selected job.
+    pub fn selected_row(&self, view: &View, rows: &[usize]) -> Option<usize> {
+        self.jobs.position(&job_keys(view, rows))
+    }
+
+    /// Index into `view.jobs` of the selected job, if any is shown.
     pub fn selected_index(&self, view: &View) -> Option<usize> {
-        if view.jobs.is_empty() {
-            return None;
-        }
-        if let Some(id) = self.selected
-            && let Some(i) = view.jobs.iter().position(|j| j.id == id)
-        {
-            return Some(i);
-        }
-        Some(self.selected_at.min(view.jobs.len() - 1))
+        let rows = self.job_rows(view);
+        self.selected_row(view, &rows).map(|p| rows[p])
     }
 
     /// The selected job's id, if any.
@@ -109,153 +194,131 @@ impl App {
         self.selected_index(view).map(|i| view.jobs[i].id)
     }
 
-    fn select(&mut self, view: &View, index: isize) {
-        if view.jobs.is_empty() {
-            return;
-        }
-        let i = index.clamp(0, view.jobs.len() as isize - 1) as usize;
-        self.selected = Some(view.jobs[i].id);
-        self.selected_at = i;
+    /// Index into `view.budgets` of the selected tenant.
+    pub fn selected_tenant(&self, view: &View) -> Option<usize> {
+        self.tenants.position(&view.budgets.iter().map(|b| b.tenant.clone()).collect::<Vec<_>>())
+    }
+
+    pub fn alarms_ui(&self, view: &View) -> AlarmsUi {
+        AlarmsUi { selected: self.alarms.position(&alarm_keys(view)).filter(|_| self.focus == PaneId::Alarms), audit: self.audit }
     }
 
     fn page(&self) -> isize {
         self.queue_window.get().rows.max(1) as isize
     }
 
+    /// Moves the selection of the focused pane's list by `delta` rows.
+    fn move_selection(&mut self, view: &View, delta: isize) {
+        match self.focus {
+            PaneId::Queue => {
+                let keys = job_keys(view, &self.job_rows(view));
+                self.jobs.move_by(&keys, delta);
+            }
+            PaneId::Budget => self.tenants.move_by(&view.budgets.iter().map(|b| b.tenant.clone()).collect::<Vec<_>>(), delta),
+            PaneId::Alarms => self.alarms.move_by(&alarm_keys(view), delta),
+            PaneId::Fleet => self.fleet.move_by(view, delta),
+            PaneId::Memory | PaneId::Market => {}
+        }
+    }
+
     pub fn on_key(&mut self, key: KeyEvent, view: &View) -> Control {
         if key.kind == KeyEventKind::Release {
             return Control::Continue;
         }
-        let Some(command) = commands::lookup(&key) else { return Control::Continue };
+        if self.read_only {
+            let quit = matches!(key.code, KeyCode::Char('q')) || (key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL));
+            return if quit { Control::Quit } else { Control::Continue };
+        }
+        if !matches!(self.mode, Mode::Normal) {
+            return super::modes::on_key(self, key, view);
+        }
+        self.status = None;
+        let Some(command) = commands::lookup(&key, self) else { return Control::Continue };
         if self.help && !matches!(command.act, Act::Help | Act::Close | Act::Quit) {
             return Control::Continue;
         }
-        if !command.enabled(self) {
+        let delta = match command.act {
+            Act::Up => Some(-1),
+            Act::Down => Some(1),
+            Act::PageUp => Some(-self.page()),
+            Act::PageDown => Some(self.page()),
+            Act::Top => Some(isize::MIN / 2),
+            Act::Bottom => Some(isize::MAX / 2),
+            _ => None,
+        };
+        if let Some(delta) = delta {
+            self.move_selection(view, delta);
             return Control::Continue;
         }
-        let current = self.selected_index(view).map(|i| i as isize).unwrap_or(-1);
         match command.act {
             Act::Quit => return Control::Quit,
             Act::Help => self.help = !self.help,
             Act::Close => {
                 if self.help {
                     self.help = false;
+                } else if self.focus == PaneId::Fleet && self.fleet.leave() {
+                } else if !self.order.filter_text().is_empty() {
+                    self.order.set_filter("");
                 } else {
                     self.zoom = false;
                 }
             }
             Act::FocusNext => self.focus = self.focus.next(),
             Act::FocusPrev => self.focus = self.focus.prev(),
+            Act::FocusPane => {
+                if let KeyCode::Char(c @ '1'..='6') = key.code {
+                    self.focus = PaneId::ALL[(c as u8 - b'1') as usize];
+                }
+            }
             Act::Zoom => self.zoom = !self.zoom,
-            Act::Up => self.select(view, current - 1),
-            Act::Down => self.select(view, current + 1),
-            Act::PageUp => self.select(view, current - self.page()),
-            Act::PageDown => self.select(view, current + self.page()),
-            Act::Top => self.select(view, 0),
-            Act::Bottom => self.select(view, isize::MAX / 2),
+            Act::Enter => self.fleet.enter(view),
+            Act::CommandBar => self.mode = Mode::command(""),
+            Act::Filter => self.mode = Mode::filter(self.order.filter_text()),
+            Act::Sort => self.order.sort = self.order.sort.next(),
+            Act::SortReverse => self.order.reversed = !self.order.reversed,
+            Act::ToggleAudit => self.audit = !self.audit,
+            Act::Preempt | Act::Requeue | Act::Cancel | Act::Migrate => {
+                let Some(job) = self.selected_job(view) else {
+                    self.status = Some(Status::hint("no job selected"));
+                    return Control::Continue;
+                };
+                let action = match command.act {
+                    Act::Preempt => Action::Preempt { job },
+                    Act::Requeue => Action::Requeue { job },
+                    Act::Cancel => Action::Cancel { job },
+                    _ => {
+                        self.mode = Mode::pick_pool(job, view);
+                        return Control::Continue;
+                    }
+                };
+                return super::modes::propose(self, action, view);
+            }
+            Act::Approve => match self.selected_tenant(view) {
+                Some(i) => self.mode = Mode::approve(&view.budgets[i].tenant),
+                None => self.status = Some(Status::hint("no tenant")),
+            },
+            Act::Acknowledge => match self.alarms.position(&alarm_keys(view)) {
+                Some(i) => return super::modes::propose(self, Action::AcknowledgeAlarm { id: view.alarms[i].id.clone() }, view),
+                None => self.status = Some(Status::hint("no active alarm")),
+            },
+            Act::Up | Act::Down | Act::PageUp | Act::PageDown | Act::Top | Act::Bottom => {}
         }
         Control::Continue
     }
+
+    /// Applies what the run loop learned: the engine's answer to an action.
+    pub fn on_outcome(&mut self, outcome: Result<String, String>) {
+        self.status = Some(match outcome {
+            Ok(done) => Status::done(done),
+            Err(why) => Status::refused(why),
+        });
+    }
+}
+
+fn alarm_keys(view: &View) -> Vec<String> {
+    view.alarms.iter().map(|a| a.id.clone()).collect()
 }
 
 #[cfg(test)]
-mod tests {
-    use ratatui::crossterm::event::{KeyCode, KeyModifiers};
-
-    use super::*;
-    use crate::tui::fixture::demo_view;
-
-    fn press(app: &mut App, view: &View, code: KeyCode) -> Control {
-        app.on_key(KeyEvent::new(code, KeyModifiers::NONE), view)
-    }
-
-    #[test]
-    fn only_q_and_ctrl_c_quit() {
-        let view = demo_view();
-        let mut app = App::new();
-        assert_eq!(press(&mut app, &view, KeyCode::Esc), Control::Continue);
-        assert_eq!(press(&mut app, &view, KeyCode::Char('x')), Control::Continue);
-        assert_eq!(press(&mut app, &view, KeyCode::Char('q')), Control::Quit);
-        let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
-        assert_eq!(app.on_key(ctrl_c, &view), Control::Quit);
-    }
-
-    #[test]
-    fn tab_cycles_focus_both_ways() {
-        let view = demo_view();
-        let mut app = App::new();
-        let mut seen = vec![app.focus];
-        for _ in 0..5 {
-            press(&mut app, &view, KeyCode::Tab);
-            seen.push(app.focus);
-        }
-        assert_eq!(seen, [PaneId::Fleet, PaneId::Memory, PaneId::Queue, PaneId::Market, PaneId::Budget, PaneId::Fleet]);
-        app.on_key(KeyEvent::new(KeyCode::BackTab, KeyModifiers::SHIFT), &view);
-        assert_eq!(app.focus, PaneId::Budget);
-    }
-
-    #[test]
-    fn down_moves_the_selection_and_stops_at_the_end() {
-        let view = demo_view();
-        let n = view.jobs.len();
-        assert!(n >= 3);
-        let mut app = App { focus: PaneId::Queue, ..App::default() };
-        assert_eq!(app.selected_index(&view), Some(0));
-        press(&mut app, &view, KeyCode::Down);
-        assert_eq!(app.selected_index(&view), Some(1));
-        press(&mut app, &view, KeyCode::Char('j'));
-        assert_eq!(app.selected_index(&view), Some(2));
-        for _ in 0..n + 5 {
-            press(&mut app, &view, KeyCode::Down);
-        }
-        assert_eq!(app.selected_index(&view), Some(n - 1));
-        press(&mut app, &view, KeyCode::Home);
-        assert_eq!(app.selected_index(&view), Some(0));
-        press(&mut app, &view, KeyCode::Up);
-        assert_eq!(app.selected_index(&view), Some(0));
-        press(&mut app, &view, KeyCode::End);
-        assert_eq!(app.selected_job(&view), Some(view.jobs[n - 1].id));
-    }
-
-    #[test]
-    fn selection_keys_need_the_queue_focus() {
-        let view = demo_view();
-        let mut app = App::new();
-        press(&mut app, &view, KeyCode::Down);
-        assert_eq!(app.selected_index(&view), Some(0));
-    }
-
-    #[test]
-    fn selection_follows_the_job_and_survives_an_empty_view() {
-        let view = demo_view();
-        let mut app = App { focus: PaneId::Queue, ..App::default() };
-        press(&mut app, &view, KeyCode::Down);
-        let id = app.selected_job(&view).unwrap();
-        let mut moved = view.clone();
-        moved.jobs.remove(0);
-        assert_eq!(app.selected_job(&moved), Some(id));
-        let empty = View::default();
-        assert_eq!(app.selected_index(&empty), None);
-        press(&mut app, &empty, KeyCode::Down);
-        assert_eq!(app.selected_index(&empty), None);
-    }
-
-    #[test]
-    fn help_and_zoom_close_with_esc() {
-        let view = demo_view();
-        let mut app = App::new();
-        press(&mut app, &view, KeyCode::Char('z'));
-        press(&mut app, &view, KeyCode::Char('?'));
-        assert!(app.help && app.zoom);
-        press(&mut app, &view, KeyCode::Tab);
-        assert_eq!(app.focus, PaneId::Fleet, "keys under the help overlay do nothing");
-        press(&mut app, &view, KeyCode::Esc);
-        assert!(!app.help && app.zoom);
-        press(&mut app, &view, KeyCode::Esc);
-        assert!(!app.zoom);
-        assert_eq!(press(&mut app, &view, KeyCode::Esc), Control::Continue);
-        press(&mut app, &view, KeyCode::Char('?'));
-        press(&mut app, &view, KeyCode::Char('?'));
-        assert!(!app.help);
-    }
-}
+#[path = "app_tests.rs"]
+mod tests;

@@ -13,7 +13,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
 use super::app::App;
-use super::commands::COMMANDS;
+use super::commands::{Act, COMMANDS};
 use super::fmt::{self, put};
 use super::theme::Theme;
 use super::DrawContext;
@@ -158,8 +158,23 @@ pub fn footer(app: &App, t: &Theme, area: Rect, buf: &mut Buffer) {
     let mut used = 0usize;
     let focus = format!(" {}{} ", app.focus.title(), if app.zoom { " (zoomed)" } else { "" });
     let room = (area.width as usize).saturating_sub(fmt::width(&focus));
-    for c in COMMANDS.iter().filter(|c| c.enabled(app)) {
-        let Some((keys, word)) = c.hint else { continue };
+    let hints: Vec<(&str, &str, bool)> = COMMANDS
+        .iter()
+        .filter(|c| c.enabled(app))
+        .filter_map(|c| c.hint.map(|(k, w)| (k, w, matches!(c.act, Act::Help | Act::Quit))))
+        .collect();
+    let cost = |(keys, word, _): &(&str, &str, bool)| fmt::width(keys) + 1 + fmt::width(word) + 2;
+    // Help and quit always show; the others in list order while they fit.
+    let mut budget = room.saturating_sub(hints.iter().filter(|h| h.2).map(cost).sum());
+    let mut keep: Vec<bool> = hints.iter().map(|h| h.2).collect();
+    for (i, h) in hints.iter().enumerate().filter(|(_, h)| !h.2) {
+        if cost(h) > budget {
+            break;
+        }
+        budget -= cost(h);
+        keep[i] = true;
+    }
+    for ((keys, word, _), _) in hints.iter().zip(&keep).filter(|(_, k)| **k) {
         let add = fmt::width(keys) + 1 + fmt::width(word) + 2;
         if used + add > room {
             break;

@@ -25,14 +25,32 @@ pub enum Act {
     PageDown,
     Top,
     Bottom,
+    FocusPane,
+    Enter,
+    CommandBar,
+    Filter,
+    Sort,
+    SortReverse,
+    Preempt,
+    Requeue,
+    Migrate,
+    Cancel,
+    Approve,
+    Acknowledge,
+    ToggleAudit,
 }
 
 /// Where a command applies.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Scope {
     Global,
+    /// A pane with a selectable list has the focus: fleet, queue, budgets, alarms.
+    Lists,
     /// Only when the queue pane has the focus.
     Queue,
+    Fleet,
+    Budget,
+    Alarms,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -77,50 +95,154 @@ pub const COMMANDS: &[Command] = &[
     Command {
         act: Act::Down,
         keys: "↓ j",
-        desc: "select the next job",
+        desc: "select the next row (job, node, tenant, alarm)",
         hint: Some(("↑↓", "select")),
-        scope: Scope::Queue,
+        scope: Scope::Lists,
         bindings: &[key(KeyCode::Down), key(KeyCode::Char('j'))],
     },
     Command {
         act: Act::Up,
         keys: "↑ k",
-        desc: "select the previous job",
+        desc: "select the previous row",
         hint: None,
-        scope: Scope::Queue,
+        scope: Scope::Lists,
         bindings: &[key(KeyCode::Up), key(KeyCode::Char('k'))],
     },
     Command {
         act: Act::PageDown,
         keys: "PgDn",
-        desc: "one page down the job table",
+        desc: "one page down",
         hint: None,
-        scope: Scope::Queue,
+        scope: Scope::Lists,
         bindings: &[key(KeyCode::PageDown)],
     },
     Command {
         act: Act::PageUp,
         keys: "PgUp",
-        desc: "one page up the job table",
+        desc: "one page up",
         hint: None,
-        scope: Scope::Queue,
+        scope: Scope::Lists,
         bindings: &[key(KeyCode::PageUp)],
     },
     Command {
         act: Act::Top,
         keys: "Home g",
-        desc: "first job",
+        desc: "first row",
         hint: None,
-        scope: Scope::Queue,
+        scope: Scope::Lists,
         bindings: &[key(KeyCode::Home), key(KeyCode::Char('g'))],
     },
     Command {
         act: Act::Bottom,
         keys: "End G",
-        desc: "last job",
+        desc: "last row",
+        hint: None,
+        scope: Scope::Lists,
+        bindings: &[key(KeyCode::End), key(KeyCode::Char('G'))],
+    },
+    Command {
+        act: Act::FocusPane,
+        keys: "1-6",
+        desc: "focus fleet, memory, queue, market, budgets, alarms",
+        hint: None,
+        scope: Scope::Global,
+        bindings: &[key(KeyCode::Char('1')), key(KeyCode::Char('2')), key(KeyCode::Char('3')), key(KeyCode::Char('4')), key(KeyCode::Char('5')), key(KeyCode::Char('6'))],
+    },
+    Command {
+        act: Act::CommandBar,
+        keys: ":",
+        desc: "command bar (Tab completes; :help lists commands)",
+        hint: Some((":", "cmd")),
+        scope: Scope::Global,
+        bindings: &[key(KeyCode::Char(':'))],
+    },
+    Command {
+        act: Act::Filter,
+        keys: "/",
+        desc: "filter jobs by id, name, tenant, project, model, state, node",
+        hint: Some(("/", "filter")),
+        scope: Scope::Queue,
+        bindings: &[key(KeyCode::Char('/'))],
+    },
+    Command {
+        act: Act::Sort,
+        keys: "s",
+        desc: "sort jobs by the next column",
+        hint: Some(("s", "sort")),
+        scope: Scope::Queue,
+        bindings: &[key(KeyCode::Char('s'))],
+    },
+    Command {
+        act: Act::SortReverse,
+        keys: "S",
+        desc: "reverse the sort",
         hint: None,
         scope: Scope::Queue,
-        bindings: &[key(KeyCode::End), key(KeyCode::Char('G'))],
+        bindings: &[key(KeyCode::Char('S'))],
+    },
+    Command {
+        act: Act::Preempt,
+        keys: "p",
+        desc: "preempt the job: save, stop, requeue (asks first)",
+        hint: Some(("p", "preempt")),
+        scope: Scope::Queue,
+        bindings: &[key(KeyCode::Char('p'))],
+    },
+    Command {
+        act: Act::Requeue,
+        keys: "r",
+        desc: "requeue the job now, without saving (asks first)",
+        hint: Some(("r", "requeue")),
+        scope: Scope::Queue,
+        bindings: &[key(KeyCode::Char('r'))],
+    },
+    Command {
+        act: Act::Migrate,
+        keys: "m",
+        desc: "migrate the job to a pool you choose (asks first)",
+        hint: Some(("m", "migrate")),
+        scope: Scope::Queue,
+        bindings: &[key(KeyCode::Char('m'))],
+    },
+    Command {
+        act: Act::Cancel,
+        keys: "X",
+        desc: "cancel the job for good (asks first)",
+        hint: None,
+        scope: Scope::Queue,
+        bindings: &[key(KeyCode::Char('X'))],
+    },
+    Command {
+        act: Act::Enter,
+        keys: "Enter",
+        desc: "drill into the node / back with Esc",
+        hint: Some(("Enter", "node")),
+        scope: Scope::Fleet,
+        bindings: &[key(KeyCode::Enter)],
+    },
+    Command {
+        act: Act::Approve,
+        keys: "a",
+        desc: "approve a budget overrun for the tenant (reason required)",
+        hint: Some(("a", "approve")),
+        scope: Scope::Budget,
+        bindings: &[key(KeyCode::Char('a'))],
+    },
+    Command {
+        act: Act::Acknowledge,
+        keys: "a",
+        desc: "acknowledge the selected alarm",
+        hint: Some(("a", "ack")),
+        scope: Scope::Alarms,
+        bindings: &[key(KeyCode::Char('a'))],
+    },
+    Command {
+        act: Act::ToggleAudit,
+        keys: "l",
+        desc: "event log / audit trail of operator actions",
+        hint: Some(("l", "audit")),
+        scope: Scope::Alarms,
+        bindings: &[key(KeyCode::Char('l'))],
     },
     Command {
         act: Act::Zoom,
@@ -141,7 +263,7 @@ pub const COMMANDS: &[Command] = &[
     Command {
         act: Act::Close,
         keys: "Esc",
-        desc: "close help, leave zoom (never quits)",
+        desc: "back out: help, node, filter, zoom (never quits)",
         hint: None,
         scope: Scope::Global,
         bindings: &[key(KeyCode::Esc)],
@@ -172,16 +294,25 @@ impl Key {
 impl Command {
     /// Whether the command does something in the app's current state.
     pub fn enabled(&self, app: &App) -> bool {
+        if app.read_only {
+            return matches!(self.act, Act::Quit);
+        }
+        let here = |pane: PaneId| app.focus == pane && !app.help;
         match self.scope {
             Scope::Global => true,
-            Scope::Queue => app.focus == PaneId::Queue && !app.help,
+            Scope::Lists => !app.help && matches!(app.focus, PaneId::Fleet | PaneId::Queue | PaneId::Budget | PaneId::Alarms),
+            Scope::Queue => here(PaneId::Queue),
+            Scope::Fleet => here(PaneId::Fleet),
+            Scope::Budget => here(PaneId::Budget),
+            Scope::Alarms => here(PaneId::Alarms),
         }
     }
 }
 
-/// The command a key is bound to, whatever its scope.
-pub fn lookup(event: &KeyEvent) -> Option<&'static Command> {
-    COMMANDS.iter().find(|c| c.bindings.iter().any(|k| k.matches(event)))
+/// The command a key is bound to where the app is now (a key may mean
+/// different things in different panes, never two things in one).
+pub fn lookup(event: &KeyEvent, app: &App) -> Option<&'static Command> {
+    COMMANDS.iter().filter(|c| c.bindings.iter().any(|k| k.matches(event))).find(|c| c.enabled(app))
 }
 
 #[cfg(test)]
@@ -189,22 +320,36 @@ mod tests {
     use super::*;
 
     #[test]
-    fn no_key_is_bound_twice() {
-        let all: Vec<Key> = COMMANDS.iter().flat_map(|c| c.bindings.iter().copied()).collect();
-        for (i, a) in all.iter().enumerate() {
-            assert!(!all[i + 1..].contains(a), "{a:?} bound twice");
+    fn no_key_means_two_things_in_one_pane() {
+        for pane in PaneId::ALL {
+            let app = App::with_focus(pane);
+            let all: Vec<Key> = COMMANDS.iter().filter(|c| c.enabled(&app)).flat_map(|c| c.bindings.iter().copied()).collect();
+            for (i, a) in all.iter().enumerate() {
+                assert!(!all[i + 1..].contains(a), "{a:?} bound twice in {pane:?}");
+            }
         }
     }
 
     #[test]
     fn ctrl_c_is_quit_but_c_is_nothing() {
+        let app = App::with_focus(PaneId::Queue);
         let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
-        assert_eq!(lookup(&ctrl_c).map(|c| c.act), Some(Act::Quit));
-        assert!(lookup(&KeyEvent::new(KeyCode::Char('c'), KeyModifiers::NONE)).is_none());
+        assert_eq!(lookup(&ctrl_c, &app).map(|c| c.act), Some(Act::Quit));
+        assert!(lookup(&KeyEvent::new(KeyCode::Char('c'), KeyModifiers::NONE), &app).is_none());
         // Shift comes with some characters; it does not change the binding.
         let shift_g = KeyEvent::new(KeyCode::Char('G'), KeyModifiers::SHIFT);
-        assert_eq!(lookup(&shift_g).map(|c| c.act), Some(Act::Bottom));
+        assert_eq!(lookup(&shift_g, &app).map(|c| c.act), Some(Act::Bottom));
         let back_tab = KeyEvent::new(KeyCode::BackTab, KeyModifiers::SHIFT);
-        assert_eq!(lookup(&back_tab).map(|c| c.act), Some(Act::FocusPrev));
+        assert_eq!(lookup(&back_tab, &app).map(|c| c.act), Some(Act::FocusPrev));
+    }
+
+    #[test]
+    fn a_approves_in_budgets_and_acknowledges_in_alarms() {
+        let a = KeyEvent::new(KeyCode::Char('a'), KeyModifiers::NONE);
+        assert_eq!(lookup(&a, &App::with_focus(PaneId::Budget)).map(|c| c.act), Some(Act::Approve));
+        assert_eq!(lookup(&a, &App::with_focus(PaneId::Alarms)).map(|c| c.act), Some(Act::Acknowledge));
+        assert!(lookup(&a, &App::with_focus(PaneId::Queue)).is_none());
+        let p = KeyEvent::new(KeyCode::Char('p'), KeyModifiers::NONE);
+        assert!(lookup(&p, &App::read_only()).is_none(), "nothing but quit on the wall");
     }
 }

@@ -1,5 +1,6 @@
 //! One frame: lays out the screen and has each part draw itself — header,
-//! alarm strip, the five panes, the log pane, footer, and the help overlay.
+//! alarm strip, the six panes, footer (or the command bar, filter or status
+//! line), the help overlay and the dialog of the current mode.
 //!
 //! Pure: it draws the `View` and the `App` it is handed, with the caller's
 //! `DrawContext` (source label, data age, theme). It reads no clock and
@@ -12,7 +13,7 @@ use ratatui::Frame;
 use super::app::{App, PaneId};
 use super::panes::queue::QueueUi;
 use super::panes::{self, PaneProps};
-use super::{chrome, help, layout, log, DrawContext};
+use super::{chrome, dialog, help, layout, log, DrawContext};
 use crate::core::View;
 
 /// Draws the whole console into `frame`.
@@ -41,21 +42,32 @@ pub fn draw_buffer(app: &App, view: &View, ctx: &DrawContext, area: Rect, buf: &
             PaneId::Fleet => panes::fleet::render(view, &app.fleet, props, r, buf),
             PaneId::Memory => panes::memory::render(view, props, r, buf),
             PaneId::Queue => {
-                let ui = QueueUi { selected: app.selected_index(view), window: &app.queue_window };
+                let rows = app.job_rows(view);
+                let ui = QueueUi {
+                    selected: app.selected_row(view, &rows),
+                    window: &app.queue_window,
+                    rows: Some(&rows),
+                    filter: app.order.filter_text(),
+                    sort: app.order.sort_label(),
+                };
                 panes::queue::render(view, &ui, props, r, buf)
             }
             PaneId::Market => panes::market::render(view, props, r, buf),
-            PaneId::Budget => panes::budget::render(view, props, r, buf),
+            PaneId::Budget => panes::budget::render_selected(view, app.selected_tenant(view).filter(|_| props.focused), props, r, buf),
+            PaneId::Alarms => log::render_pane(view, &app.alarms_ui(view), props, r, buf),
         }
     }
-    if let Some(r) = a.log {
-        log::render(view, t, r, buf);
-    }
     if !a.footer.is_empty() {
-        chrome::footer(app, t, a.footer, buf);
+        if dialog::owns_footer(app) {
+            dialog::footer(app, t, a.footer, buf);
+        } else {
+            chrome::footer(app, t, a.footer, buf);
+        }
     }
     if app.help {
         help::render(app, t, area, buf);
+    } else {
+        dialog::render(app, view, t, area, buf);
     }
 }
 
@@ -113,30 +125,35 @@ mod tests {
     }
 
     #[test]
-    fn help_overlay_lists_every_command() {
+    fn help_overlay_lists_every_command_of_the_pane() {
         let view = demo_view();
         let mut app = App::new();
         app.help = true;
         let terminal = screen(80, 24, &app, &view, &ctx());
         insta::assert_snapshot!(terminal.backend());
-        let shown = text(&terminal);
-        for c in COMMANDS {
-            assert!(shown.contains(c.keys), "help lacks the keys {:?}", c.keys);
-            assert!(shown.contains(c.desc), "help lacks {:?}", c.desc);
+        for pane in PaneId::ALL {
+            let mut app = App::with_focus(pane);
+            let shown_for = app.clone();
+            app.help = true;
+            let shown = text(&screen(120, 40, &app, &view, &ctx()));
+            for c in COMMANDS.iter().filter(|c| c.enabled(&shown_for)) {
+                assert!(shown.contains(c.keys), "help in {pane:?} lacks the keys {:?}", c.keys);
+                assert!(shown.contains(c.desc), "help in {pane:?} lacks {:?}", c.desc);
+            }
         }
     }
 
     #[test]
-    fn footer_hints_come_from_the_command_list() {
+    fn footer_hints_come_from_the_command_list_and_help_and_quit_always_show() {
         let view = demo_view();
-        let app = App::with_focus(PaneId::Queue);
-        let terminal = screen(120, 40, &app, &view, &ctx());
-        let buf = terminal.backend().buffer();
-        let footer: String = (0..120).map(|x| buf[(x, 39)].symbol().to_string()).collect();
-        for c in COMMANDS.iter().filter(|c| c.enabled(&app)) {
-            if let Some((keys, word)) = c.hint {
-                assert!(footer.contains(&format!("{keys} {word}")), "footer lacks {keys} {word}: {footer}");
-            }
+        for (w, pane) in [(120, PaneId::Queue), (80, PaneId::Queue), (80, PaneId::Budget), (60, PaneId::Alarms)] {
+            let app = App::with_focus(pane);
+            let terminal = screen(w, 40, &app, &view, &ctx());
+            let buf = terminal.backend().buffer();
+            let footer: String = (0..w).map(|x| buf[(x, 39)].symbol().to_string()).collect();
+            assert!(footer.contains("? help") && footer.contains("q quit"), "{footer}");
+            let hints: Vec<String> = COMMANDS.iter().filter(|c| c.enabled(&app)).filter_map(|c| c.hint).map(|(k, w)| format!("{k} {w}")).collect();
+            assert!(footer.contains(&hints[0]), "the first hint shows: {footer}");
         }
     }
 

@@ -1,5 +1,7 @@
-//! The help overlay (`?`): every command of `COMMANDS` with its keys, greyed
-//! where it does not apply now, and a legend of the glyphs the panes use.
+//! The help overlay (`?`): the commands of `COMMANDS` that apply in the
+//! focused pane with their keys, the `:` commands, and (where it fits) a
+//! legend of the glyphs the panes use. Each pane has its own keys, so the
+//! overlay says which pane it is about.
 //!
 //! Generated from the command list so it cannot drift from the keys; draws a
 //! centred popup over whatever is below, inside the area it is given.
@@ -10,7 +12,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Widget};
 
 use super::app::App;
-use super::commands::{COMMANDS, Scope};
+use super::commands::COMMANDS;
 use super::fmt::{self, put};
 use super::theme::Theme;
 
@@ -22,30 +24,34 @@ const LEGEND: &[(&str, &str)] = &[
     ("▲", "over: max price, budget, quota"),
     ("│", "budget marks at 80 / 100 / 120%"),
     ("╌", "max price across the price chart"),
+    ("✓", "acknowledged alarm, approved overrun"),
+    ("→OD", "job sent to another pool, waiting there"),
 ];
 
 pub fn render(app: &App, t: &Theme, area: Rect, buf: &mut Buffer) {
     let key_w = COMMANDS.iter().map(|c| fmt::width(c.keys)).chain(LEGEND.iter().map(|(g, _)| fmt::width(g))).max().unwrap_or(0);
-    let mut lines: Vec<Line> = vec![Line::from(Span::styled("Keys", t.heading))];
-    for c in COMMANDS {
-        let on = c.enabled(app);
-        let scope = match c.scope {
-            Scope::Global => "",
-            Scope::Queue => " (queue pane)",
-        };
-        lines.push(Line::from(vec![
-            Span::styled(format!("  {} ", fmt::left(c.keys, key_w)), if on { t.key } else { t.key_disabled }),
-            Span::styled(c.desc, if on { t.text } else { t.key_disabled }),
-            Span::styled(scope, t.dim),
-        ]));
+    // What applies under the overlay: judge the commands as if it were closed.
+    let mut beneath = app.clone();
+    beneath.help = false;
+    let mut lines: Vec<Line> = vec![Line::from(Span::styled(format!("Keys in {} (Tab, then ? for another pane)", app.focus.title()), t.heading))];
+    for c in COMMANDS.iter().filter(|c| c.enabled(&beneath)) {
+        lines.push(Line::from(vec![Span::styled(format!("  {} ", fmt::left(c.keys, key_w)), t.key), Span::styled(c.desc, t.text)]));
     }
-    lines.push(Line::from(""));
-    lines.push(Line::from(Span::styled("Legend", t.heading)));
-    for (glyph, meaning) in LEGEND {
-        lines.push(Line::from(vec![
-            Span::styled(format!("  {} ", fmt::left(glyph, key_w)), t.figure),
-            Span::styled(*meaning, t.text),
-        ]));
+    let text_w = (area.width as usize).saturating_sub(8 + key_w).max(20);
+    for (i, part) in fmt::wrap(&super::command_bar::COMMAND_NAMES.join(" "), text_w).into_iter().enumerate() {
+        let lead = if i == 0 { format!("  {} ", fmt::left(":cmds", key_w)) } else { " ".repeat(key_w + 3) };
+        lines.push(Line::from(vec![Span::styled(lead, t.key), Span::styled(part, t.text)]));
+    }
+    let room = area.height.saturating_sub(2) as usize;
+    if lines.len() + 2 + LEGEND.len() <= room {
+        lines.push(Line::from(""));
+        lines.push(Line::from(Span::styled("Legend", t.heading)));
+        for (glyph, meaning) in LEGEND {
+            lines.push(Line::from(vec![
+                Span::styled(format!("  {} ", fmt::left(glyph, key_w)), t.figure),
+                Span::styled(*meaning, t.text),
+            ]));
+        }
     }
     let want_w = lines.iter().map(Line::width).max().unwrap_or(0) as u16 + 4;
     let want_h = lines.len() as u16 + 2;

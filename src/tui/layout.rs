@@ -3,7 +3,8 @@
 //! Full layout (≥ 100 wide, body ≥ 28 rows): fleet | memory on top, queue |
 //! market in the middle, budget | log at the bottom. Compact: the same three
 //! bands with budget alone at the bottom (the newest alarm stays in the strip
-//! under the header). Narrow (< 60 wide): the five panes stacked. Zoom gives
+//! under the header); focusing the alarms pane there gives it the budget's
+//! place. Narrow (< 60 wide): the six panes stacked. Zoom gives
 //! the focused pane the whole body. Band heights follow what the `View` holds
 //! (nodes, tenants) within bounds, the queue takes the rest.
 //!
@@ -36,16 +37,20 @@ impl Areas {
             PaneId::Queue => self.queue,
             PaneId::Market => self.market,
             PaneId::Budget => self.budget,
+            PaneId::Alarms => self.log.unwrap_or_default(),
         }
     }
 
     fn pane_mut(&mut self, id: PaneId) -> &mut Rect {
+        if id == PaneId::Alarms {
+            return self.log.get_or_insert_default();
+        }
         match id {
             PaneId::Fleet => &mut self.fleet,
             PaneId::Memory => &mut self.memory,
             PaneId::Queue => &mut self.queue,
             PaneId::Market => &mut self.market,
-            PaneId::Budget => &mut self.budget,
+            PaneId::Budget | PaneId::Alarms => &mut self.budget,
         }
     }
 }
@@ -86,7 +91,7 @@ pub fn compute(area: Rect, app: &App, view: &View) -> Areas {
     let shared = view.nodes.iter().filter(|n| n.up).flat_map(|n| &n.gpus).filter(|g| !g.exclusive && !g.jobs.is_empty()).count();
     let tenants = view.budgets.len();
     if area.width < 60 {
-        let parts: [Rect; 5] = body.layout(&Layout::vertical([Constraint::Fill(1); 5]));
+        let parts: [Rect; 6] = body.layout(&Layout::vertical([Constraint::Fill(1); 6]));
         for (id, r) in PaneId::ALL.into_iter().zip(parts) {
             *a.pane_mut(id) = r;
         }
@@ -119,6 +124,8 @@ pub fn compute(area: Rect, app: &App, view: &View) -> Areas {
         let [budget, log] = split(b, 64);
         a.budget = budget;
         a.log = Some(log);
+    } else if app.focus == PaneId::Alarms {
+        a.log = Some(b);
     } else {
         a.budget = b;
     }
@@ -132,7 +139,7 @@ mod tests {
 
     fn all(a: &Areas) -> Vec<Rect> {
         let mut v = vec![a.header, a.strip, a.footer];
-        v.extend(PaneId::ALL.iter().map(|p| a.pane(*p)));
+        v.extend(PaneId::ALL.iter().filter(|p| **p != PaneId::Alarms).map(|p| a.pane(*p)));
         v.extend(a.log);
         v
     }
@@ -144,10 +151,12 @@ mod tests {
         for (w, h) in [(80, 24), (100, 30), (120, 40), (200, 60), (300, 100)] {
             let area = Rect::new(0, 0, w, h);
             let a = compute(area, &app, &view);
-            for id in PaneId::ALL {
+            for id in PaneId::ALL.into_iter().filter(|p| *p != PaneId::Alarms || w >= 120) {
                 let r = a.pane(id);
                 assert!(r.width >= 20 && r.height >= 3, "{id:?} too small at {w}x{h}: {r:?}");
             }
+            let focused = compute(area, &App::with_focus(PaneId::Alarms), &view);
+            assert!(focused.pane(PaneId::Alarms).height >= 3, "a focused alarms pane shows at {w}x{h}");
             let rects = all(&a);
             for (i, x) in rects.iter().enumerate() {
                 assert!(area.contains(x.as_position()) || x.is_empty());

@@ -1,57 +1,104 @@
-//! The alarms & log pane (full layout): every active alarm first, then the
-//! tail of `View::log`, newest at the bottom, each entry wrapped so that no
-//! figure at the end of a message is cut.
+//! The alarms & log pane: every active alarm first, newest first, each
+//! marked `▲` or, once acknowledged, `✓` with who did it; then either the
+//! tail of `View::log` (newest at the bottom) or, toggled with `l`, the
+//! audit trail of operator actions (who, from where, what). Entries wrap so
+//! that no figure at the end of a message is cut.
 //!
-//! Draws from `View::alarms` and `View::log` only. Not focusable.
+//! Draws from `View::alarms`, `View::log` and `View::audit`, and the
+//! selection it is handed. Focusable: ↑↓ select an alarm, `a` acknowledges.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Widget};
 
+use super::app::PaneId;
 use super::chrome::{severity_style, severity_tag};
 use super::fmt::{self, put};
+use super::panes::{frame, PaneProps};
 use super::theme::Theme;
 use crate::core::room::Severity;
 use crate::core::units::At;
 use crate::core::View;
 
+/// The pane's UI state.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct AlarmsUi {
+    /// Index into `View::alarms`.
+    pub selected: Option<usize>,
+    /// The audit trail instead of the event log under the alarms.
+    pub audit: bool,
+}
+
+/// The pane unfocused, nothing selected, the event log under the alarms.
 pub fn render(view: &View, t: &Theme, area: Rect, buf: &mut Buffer) {
-    let mut block = Block::bordered()
-        .border_type(t.border_type)
-        .border_style(t.border)
-        .title(Line::from(Span::styled(" Alarms & log ", t.title)));
-    if !view.alarms.is_empty() {
-        block = block.title_top(Line::from(Span::styled(format!(" ▲ {} active ", view.alarms.len()), t.alarm)).right_aligned());
+    render_pane(view, &AlarmsUi::default(), PaneProps { theme: t, focused: false }, area, buf);
+}
+
+pub fn render_pane(view: &View, ui: &AlarmsUi, props: PaneProps<'_>, area: Rect, buf: &mut Buffer) {
+    let t = props.theme;
+    let open = view.alarms.iter().filter(|a| a.acked_by.is_none()).count();
+    let mut flags = Vec::new();
+    if ui.audit {
+        flags.push(Span::styled(" audit ", t.key));
     }
-    let inner = block.inner(area);
-    block.render(area, buf);
+    if !view.alarms.is_empty() {
+        let acked = view.alarms.len() - open;
+        let text = if acked > 0 { format!(" ▲ {open} active, ✓ {acked} acked ") } else { format!(" ▲ {open} active ") };
+        flags.push(Span::styled(text, if open > 0 { t.alarm } else { t.dim }));
+    }
+    let inner = frame(PaneId::Alarms, (!flags.is_empty()).then(|| Line::from(flags)), props, area, buf);
     if inner.is_empty() {
         return;
     }
     let w = inner.width as usize;
     let rows = inner.height as usize;
     let mut top: Vec<Line> = Vec::new();
-    for alarm in &view.alarms {
-        top.extend(entry(alarm.raised_at, "▲", &alarm.text, t.alarm, t.alarm, w));
+    // Keep the selected alarm on screen: start the list where it fits.
+    let first = ui.selected.map_or(0, |s| s.saturating_sub(rows.saturating_sub(2)));
+    for (i, alarm) in view.alarms.iter().enumerate().skip(first) {
+        let (mark, style, text) = match &alarm.acked_by {
+            Some(user) => ("✓", t.dim, format!("{} (acked by {user})", alarm.text)),
+            None => ("▲", t.alarm, alarm.text.clone()),
+        };
+        let mut lines = entry(alarm.raised_at, mark, &text, style, style, w);
+        if ui.selected == Some(i) {
+            let sel = if props.focused { t.selected } else { t.selected_unfocused };
+            lines = lines.into_iter().map(|l| l.patch_style(sel)).collect();
+        }
+        top.extend(lines);
     }
     top.truncate(rows);
     let mut tail: Vec<Line> = Vec::new();
-    // An active alarm is already at the top: its log line would repeat it.
-    let active = |at: At, text: &str| view.alarms.iter().any(|a| a.raised_at == at && a.text == text);
-    for line in view.log.iter().rev().filter(|l| !(l.severity == Severity::Alarm && active(l.at, &l.text))) {
-        let style = severity_style(line.severity, t);
-        let lead = if line.severity == Severity::Info { t.dim } else { style };
-        let mut lines = entry(line.at, severity_tag(line.severity), &line.text, style, lead, w);
-        if tail.len() + lines.len() + top.len() > rows {
-            break;
+    if ui.audit {
+        for a in view.audit.iter().rev() {
+            let text = format!("{}@{}: {}", a.user, a.origin, a.what);
+            let mut lines = entry(a.at, "act ", &text, t.key, t.key, w);
+            if tail.len() + lines.len() + top.len() > rows {
+                break;
+            }
+            lines.append(&mut tail);
+            tail = lines;
         }
-        lines.append(&mut tail);
-        tail = lines;
-    }
-    if view.alarms.is_empty() && view.log.is_empty() {
-        top.push(Line::from(Span::styled("nothing yet", t.dim)));
+        if view.audit.is_empty() && top.len() < rows {
+            tail.push(Line::from(Span::styled("no operator actions yet", t.dim)));
+        }
+    } else {
+        // An active alarm is already at the top: its log line would repeat it.
+        let active = |at: At, text: &str| view.alarms.iter().any(|a| a.raised_at == at && a.text == text);
+        for line in view.log.iter().rev().filter(|l| !(l.severity == Severity::Alarm && active(l.at, &l.text))) {
+            let style = severity_style(line.severity, t);
+            let lead = if line.severity == Severity::Info { t.dim } else { style };
+            let mut lines = entry(line.at, severity_tag(line.severity), &line.text, style, lead, w);
+            if tail.len() + lines.len() + top.len() > rows {
+                break;
+            }
+            lines.append(&mut tail);
+            tail = lines;
+        }
+        if view.alarms.is_empty() && view.log.is_empty() {
+            top.push(Line::from(Span::styled("nothing yet", t.dim)));
+        }
     }
     for (i, line) in top.into_iter().chain(tail).enumerate() {
         put(buf, inner, i as u16, line);
@@ -79,9 +126,26 @@ mod tests {
     use crate::tui::fixture::demo_view;
     use crate::tui::panes::testing::draw_pane;
 
+    fn text(t: &ratatui::Terminal<ratatui::backend::TestBackend>) -> String {
+        t.backend().buffer().content.iter().map(|c| c.symbol()).collect()
+    }
+
     #[test]
     fn log_pane() {
         let view = demo_view();
         insta::assert_snapshot!(draw_pane(44, 9, false, |p, a, b| render(&view, p.theme, a, b)).backend());
+    }
+
+    #[test]
+    fn an_acknowledged_alarm_says_by_whom_and_the_audit_view_shows_actions() {
+        let mut view = demo_view();
+        view.alarms[0].acked_by = Some("ana".into());
+        let ui = AlarmsUi { selected: Some(0), audit: true };
+        let terminal = draw_pane(60, 14, true, |p, a, b| render_pane(&view, &ui, p, a, b));
+        let shown = text(&terminal);
+        assert!(shown.contains("acked by ana") && shown.contains("✓ 1 acked"), "{shown}");
+        assert!(!view.audit.is_empty());
+        assert!(shown.contains(&view.audit.last().unwrap().user), "the newest audit entry is shown");
+        insta::assert_snapshot!(terminal.backend());
     }
 }

@@ -1,6 +1,7 @@
 //! The interactive loop: terminal setup and restore, a std thread reading
 //! crossterm events into a tokio channel, and a `select!` over new views,
-//! input and a 1 s timer. Redraws only when something changed, at most
+//! input, the engine's answers to operator actions and a 1 s timer (which
+//! also turns the wall display's pages). Redraws only when something changed, at most
 //! every `FRAME` (all pending input is drained first), each frame wrapped in
 //! a synchronized update so SSH and tmux never show half a frame.
 //!
@@ -24,8 +25,26 @@ use tokio::time::MissedTickBehavior;
 
 use super::app::{App, Control};
 use super::chrome::is_stale;
+use super::wall::{WallState, WALL_CYCLE};
 use super::DrawContext;
+use crate::core::event::Action;
 use crate::core::View;
+
+/// The console's line to the engine: operator actions out, and for each one
+/// the engine's answer back (what was done, or why it was refused).
+pub struct OperatorLink {
+    pub actions: mpsc::Sender<Action>,
+    pub outcomes: mpsc::Receiver<Result<String, String>>,
+}
+
+/// What the terminal shows.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Screen {
+    /// The interactive console.
+    Console,
+    /// The read-only wall display: pages cycle, no key but q does anything.
+    Wall,
+}
 
 /// The shortest time between two frames (10 frames per second at most).
 pub const FRAME: Duration = Duration::from_millis(100);
@@ -34,13 +53,13 @@ pub const FRAME: Duration = Duration::from_millis(100);
 /// sender of `views`. `ctx` carries the source label and the theme; the data
 /// age in it is measured here. The terminal is restored on every way out,
 /// panics included (`ratatui::init`'s hook).
-pub async fn run_console(views: watch::Receiver<Arc<View>>, ctx: DrawContext) -> anyhow::Result<()> {
+pub async fn run_console(views: watch::Receiver<Arc<View>>, ctx: DrawContext, link: Option<OperatorLink>, screen: Screen) -> anyhow::Result<()> {
     let mut terminal = ratatui::try_init().context("cannot set up the terminal (raw mode, alternate screen)")?;
     let _restore = RestoreOnDrop;
     let (tx, events) = mpsc::channel(256);
     let stop = Arc::new(AtomicBool::new(false));
     let reader = spawn_reader(tx, stop.clone()).context("cannot start the terminal input thread")?;
-    let result = event_loop(&mut terminal, views, events, ctx, |backend, begin| {
+    let result = event_loop(&mut terminal, views, events, ctx, link, screen, |backend, begin| {
         if begin { execute!(backend, BeginSynchronizedUpdate) } else { execute!(backend, EndSynchronizedUpdate) }
     })
     .await;
@@ -82,6 +101,29 @@ fn spawn_reader(tx: mpsc::Sender<io::Result<Event>>, stop: Arc<AtomicBool>) -> i
     })
 }
 
+/// The engine's next answer; never resolves without a link.
+async fn next_outcome(link: &mut Option<OperatorLink>) -> Option<Result<String, String>> {
+    match link.as_mut() {
+        Some(l) => l.outcomes.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Hands actions to the engine; without a link (or with it full) the console says so.
+fn send(link: &Option<OperatorLink>, actions: Vec<Action>, app: &mut App) {
+    let Some(link) = link else {
+        app.on_outcome(Err("this console cannot act: no engine connection".into()));
+        return;
+    };
+    for action in actions {
+        if link.actions.try_send(action).is_err() {
+            app.on_outcome(Err("the engine is busy or gone: action not sent".into()));
+            return;
+        }
+    }
+    app.status = Some(super::modes::Status::hint("sent; waiting for the engine…"));
+}
+
 /// Applies one input event; `None` when it changes nothing on screen.
 fn handle(event: Event, app: &mut App, view: &View) -> Option<Control> {
     match event {
@@ -93,11 +135,14 @@ fn handle(event: Event, app: &mut App, view: &View) -> Option<Control> {
 
 /// The loop proper, generic over the backend so tests can drive it.
 /// `sync(backend, begin)` brackets each frame (synchronized update).
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn event_loop<B, S>(
     terminal: &mut Terminal<B>,
     mut views: watch::Receiver<Arc<View>>,
     mut events: mpsc::Receiver<io::Result<Event>>,
     mut ctx: DrawContext,
+    mut link: Option<OperatorLink>,
+    screen: Screen,
     mut sync: S,
 ) -> anyhow::Result<()>
 where
@@ -105,7 +150,9 @@ where
     B::Error: Send + Sync + 'static,
     S: FnMut(&mut B, bool) -> io::Result<()>,
 {
-    let mut app = App::new();
+    let mut app = if screen == Screen::Wall { App::read_only() } else { App::new() };
+    let mut wall = WallState::default();
+    let mut wall_since = Instant::now();
     let mut view = views.borrow_and_update().clone();
     let mut view_arrived = Instant::now();
     let mut dirty = true;
@@ -119,7 +166,15 @@ where
         if dirty && now >= next_frame {
             ctx.data_age = Some(now.saturating_duration_since(view_arrived));
             sync(terminal.backend_mut(), true)?;
-            let drawn = terminal.draw(|frame| super::draw(frame, &app, &view, &ctx)).map(|_| ());
+            let drawn = terminal
+                .draw(|frame| match screen {
+                    Screen::Console => super::draw(frame, &app, &view, &ctx),
+                    Screen::Wall => {
+                        let area = frame.area();
+                        super::wall::draw_wall(&view, &wall, &ctx, area, frame.buffer_mut())
+                    }
+                })
+                .map(|_| ());
             sync(terminal.backend_mut(), false)?;
             drawn.context("drawing the console")?;
             last_draw = Some(now);
@@ -141,8 +196,10 @@ where
                 // Drain whatever else is queued before drawing once.
                 while let Some(event) = next {
                     if let Some(control) = handle(event.context("reading terminal input")?, &mut app, &view) {
-                        if control == Control::Quit {
-                            return Ok(());
+                        match control {
+                            Control::Quit => return Ok(()),
+                            Control::Send(actions) => send(&link, actions, &mut app),
+                            Control::Continue => {}
                         }
                         dirty = true;
                     }
@@ -152,11 +209,23 @@ where
                     anyhow::bail!("terminal input ended");
                 }
             },
+            outcome = next_outcome(&mut link) => match outcome {
+                Some(outcome) => {
+                    app.on_outcome(outcome);
+                    dirty = true;
+                }
+                None => link = None,
+            },
             _ = timer.tick() => {
                 // Redraw each second while stale (the age counts up), and when it flips.
                 let age = Instant::now().saturating_duration_since(view_arrived);
                 let stale = age > ctx.stale_after;
                 if stale || stale != shown_stale {
+                    dirty = true;
+                }
+                if screen == Screen::Wall && wall_since.elapsed() >= WALL_CYCLE {
+                    wall.page = wall.page.wrapping_add(1);
+                    wall_since = Instant::now();
                     dirty = true;
                 }
             },
@@ -191,7 +260,7 @@ mod tests {
         let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
         let frames = AtomicUsize::new(0);
         tx.send(key('q')).await.unwrap();
-        event_loop(&mut terminal, views, rx, ctx(), |_, begin| {
+        event_loop(&mut terminal, views, rx, ctx(), None, Screen::Console, |_, begin| {
             frames.fetch_add(usize::from(begin), Ordering::Relaxed);
             Ok(())
         })
@@ -207,7 +276,7 @@ mod tests {
         let (_tx, rx) = mpsc::channel(8);
         let mut terminal = Terminal::new(TestBackend::new(40, 10)).unwrap();
         drop(views_tx);
-        event_loop(&mut terminal, views, rx, ctx(), |_, _| Ok(())).await.unwrap();
+        event_loop(&mut terminal, views, rx, ctx(), None, Screen::Console, |_, _| Ok(())).await.unwrap();
     }
 
     #[tokio::test]
@@ -226,7 +295,7 @@ mod tests {
             tx.send(key('x')).await.unwrap();
             tx.send(key('q')).await.unwrap();
         };
-        let run = event_loop(&mut terminal, views, rx, ctx(), |_, begin| {
+        let run = event_loop(&mut terminal, views, rx, ctx(), None, Screen::Console, |_, begin| {
             frames.fetch_add(usize::from(begin), Ordering::Relaxed);
             Ok(())
         });
@@ -257,7 +326,7 @@ mod tests {
                 }
             }
         });
-        run_console(views, DrawContext::new("DEMO ×10")).await.unwrap();
+        run_console(views, DrawContext::new("DEMO ×10"), None, Screen::Console).await.unwrap();
         feeder.abort();
     }
 }

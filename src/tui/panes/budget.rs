@@ -63,6 +63,12 @@ impl Scale {
 }
 
 pub fn render(view: &View, props: PaneProps<'_>, area: Rect, buf: &mut Buffer) {
+    render_selected(view, None, props, area, buf);
+}
+
+/// The pane with tenant row `selected` (an index into `View::budgets`)
+/// highlighted: the one `a` approves an overrun for.
+pub fn render_selected(view: &View, selected: Option<usize>, props: PaneProps<'_>, area: Rect, buf: &mut Buffer) {
     let t = props.theme;
     let over = view.budgets.iter().filter(|b| b.budget.0 > 0 && b.month_to_date > b.budget).count();
     let blocked = view.budgets.iter().filter(|b| b.level == BudgetLevel::Blocked).count();
@@ -135,8 +141,15 @@ pub fn render(view: &View, props: PaneProps<'_>, area: Rect, buf: &mut Buffer) {
         row += 1;
     }
     let indent = widths[TENANT].map_or(0, |w| w + 1);
-    for r in b.iter().take(shown) {
-        put(buf, inner, row, tenant_line(r, &cols, &widths, &scale, t));
+    // Keep the selected tenant on screen when not all fit.
+    let skip = selected.map_or(0, |i| (i + 1).saturating_sub(shown));
+    for (i, r) in b.iter().enumerate().skip(skip).take(shown) {
+        let mut line = tenant_line(r, &cols, &widths, &scale, t);
+        if selected == Some(i) {
+            // Reverse video in every theme (mono included): visible without colour.
+            line = line.patch_style(if props.focused { t.selected } else { t.selected_unfocused });
+        }
+        put(buf, inner, row, line);
         row += 1;
         if let Some(a) = r.approval.as_ref().filter(|_| spare > 0) {
             let w = (inner.width as usize).saturating_sub(indent);

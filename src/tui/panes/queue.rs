@@ -25,14 +25,38 @@ use crate::tui::theme::Theme;
 
 /// The UI state the queue pane needs.
 pub struct QueueUi<'a> {
+    /// Position in `rows` of the selected job.
     pub selected: Option<usize>,
     pub window: &'a Cell<Window>,
+    /// Indices into `View::jobs` in the order shown (`None`: all, as listed).
+    pub rows: Option<&'a [usize]>,
+    /// The active filter and sort, for the title (empty / `None` when off).
+    pub filter: &'a str,
+    pub sort: Option<String>,
+}
+
+impl<'a> QueueUi<'a> {
+    /// Every job in the engine's order, nothing selected.
+    pub fn plain(window: &'a Cell<Window>) -> QueueUi<'a> {
+        QueueUi { selected: None, window, rows: None, filter: "", sort: None }
+    }
 }
 
 pub fn render(view: &View, ui: &QueueUi<'_>, props: PaneProps<'_>, area: Rect, buf: &mut Buffer) {
     let t = props.theme;
-    let extra = ui.selected.map(|i| Line::from(Span::styled(format!(" {}/{} ", i + 1, view.jobs.len()), t.dim)));
-    let inner = frame(PaneId::Queue, extra, props, area, buf);
+    let shown = ui.rows.map_or(view.jobs.len(), <[usize]>::len);
+    let mut extra = Vec::new();
+    if !ui.filter.is_empty() {
+        extra.push(Span::styled(format!(" /{} ", fmt::trunc(ui.filter, 16)), t.key));
+        extra.push(Span::styled(format!("{shown} of {} ", view.jobs.len()), t.figure));
+    }
+    if let Some(sort) = &ui.sort {
+        extra.push(Span::styled(format!(" {sort} "), t.key));
+    }
+    if let Some(i) = ui.selected {
+        extra.push(Span::styled(format!(" {}/{shown} ", i + 1), t.dim));
+    }
+    let inner = frame(PaneId::Queue, (!extra.is_empty()).then(|| Line::from(extra)), props, area, buf);
     if inner.is_empty() {
         return;
     }
@@ -165,7 +189,12 @@ fn job_cells<'a>(job: &JobRow, selected: bool, t: &Theme) -> Vec<Span<'a>> {
         Span::styled(job.tenant.clone(), t.text),
         Span::styled(state, state_style(job, t)),
         Span::styled(job.gpus.to_string(), t.text),
-        Span::styled(job.node.clone().unwrap_or_else(|| "—".into()), t.dim),
+        // A job an operator sent elsewhere shows where it waits to go.
+        match (&job.node, &job.target) {
+            (Some(node), _) => Span::styled(node.clone(), t.dim),
+            (None, Some(to)) => Span::styled(format!("→{}", to.billing.short()), t.key),
+            (None, None) => Span::styled("—", t.dim),
+        },
         Span::styled(fmt::bar(job.progress, 8), if queued { t.dim } else { t.ok }),
         Span::styled(fmt::pct(job.progress), t.text),
         Span::styled(job.wait.to_string(), if queued { wait_style(job.wait, t) } else { t.dim }),
@@ -185,13 +214,22 @@ fn job_table(view: &View, ui: &QueueUi<'_>, props: PaneProps<'_>, area: Rect, bu
     let widths = fit_columns(&cols, area.width as usize);
     put(buf, area, 0, header_line(&cols, &widths, t.heading));
     let rows = area.height.saturating_sub(1) as usize;
-    if view.jobs.is_empty() {
-        put(buf, area, 1, Line::from(Span::styled("no jobs", t.dim)));
+    let all: Vec<usize>;
+    let order = match ui.rows {
+        Some(r) => r,
+        None => {
+            all = (0..view.jobs.len()).collect();
+            &all
+        }
+    };
+    if order.is_empty() {
+        let why = if view.jobs.is_empty() { "no jobs".to_string() } else { format!("no job matches /{} (Esc clears)", ui.filter) };
+        put(buf, area, 1, Line::from(Span::styled(why, t.dim)));
         return;
     }
-    let window = scroll(ui.window.get(), ui.selected, rows, view.jobs.len());
+    let window = scroll(ui.window.get(), ui.selected, rows, order.len());
     ui.window.set(window);
-    for (i, job) in view.jobs.iter().enumerate().skip(window.offset).take(rows) {
+    for (i, job) in order.iter().map(|j| &view.jobs[*j]).enumerate().skip(window.offset).take(rows) {
         let selected = ui.selected == Some(i);
         let mut line = table_line(&cols, &widths, job_cells(job, selected, t));
         if selected {
@@ -227,7 +265,7 @@ mod tests {
 
     fn draw(view: &View, w: u16, h: u16, selected: Option<usize>) -> ratatui::Terminal<ratatui::backend::TestBackend> {
         let window = Cell::new(Window::default());
-        draw_pane(w, h, true, |p, a, b| render(view, &QueueUi { selected, window: &window }, p, a, b))
+        draw_pane(w, h, true, |p, a, b| render(view, &QueueUi { selected, ..QueueUi::plain(&window) }, p, a, b))
     }
 
     #[test]

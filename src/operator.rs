@@ -1,0 +1,48 @@
+//! Who is at the keyboard: the `Actor` an operator action is recorded under,
+//! taken from the environment at the edge (the core never reads it).
+//!
+//! * user: `SUDO_USER` when set (the person behind `sudo`), else `USER`,
+//!   else `LOGNAME`, else "unknown";
+//! * origin: "ssh 10.0.0.5" from `SSH_CONNECTION` (the client address), else
+//!   "local"; "+sudo" when the user came through sudo.
+//!
+//! Owns nothing else: whether the actor may act is the core's decision.
+
+use crate::core::event::{Actor, Role};
+
+/// The actor from the given environment values (pure, for tests).
+pub fn actor_from(sudo_user: Option<&str>, user: Option<&str>, logname: Option<&str>, ssh_connection: Option<&str>, role: Role) -> Actor {
+    let nonempty = |v: Option<&str>| v.map(str::trim).filter(|v| !v.is_empty()).map(str::to_string);
+    let sudo = nonempty(sudo_user);
+    let name = sudo.clone().or_else(|| nonempty(user)).or_else(|| nonempty(logname)).unwrap_or_else(|| "unknown".to_string());
+    let mut origin = match nonempty(ssh_connection).and_then(|c| c.split_whitespace().next().map(str::to_string)) {
+        Some(client) => format!("ssh {client}"),
+        None => "local".to_string(),
+    };
+    if sudo.is_some() {
+        origin.push_str(" +sudo");
+    }
+    Actor { user: name, origin, role }
+}
+
+/// The actor of this process.
+pub fn actor_from_env(role: Role) -> Actor {
+    let var = |k: &str| std::env::var(k).ok();
+    actor_from(var("SUDO_USER").as_deref(), var("USER").as_deref(), var("LOGNAME").as_deref(), var("SSH_CONNECTION").as_deref(), role)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sudo_user_wins_and_ssh_gives_the_client_address() {
+        let a = actor_from(Some("ana"), Some("root"), None, Some("10.0.0.5 52114 10.0.0.1 22"), Role::Operator);
+        assert_eq!((a.user.as_str(), a.origin.as_str()), ("ana", "ssh 10.0.0.5 +sudo"));
+        let a = actor_from(None, Some("bob"), Some("bob"), None, Role::Viewer);
+        assert_eq!((a.user.as_str(), a.origin.as_str(), a.role), ("bob", "local", Role::Viewer));
+        let a = actor_from(Some(""), None, Some("carol"), Some("  "), Role::Operator);
+        assert_eq!((a.user.as_str(), a.origin.as_str()), ("carol", "local"));
+        assert_eq!(actor_from(None, None, None, None, Role::Operator).user, "unknown");
+    }
+}

@@ -1,0 +1,97 @@
+//! The audit table: one row per operator action the engine received, done
+//! or refused, with who asked, from where, in which role, and the outcome.
+//! Triggers refuse UPDATE and DELETE: what an operator did stays written.
+//!
+//! The event log already holds every accepted and refused `Event::Operator`
+//! (it is the source of truth for replay); this table is the same trail in
+//! columns a person or a script can query without decoding JSON.
+//!
+//! Owns the audit SQL only.
+
+use rusqlite::params;
+
+use super::{Store, StoreError, at_text};
+use crate::core::event::{Action, Actor, Role};
+use crate::core::units::At;
+
+const COLUMNS: &str = "(
+    id INTEGER PRIMARY KEY,
+    at TEXT NOT NULL, user TEXT NOT NULL, origin TEXT NOT NULL, role TEXT NOT NULL,
+    verb TEXT NOT NULL, action TEXT NOT NULL, outcome TEXT NOT NULL, detail TEXT NOT NULL)";
+
+pub(super) fn schema() -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS audit {COLUMNS};
+         CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+         CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;"
+    )
+}
+
+/// Logs from before the audit table: reads see an empty temporary one.
+pub(super) fn legacy_schema() -> String {
+    format!("CREATE TEMP TABLE IF NOT EXISTS audit {COLUMNS};")
+}
+
+/// One row of the audit table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AuditRecord {
+    pub at: At,
+    pub user: String,
+    pub origin: String,
+    pub role: Role,
+    pub verb: String,
+    /// The action as JSON, exactly as the event log holds it.
+    pub action: String,
+    /// "done" or "refused".
+    pub outcome: String,
+    /// What was done, or why it was refused.
+    pub detail: String,
+}
+
+fn role_text(role: Role) -> &'static str {
+    match role {
+        Role::Operator => "operator",
+        Role::Viewer => "viewer",
+    }
+}
+
+impl Store {
+    /// Records an operator action and what came of it (`Err` = refused, with the reason).
+    pub fn append_audit(&mut self, at: At, actor: &Actor, action: &Action, outcome: &Result<String, String>) -> Result<(), StoreError> {
+        let json = serde_json::to_string(action).map_err(|e| StoreError::Format { path: self.path.display().to_string(), message: e.to_string() })?;
+        let (outcome, detail) = match outcome {
+            Ok(done) => ("done", done.as_str()),
+            Err(why) => ("refused", why.as_str()),
+        };
+        self.conn
+            .execute(
+                "INSERT INTO audit (at, user, origin, role, verb, action, outcome, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![at_text(at), actor.user, actor.origin, role_text(actor.role), action.verb(), json, outcome, detail],
+            )
+            .map_err(|e| self.sql_err(e))?;
+        Ok(())
+    }
+
+    /// Every audit row, oldest first.
+    pub fn audit_records(&self) -> Result<Vec<AuditRecord>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT at, user, origin, role, verb, action, outcome, detail FROM audit ORDER BY id")
+            .map_err(|e| self.sql_err(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?, r.get::<_, String>(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?))
+            })
+            .map_err(|e| self.sql_err(e))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (at, user, origin, role, verb, action, outcome, detail) = row.map_err(|e| self.sql_err(e))?;
+            let at = chrono::DateTime::parse_from_rfc3339(&at)
+                .map_err(|e| StoreError::Format { path: self.path.display().to_string(), message: format!("audit time {at:?}: {e}") })?
+                .with_timezone(&chrono::Utc);
+            let role = if role == "viewer" { Role::Viewer } else { Role::Operator };
+            out.push(AuditRecord { at, user, origin, role, verb, action, outcome, detail });
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,247 @@
+//! Tests of `App::on_key`: focus, selection, and the modal flows that end in
+//! `Control::Send` (or do not).
+
+use ratatui::crossterm::event::{KeyCode, KeyModifiers};
+
+use super::*;
+use crate::core::job::Phase;
+use crate::tui::fixture::demo_view;
+use crate::tui::modes::Tone;
+
+fn press(app: &mut App, view: &View, code: KeyCode) -> Control {
+    app.on_key(KeyEvent::new(code, KeyModifiers::NONE), view)
+}
+
+fn typed(app: &mut App, view: &View, text: &str) {
+    for c in text.chars() {
+        press(app, view, KeyCode::Char(c));
+    }
+}
+
+#[test]
+fn only_q_and_ctrl_c_quit() {
+    let view = demo_view();
+    let mut app = App::new();
+    assert_eq!(press(&mut app, &view, KeyCode::Esc), Control::Continue);
+    assert_eq!(press(&mut app, &view, KeyCode::Char('x')), Control::Continue);
+    assert_eq!(press(&mut app, &view, KeyCode::Char('q')), Control::Quit);
+    let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+    assert_eq!(app.on_key(ctrl_c, &view), Control::Quit);
+}
+
+#[test]
+fn tab_cycles_focus_both_ways_and_digits_jump() {
+    let view = demo_view();
+    let mut app = App::new();
+    let mut seen = vec![app.focus];
+    for _ in 0..6 {
+        press(&mut app, &view, KeyCode::Tab);
+        seen.push(app.focus);
+    }
+    assert_eq!(seen, [PaneId::Fleet, PaneId::Memory, PaneId::Queue, PaneId::Market, PaneId::Budget, PaneId::Alarms, PaneId::Fleet]);
+    app.on_key(KeyEvent::new(KeyCode::BackTab, KeyModifiers::SHIFT), &view);
+    assert_eq!(app.focus, PaneId::Alarms);
+    press(&mut app, &view, KeyCode::Char('3'));
+    assert_eq!(app.focus, PaneId::Queue);
+}
+
+#[test]
+fn down_moves_the_selection_and_stops_at_the_end() {
+    let view = demo_view();
+    let n = view.jobs.len();
+    assert!(n >= 3);
+    let mut app = App::with_focus(PaneId::Queue);
+    assert_eq!(app.selected_index(&view), Some(0));
+    press(&mut app, &view, KeyCode::Down);
+    assert_eq!(app.selected_index(&view), Some(1));
+    press(&mut app, &view, KeyCode::Char('j'));
+    assert_eq!(app.selected_index(&view), Some(2));
+    for _ in 0..n + 5 {
+        press(&mut app, &view, KeyCode::Down);
+    }
+    assert_eq!(app.selected_index(&view), Some(n - 1));
+    press(&mut app, &view, KeyCode::Home);
+    assert_eq!(app.selected_index(&view), Some(0));
+    press(&mut app, &view, KeyCode::Up);
+    assert_eq!(app.selected_index(&view), Some(0));
+    press(&mut app, &view, KeyCode::End);
+    assert_eq!(app.selected_job(&view), Some(view.jobs[n - 1].id));
+}
+
+#[test]
+fn selection_keys_move_only_the_focused_list() {
+    let view = demo_view();
+    let mut app = App::with_focus(PaneId::Market);
+    press(&mut app, &view, KeyCode::Down);
+    assert_eq!(app.selected_index(&view), Some(0));
+    app.focus = PaneId::Budget;
+    press(&mut app, &view, KeyCode::Down);
+    assert_eq!(app.selected_tenant(&view), Some(1));
+    assert_eq!(app.selected_index(&view), Some(0), "the job selection did not move");
+}
+
+#[test]
+fn selection_follows_the_job_and_survives_an_empty_view() {
+    let view = demo_view();
+    let mut app = App::with_focus(PaneId::Queue);
+    press(&mut app, &view, KeyCode::Down);
+    let id = app.selected_job(&view).unwrap();
+    let mut moved = view.clone();
+    moved.jobs.remove(0);
+    assert_eq!(app.selected_job(&moved), Some(id));
+    let empty = View::default();
+    assert_eq!(app.selected_index(&empty), None);
+    press(&mut app, &empty, KeyCode::Down);
+    assert_eq!(app.selected_index(&empty), None);
+    assert_eq!(press(&mut app, &empty, KeyCode::Char('p')), Control::Continue);
+    assert!(app.status.is_some(), "p with no job says so");
+}
+
+#[test]
+fn help_and_zoom_close_with_esc() {
+    let view = demo_view();
+    let mut app = App::new();
+    press(&mut app, &view, KeyCode::Char('z'));
+    press(&mut app, &view, KeyCode::Char('?'));
+    assert!(app.help && app.zoom);
+    press(&mut app, &view, KeyCode::Tab);
+    assert_eq!(app.focus, PaneId::Fleet, "keys under the help overlay do nothing");
+    press(&mut app, &view, KeyCode::Esc);
+    assert!(!app.help && app.zoom);
+    press(&mut app, &view, KeyCode::Esc);
+    assert!(!app.zoom);
+    assert_eq!(press(&mut app, &view, KeyCode::Esc), Control::Continue);
+    press(&mut app, &view, KeyCode::Char('?'));
+    press(&mut app, &view, KeyCode::Char('?'));
+    assert!(!app.help);
+}
+
+fn first_running(view: &View) -> (usize, JobId) {
+    let i = view.jobs.iter().position(|j| j.phase == Phase::Running).unwrap();
+    (i, view.jobs[i].id)
+}
+
+#[test]
+fn preempt_asks_first_and_only_y_sends() {
+    let view = demo_view();
+    let (i, id) = first_running(&view);
+    let mut app = App::with_focus(PaneId::Queue);
+    for _ in 0..i {
+        press(&mut app, &view, KeyCode::Down);
+    }
+    assert_eq!(press(&mut app, &view, KeyCode::Char('p')), Control::Continue);
+    assert!(matches!(&app.mode, Mode::Confirm(c) if c.action == Action::Preempt { job: id }));
+    // Neither Enter nor another key says yes.
+    assert_eq!(press(&mut app, &view, KeyCode::Enter), Control::Continue);
+    assert_eq!(press(&mut app, &view, KeyCode::Char('p')), Control::Continue);
+    assert_eq!(press(&mut app, &view, KeyCode::Char('y')), Control::Send(vec![Action::Preempt { job: id }]));
+    assert_eq!(app.mode, Mode::Normal);
+    // n and Esc back out, and say nothing was sent.
+    press(&mut app, &view, KeyCode::Char('r'));
+    assert_eq!(press(&mut app, &view, KeyCode::Char('n')), Control::Continue);
+    assert_eq!(app.mode, Mode::Normal);
+    assert_eq!(app.status.as_ref().map(|s| &s.tone), Some(&Tone::Hint));
+    press(&mut app, &view, KeyCode::Char('X'));
+    assert!(matches!(&app.mode, Mode::Confirm(c) if c.action == Action::Cancel { job: id }));
+    assert_eq!(press(&mut app, &view, KeyCode::Esc), Control::Continue);
+    assert_eq!(app.mode, Mode::Normal);
+}
+
+#[test]
+fn migrate_picks_a_pool_other_than_the_current_one() {
+    let view = demo_view();
+    let (i, id) = first_running(&view);
+    let mut app = App::with_focus(PaneId::Queue);
+    for _ in 0..i {
+        press(&mut app, &view, KeyCode::Down);
+    }
+    press(&mut app, &view, KeyCode::Char('m'));
+    let Mode::PickPool { options, .. } = &app.mode else { panic!("{:?}", app.mode) };
+    assert_eq!(options.len(), view.pools.len() - 1, "the job's own pool is not offered");
+    let second = options[1].clone();
+    press(&mut app, &view, KeyCode::Down);
+    press(&mut app, &view, KeyCode::Enter);
+    assert!(matches!(&app.mode, Mode::Confirm(c) if c.action == Action::Migrate { job: id, to: second.clone() }));
+    assert_eq!(press(&mut app, &view, KeyCode::Char('y')), Control::Send(vec![Action::Migrate { job: id, to: second }]));
+}
+
+#[test]
+fn the_approval_form_insists_on_a_reason() {
+    let view = demo_view();
+    let mut app = App::with_focus(PaneId::Budget);
+    let tenant = view.budgets[0].tenant.clone();
+    press(&mut app, &view, KeyCode::Char('a'));
+    assert!(matches!(&app.mode, Mode::Approve(f) if f.tenant == tenant));
+    typed(&mut app, &view, "50");
+    press(&mut app, &view, KeyCode::Enter);
+    let Mode::Approve(form) = &app.mode else { panic!() };
+    assert_eq!(form.error.as_deref(), Some("a reason is required"));
+    press(&mut app, &view, KeyCode::Tab);
+    press(&mut app, &view, KeyCode::Tab);
+    typed(&mut app, &view, "paper deadline");
+    press(&mut app, &view, KeyCode::Enter);
+    let Mode::Confirm(c) = &app.mode else { panic!("{:?}", app.mode) };
+    let Action::ApproveOverrun { amount, reason, .. } = &c.action else { panic!() };
+    assert_eq!((amount.map(|a| a.0), reason.as_str()), (Some(50_000_000), "paper deadline"));
+    assert!(matches!(press(&mut app, &view, KeyCode::Char('y')), Control::Send(v) if v.len() == 1));
+}
+
+#[test]
+fn the_command_bar_completes_parses_and_reports_errors_in_place() {
+    let view = demo_view();
+    let (_, id) = first_running(&view);
+    let mut app = App::new();
+    press(&mut app, &view, KeyCode::Char(':'));
+    typed(&mut app, &view, "pre");
+    press(&mut app, &view, KeyCode::Tab);
+    typed(&mut app, &view, &id.to_string());
+    press(&mut app, &view, KeyCode::Enter);
+    assert!(matches!(&app.mode, Mode::Confirm(c) if c.action == Action::Preempt { job: id }), "{:?}", app.mode);
+    press(&mut app, &view, KeyCode::Esc);
+    press(&mut app, &view, KeyCode::Char(':'));
+    typed(&mut app, &view, "bogus");
+    press(&mut app, &view, KeyCode::Enter);
+    assert!(matches!(&app.mode, Mode::Command { error: Some(e), .. } if e.contains("unknown command")));
+    press(&mut app, &view, KeyCode::Esc);
+    assert_eq!(app.mode, Mode::Normal);
+    // Acknowledging needs no confirmation.
+    press(&mut app, &view, KeyCode::Char(':'));
+    typed(&mut app, &view, "ack");
+    assert!(matches!(press(&mut app, &view, KeyCode::Enter), Control::Send(v) if v.len() == view.alarms.len()));
+}
+
+#[test]
+fn the_filter_applies_while_typing_and_esc_restores_it() {
+    let view = demo_view();
+    let mut app = App::with_focus(PaneId::Queue);
+    press(&mut app, &view, KeyCode::Char('/'));
+    typed(&mut app, &view, "speech");
+    let rows = app.job_rows(&view);
+    assert!(!rows.is_empty() && rows.iter().all(|i| view.jobs[*i].tenant == "speech"));
+    press(&mut app, &view, KeyCode::Enter);
+    assert_eq!(app.order.filter_text(), "speech");
+    press(&mut app, &view, KeyCode::Char('/'));
+    typed(&mut app, &view, "zzz");
+    assert!(app.job_rows(&view).is_empty());
+    press(&mut app, &view, KeyCode::Esc);
+    assert_eq!(app.order.filter_text(), "speech", "Esc while typing restores the filter before");
+    press(&mut app, &view, KeyCode::Esc);
+    assert_eq!(app.order.filter_text(), "", "Esc in the pane clears it");
+    // The selection is within the filtered rows.
+    app.order.set_filter("speech");
+    let id = app.selected_job(&view).unwrap();
+    assert_eq!(view.jobs.iter().find(|j| j.id == id).unwrap().tenant, "speech");
+}
+
+#[test]
+fn the_wall_console_ignores_every_key_but_quit() {
+    let view = demo_view();
+    let mut app = App::read_only();
+    app.focus = PaneId::Queue;
+    for code in [KeyCode::Char('p'), KeyCode::Char('y'), KeyCode::Char(':'), KeyCode::Char('a'), KeyCode::Enter, KeyCode::Tab, KeyCode::Char('r')] {
+        assert_eq!(press(&mut app, &view, code), Control::Continue);
+    }
+    assert_eq!(app.mode, Mode::Normal);
+    assert_eq!(app.focus, PaneId::Queue);
+    assert_eq!(press(&mut app, &view, KeyCode::Char('q')), Control::Quit);
+}

@@ -1,0 +1,167 @@
+//! The job table's order and filter, as the operator chose them: `/` text
+//! matched against id, name, tenant, project, model, state and node; `s`
+//! cycles the sort column, `S` flips its direction. The engine's order
+//! (running by node, then queued in queue order) is the default.
+//!
+//! Owns presentation only: which rows of `View::jobs` show and in what
+//! order. It never changes the `View`.
+
+use crate::core::view::JobRow;
+use crate::core::View;
+
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum SortKey {
+    /// As the engine lists them: running by node, then the queue in order.
+    #[default]
+    Queue,
+    Wait,
+    Cost,
+    Gpus,
+    Progress,
+    Eta,
+    Tenant,
+    Name,
+}
+
+impl SortKey {
+    pub const ALL: [SortKey; 8] = [SortKey::Queue, SortKey::Wait, SortKey::Cost, SortKey::Gpus, SortKey::Progress, SortKey::Eta, SortKey::Tenant, SortKey::Name];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SortKey::Queue => "queue",
+            SortKey::Wait => "wait",
+            SortKey::Cost => "cost",
+            SortKey::Gpus => "gpus",
+            SortKey::Progress => "progress",
+            SortKey::Eta => "eta",
+            SortKey::Tenant => "tenant",
+            SortKey::Name => "name",
+        }
+    }
+
+    pub fn parse(word: &str) -> Option<SortKey> {
+        SortKey::ALL.into_iter().find(|k| k.name().eq_ignore_ascii_case(word))
+    }
+
+    pub fn next(self) -> SortKey {
+        let i = SortKey::ALL.iter().position(|k| *k == self).unwrap_or(0);
+        SortKey::ALL[(i + 1) % SortKey::ALL.len()]
+    }
+
+    /// Figures read best largest first; names A to Z.
+    fn descending_by_default(self) -> bool {
+        matches!(self, SortKey::Wait | SortKey::Cost | SortKey::Gpus | SortKey::Progress)
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct JobOrder {
+    /// Lower-case words; a job shows if it matches every one.
+    filter: Vec<String>,
+    filter_text: String,
+    pub sort: SortKey,
+    /// Reverse of the key's natural direction.
+    pub reversed: bool,
+}
+
+impl JobOrder {
+    pub fn filter_text(&self) -> &str {
+        &self.filter_text
+    }
+
+    pub fn set_filter(&mut self, text: &str) {
+        self.filter_text = text.trim().to_string();
+        self.filter = self.filter_text.split_whitespace().map(str::to_lowercase).collect();
+    }
+
+    pub fn is_default(&self) -> bool {
+        self.filter.is_empty() && self.sort == SortKey::Queue && !self.reversed
+    }
+
+    fn matches(&self, job: &JobRow) -> bool {
+        if self.filter.is_empty() {
+            return true;
+        }
+        let id = job.id.to_string();
+        let fields = [id.as_str(), &job.name, &job.tenant, &job.project, &job.model, &job.state, job.node.as_deref().unwrap_or("")];
+        self.filter.iter().all(|word| fields.iter().any(|f| f.to_lowercase().contains(word.as_str())))
+    }
+
+    /// Indices into `view.jobs` of the rows shown, in the order shown.
+    pub fn rows(&self, view: &View) -> Vec<usize> {
+        let mut rows: Vec<usize> = (0..view.jobs.len()).filter(|i| self.matches(&view.jobs[*i])).collect();
+        let jobs = &view.jobs;
+        let key = self.sort;
+        // A stable sort keeps the engine's order among equals.
+        rows.sort_by(|a, b| {
+            let (x, y) = (&jobs[*a], &jobs[*b]);
+            match key {
+                SortKey::Queue => std::cmp::Ordering::Equal,
+                SortKey::Wait => x.wait.cmp(&y.wait),
+                SortKey::Cost => x.cost.cmp(&y.cost),
+                SortKey::Gpus => x.gpus.cmp(&y.gpus),
+                SortKey::Progress => x.progress.total_cmp(&y.progress),
+                // Unknown ETAs last either way.
+                SortKey::Eta => x.eta.is_none().cmp(&y.eta.is_none()).then(x.eta.cmp(&y.eta)),
+                SortKey::Tenant => x.tenant.cmp(&y.tenant),
+                SortKey::Name => x.name.cmp(&y.name),
+            }
+        });
+        if key.descending_by_default() != self.reversed && key != SortKey::Queue {
+            rows.reverse();
+        } else if key == SortKey::Queue && self.reversed {
+            rows.reverse();
+        }
+        rows
+    }
+
+    /// "sort wait ↓", for the pane title; `None` for the engine's order.
+    pub fn sort_label(&self) -> Option<String> {
+        if self.sort == SortKey::Queue && !self.reversed {
+            return None;
+        }
+        let down = self.sort.descending_by_default() != self.reversed;
+        Some(format!("sort {} {}", self.sort.name(), if down { "↓" } else { "↑" }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::fixture::demo_view;
+
+    #[test]
+    fn filter_matches_every_word_in_any_field() {
+        let view = demo_view();
+        let mut order = JobOrder::default();
+        assert_eq!(order.rows(&view).len(), view.jobs.len());
+        order.set_filter("NLP");
+        let rows = order.rows(&view);
+        assert!(!rows.is_empty() && rows.len() < view.jobs.len());
+        assert!(rows.iter().all(|i| view.jobs[*i].tenant == "nlp"));
+        order.set_filter("nlp queued");
+        assert!(order.rows(&view).iter().all(|i| view.jobs[*i].tenant == "nlp" && view.jobs[*i].state.contains("queued")));
+        order.set_filter("no-such-job");
+        assert!(order.rows(&view).is_empty());
+        order.set_filter("  ");
+        assert!(order.is_default());
+    }
+
+    #[test]
+    fn sorting_by_cost_puts_the_dearest_first_and_s_flips_it() {
+        let view = demo_view();
+        let mut order = JobOrder { sort: SortKey::Cost, ..JobOrder::default() };
+        let costs: Vec<i64> = order.rows(&view).iter().map(|i| view.jobs[*i].cost.0).collect();
+        assert!(costs.windows(2).all(|w| w[0] >= w[1]), "{costs:?}");
+        assert_eq!(order.sort_label().as_deref(), Some("sort cost ↓"));
+        order.reversed = true;
+        let costs: Vec<i64> = order.rows(&view).iter().map(|i| view.jobs[*i].cost.0).collect();
+        assert!(costs.windows(2).all(|w| w[0] <= w[1]), "{costs:?}");
+        let mut by_name = JobOrder { sort: SortKey::Name, ..JobOrder::default() };
+        let names: Vec<&str> = by_name.rows(&view).iter().map(|i| view.jobs[*i].name.as_str()).collect();
+        assert!(names.windows(2).all(|w| w[0] <= w[1]));
+        by_name.sort = by_name.sort.next();
+        assert_eq!(by_name.sort, SortKey::Queue, "the cycle comes back to the engine's order");
+        assert_eq!(SortKey::parse("ETA"), Some(SortKey::Eta));
+    }
+}

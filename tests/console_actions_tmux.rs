@@ -1,0 +1,201 @@
+//! Operator actions end to end through a real terminal: tmux runs `gpuroom`
+//! recording to a real SQLite log; send-keys preempts a running job and
+//! confirms, requeues another, approves a budget overrun through the form
+//! with a reason, and acknowledges an alarm; the test reads the screen
+//! (capture-pane) and then the audit table of the log to check each took
+//! effect under the actor from the environment. The same keys on `--wall`
+//! do nothing: no dialog on screen, no audit row, no operator event.
+//!
+//! Needs tmux. Without it the test says so and passes, unless
+//! `GPUROOM_REQUIRE_TMUX` is set (as `.ci/run` does), where it fails.
+
+use std::path::Path;
+use std::process::Command;
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use gpuroom::core::event::Role;
+use gpuroom::store::Store;
+
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn start(name: &str, w: u16, h: u16, command: &str) -> Tmux {
+        let tmux = Tmux { socket: format!("gpuroom-{name}-{}", std::process::id()) };
+        tmux.run(&["new-session", "-d", "-s", "console", "-x", &w.to_string(), "-y", &h.to_string(), "sh", "-c", command]);
+        tmux
+    }
+
+    fn run(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux").arg("-L").arg(&self.socket).arg("-f").arg("/dev/null").args(args).output().expect("run tmux");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn screen(&self) -> String {
+        self.run(&["capture-pane", "-p", "-t", "console"])
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        for k in keys {
+            self.run(&["send-keys", "-t", "console", k]);
+            sleep(Duration::from_millis(60));
+        }
+    }
+
+    /// Literal text (no key names).
+    fn type_text(&self, text: &str) {
+        self.run(&["send-keys", "-t", "console", "-l", text]);
+        sleep(Duration::from_millis(60));
+    }
+
+    fn wait_for(&self, what: &str, limit: Duration, pred: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let screen = self.screen();
+            if pred(&screen) {
+                return screen;
+            }
+            if start.elapsed() > limit {
+                panic!("waited {limit:?} for {what}; the screen:\n{screen}");
+            }
+            sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux").arg("-L").arg(&self.socket).arg("kill-server").output();
+    }
+}
+
+fn tmux_available() -> bool {
+    let ok = Command::new("tmux").arg("-V").output().is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(std::env::var_os("GPUROOM_REQUIRE_TMUX").is_none(), "tmux is required (GPUROOM_REQUIRE_TMUX is set) but not installed");
+        eprintln!("SKIPPED: tmux is not installed; set GPUROOM_REQUIRE_TMUX=1 to make this a failure");
+    }
+    ok
+}
+
+/// The id of the job on the selected (`▶`) row of the queue table.
+fn selected_job(screen: &str) -> String {
+    let line = screen.lines().find(|l| l.contains('▶') && l.contains(" j")).unwrap_or_else(|| panic!("no selected job row:\n{screen}"));
+    let after = &line[line.find('▶').unwrap() + '▶'.len_utf8()..];
+    after.split_whitespace().next().unwrap().to_string()
+}
+
+fn console(name: &str, db: &Path, extra: &str) -> Tmux {
+    let bin = env!("CARGO_BIN_EXE_gpuroom");
+    let command = format!(
+        "USER=e2e-ana SUDO_USER= SSH_CONNECTION='10.9.8.7 50000 10.0.0.1 22' {bin} --seed 2 --db {} {extra}; echo \"gpuroom exited with $?\"; sleep 60",
+        db.display()
+    );
+    Tmux::start(name, 200, 60, &command)
+}
+
+fn quit(tmux: &Tmux) {
+    tmux.keys(&["q"]);
+    tmux.wait_for("the exit", Duration::from_secs(20), |s| s.contains("gpuroom exited with 0"));
+}
+
+#[test]
+fn preempt_requeue_approve_and_ack_land_on_screen_and_in_the_audit_log() {
+    if !tmux_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("run.db");
+    let tmux = console("actions", &db, "");
+    tmux.wait_for("the queue", Duration::from_secs(30), |s| s.contains("Queue") && s.contains("running"));
+
+    // Preempt: the first row is a running job (running jobs come first).
+    tmux.keys(&["3", "Home"]);
+    let screen = tmux.wait_for("a selected row", Duration::from_secs(5), |s| s.contains('▶'));
+    let first = selected_job(&screen);
+    tmux.keys(&["p"]);
+    let dialog = tmux.wait_for("the preempt dialog", Duration::from_secs(5), |s| s.contains("Confirm") && s.contains(&format!("Preempt {first}")));
+    assert!(dialog.contains("checkpoint") && dialog.contains("only y sends"), "the dialog says what will happen:\n{dialog}");
+    tmux.keys(&["y"]);
+    tmux.wait_for("the preempt's outcome", Duration::from_secs(10), |s| s.contains(&format!("✓ preempt {first}")));
+
+    // Requeue the next running job; the dialog warns what is lost.
+    tmux.keys(&["Down"]);
+    sleep(Duration::from_millis(300));
+    let second = selected_job(&tmux.screen());
+    tmux.keys(&["r"]);
+    let dialog = tmux.wait_for("the requeue dialog", Duration::from_secs(5), |s| s.contains(&format!("Requeue {second}")));
+    assert!(dialog.contains("WITHOUT saving") && dialog.contains("Lost:"), "{dialog}");
+    tmux.keys(&["y"]);
+    tmux.wait_for("the requeue's outcome", Duration::from_secs(10), |s| s.contains(&format!("✓ requeue {second}")));
+
+    // Approve an overrun through the form: the reason is required.
+    tmux.keys(&["5", "a"]);
+    tmux.wait_for("the approval form", Duration::from_secs(5), |s| s.contains("Approve overrun"));
+    tmux.type_text("75");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the missing reason", Duration::from_secs(5), |s| s.contains("a reason is required"));
+    tmux.keys(&["Tab", "Tab"]);
+    tmux.type_text("e2e paper deadline");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the approval dialog", Duration::from_secs(5), |s| s.contains("Reason: e2e paper deadline"));
+    tmux.keys(&["y"]);
+    tmux.wait_for("the approval's outcome", Duration::from_secs(10), |s| s.contains("✓ approve the overrun of"));
+
+    // Acknowledge every alarm from the command bar, if there are any.
+    tmux.keys(&[":"]);
+    tmux.type_text("ack");
+    tmux.keys(&["Enter"]);
+    let acked = tmux.wait_for("the acknowledgement", Duration::from_secs(10), |s| s.contains("✓ acknowledge alarm") || s.contains("no unacknowledged alarm"));
+    if acked.contains("no unacknowledged alarm") {
+        tmux.keys(&["Escape"]);
+    }
+    quit(&tmux);
+
+    let store = Store::open_read_only(&db).unwrap();
+    let audit = store.audit_records().unwrap();
+    let done = |verb: &str, needle: &str| audit.iter().any(|r| r.verb == verb && r.outcome == "done" && r.detail.contains(needle));
+    assert!(done("preempt", &first), "{audit:#?}");
+    assert!(done("requeue", &second), "{audit:#?}");
+    assert!(done("approve a budget overrun", "e2e paper deadline"), "{audit:#?}");
+    if acked.contains("✓ acknowledge alarm") {
+        assert!(audit.iter().any(|r| r.verb == "acknowledge an alarm" && r.outcome == "done"), "{audit:#?}");
+    }
+    for r in &audit {
+        assert_eq!((r.user.as_str(), r.origin.as_str(), r.role), ("e2e-ana", "ssh 10.9.8.7", Role::Operator), "{r:?}");
+    }
+}
+
+#[test]
+fn the_wall_display_does_nothing_with_action_keys() {
+    if !tmux_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("wall.db");
+    let tmux = console("wall", &db, "--wall");
+    let first = tmux.wait_for("the wall", Duration::from_secs(30), |s| s.contains("read-only"));
+    assert!(!first.contains("Confirm"));
+    for keys in [&["3", "Home", "p"][..], &["y"], &["r", "y"], &["5", "a"], &["7", "5", "Enter"], &[":"], &["a", "c", "k", "Enter"], &["X", "y"], &["m", "Enter", "y"]] {
+        tmux.keys(keys);
+    }
+    sleep(Duration::from_millis(800));
+    let screen = tmux.screen();
+    for word in ["Confirm", "Approve overrun", "Migrate", "refused"] {
+        assert!(!screen.contains(word), "{word:?} on the wall:\n{screen}");
+    }
+    quit(&tmux);
+    let store = Store::open_read_only(&db).unwrap();
+    assert!(store.audit_records().unwrap().is_empty(), "no action reached the engine");
+    let mut operator_events = 0;
+    store
+        .for_each_event(0, |_, _, e| {
+            if e.kind() == "operator" {
+                operator_events += 1;
+            }
+        })
+        .unwrap();
+    assert_eq!(operator_events, 0);
+}
