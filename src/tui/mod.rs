@@ -27,6 +27,7 @@ pub mod svg;
 pub mod theme;
 pub mod theme_file;
 pub mod wall;
+mod wall_font;
 
 use std::time::Duration;
 
