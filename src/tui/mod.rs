@@ -25,6 +25,7 @@ pub mod panes;
 pub mod run;
 pub mod svg;
 pub mod theme;
+pub mod theme_depth;
 pub mod theme_file;
 pub mod wall;
 mod wall_font;

@@ -1,13 +1,14 @@
 //! Named styles for the console: the util ramp, billing modes, ok/warn/alarm,
-//! borders, dim text, header. A dark 256-colour theme and a monochrome one for
-//! `NO_COLOR`.
+//! borders, dim text, header. Built-in themes: dark (the default), light,
+//! high-contrast (wall displays), colour-blind (Okabe–Ito) and mono (`NO_COLOR`).
 //!
 //! Owns only styles. It must not decide what is drawn: every pane draws the
 //! same glyphs whatever the theme, so meaning never rests on colour alone and
 //! the monochrome theme stays readable (bold, reverse, underline instead).
-//! The built-in themes are TOML files in `themes/` (see `theme_file`).
+//! The built-in themes are TOML files in `themes/` (see `theme_file`); fitting
+//! a theme to what the terminal can show is `theme_depth`'s business.
 
-use ratatui::style::Style;
+use ratatui::style::{Color, Style};
 use ratatui::widgets::BorderType;
 
 use crate::core::cluster::BillingMode;
@@ -18,6 +19,10 @@ pub const RAMP_LEVELS: usize = 9;
 #[derive(Clone, Debug, PartialEq)]
 pub struct Theme {
     pub name: String,
+    /// The terminal background the theme is designed for; `Reset` when it
+    /// assumes none. Not painted by the console (the terminal keeps its own):
+    /// it is what contrast is judged against.
+    pub background: Color,
     /// Plain text.
     pub text: Style,
     /// Secondary text: labels, units, column headers' neighbours.
@@ -70,29 +75,46 @@ impl Default for Theme {
     }
 }
 
-
 impl Theme {
-    /// `NO_COLOR` set to anything non-empty selects the monochrome theme
-    /// (<https://no-color.org>), otherwise the dark 256-colour one.
+    /// The dark theme fitted to the terminal (`ColorDepth::from_env`): with
+    /// `NO_COLOR` set (<https://no-color.org>) or `TERM=dumb` that is the
+    /// monochrome theme.
     pub fn from_env() -> Theme {
-        match std::env::var_os("NO_COLOR") {
-            Some(v) if !v.is_empty() => Theme::mono(),
-            _ => Theme::dark(),
-        }
+        Theme::dark().at_depth(super::theme_depth::ColorDepth::from_env())
     }
 
     /// Dark background, 256-colour palette (works over SSH without truecolor),
     /// from `themes/dark.toml`.
     pub fn dark() -> Theme {
-        let (file, text) = super::theme_file::DARK;
-        super::theme_file::parse(file, text).expect("themes/dark.toml is valid (tested)")
+        built_in(super::theme_file::DARK)
+    }
+
+    /// Light background, from `themes/light.toml`.
+    pub fn light() -> Theme {
+        built_in(super::theme_file::LIGHT)
+    }
+
+    /// Wall displays: 7:1 contrast, bold figures, no dim grey, from
+    /// `themes/high-contrast.toml`.
+    pub fn high_contrast() -> Theme {
+        built_in(super::theme_file::HIGH_CONTRAST)
+    }
+
+    /// Okabe–Ito colours, apart under protan, deutan and tritan vision, from
+    /// `themes/colour-blind.toml`.
+    pub fn colour_blind() -> Theme {
+        built_in(super::theme_file::COLOUR_BLIND)
     }
 
     /// No colour at all: emphasis by bold, reverse, underline and glyphs,
     /// from `themes/mono.toml`.
     pub fn mono() -> Theme {
-        let (file, text) = super::theme_file::MONO;
-        super::theme_file::parse(file, text).expect("themes/mono.toml is valid (tested)")
+        built_in(super::theme_file::MONO)
+    }
+
+    /// Every built-in theme, the default first.
+    pub fn built_ins() -> Vec<Theme> {
+        super::theme_file::BUILT_IN.iter().map(|&(_, file)| built_in(file)).collect()
     }
 
     pub fn billing(&self, mode: BillingMode) -> Style {
@@ -114,29 +136,204 @@ impl Theme {
             self.ok
         }
     }
+
+    /// The same theme with `f` applied to every style.
+    pub fn map_styles(&self, mut f: impl FnMut(Style) -> Style) -> Theme {
+        self.map_named(|_, s| f(s))
+    }
+
+    /// Every style with its name (`util[3]`, `billing[0]`), for checks over
+    /// the whole theme.
+    pub fn styles(&self) -> Vec<(String, Style)> {
+        let mut all = Vec::new();
+        self.map_named(|name, s| {
+            all.push((name.to_string(), s));
+            s
+        });
+        all
+    }
+
+    /// `f(name, style)` over every style. Destructures `Theme` whole so that
+    /// a new field cannot be forgotten here (it would not compile): depth
+    /// conversion and the theme checks rely on seeing every style.
+    fn map_named(&self, mut f: impl FnMut(&str, Style) -> Style) -> Theme {
+        let Theme {
+            name,
+            background,
+            text,
+            dim,
+            heading,
+            figure,
+            header,
+            brand,
+            border,
+            border_focused,
+            border_type,
+            border_type_focused,
+            title,
+            title_focused,
+            ok,
+            warn,
+            alarm,
+            alarm_banner,
+            selected,
+            selected_unfocused,
+            util,
+            no_data,
+            billing,
+            mem_used,
+            mem_alloc,
+            mem_free,
+            chart,
+            chart_over,
+            key,
+            key_disabled,
+        } = self;
+        Theme {
+            name: name.clone(),
+            background: *background,
+            text: f("text", *text),
+            dim: f("dim", *dim),
+            heading: f("heading", *heading),
+            figure: f("figure", *figure),
+            header: f("header", *header),
+            brand: f("brand", *brand),
+            border: f("border", *border),
+            border_focused: f("border_focused", *border_focused),
+            border_type: *border_type,
+            border_type_focused: *border_type_focused,
+            title: f("title", *title),
+            title_focused: f("title_focused", *title_focused),
+            ok: f("ok", *ok),
+            warn: f("warn", *warn),
+            alarm: f("alarm", *alarm),
+            alarm_banner: f("alarm_banner", *alarm_banner),
+            selected: f("selected", *selected),
+            selected_unfocused: f("selected_unfocused", *selected_unfocused),
+            util: std::array::from_fn(|i| f(&format!("util[{i}]"), util[i])),
+            no_data: f("no_data", *no_data),
+            billing: std::array::from_fn(|i| f(&format!("billing[{i}]"), billing[i])),
+            mem_used: f("mem_used", *mem_used),
+            mem_alloc: f("mem_alloc", *mem_alloc),
+            mem_free: f("mem_free", *mem_free),
+            chart: f("chart", *chart),
+            chart_over: f("chart_over", *chart_over),
+            key: f("key", *key),
+            key_disabled: f("key_disabled", *key_disabled),
+        }
+    }
+}
+
+fn built_in((file, text): (&str, &str)) -> Theme {
+    super::theme_file::parse(file, text).unwrap_or_else(|e| panic!("built-in theme is valid (tested): {e}"))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use ratatui::style::Modifier;
+
+    use super::*;
+    use crate::tui::theme_depth::ColorDepth;
+
+    fn coloured() -> [Theme; 4] {
+        [Theme::dark(), Theme::light(), Theme::high_contrast(), Theme::colour_blind()]
+    }
 
     #[test]
     fn mono_theme_uses_no_colour() {
         let t = Theme::mono();
-        let styles = [t.text, t.dim, t.header, t.alarm, t.alarm_banner, t.selected, t.key, t.chart_over, t.warn];
-        for s in styles.iter().chain(t.util.iter()).chain(t.billing.iter()) {
-            assert!(s.fg.is_none() && s.bg.is_none(), "{s:?} carries a colour");
+        for (name, s) in t.styles() {
+            assert!(s.fg.is_none() && s.bg.is_none(), "{name} carries a colour: {s:?}");
         }
+        assert_eq!(t.background, Color::Reset);
         // Emphasis survives without colour.
         assert!(t.alarm_banner.add_modifier.contains(Modifier::REVERSED));
         assert!(t.selected.add_modifier.contains(Modifier::REVERSED));
     }
 
     #[test]
-    fn focus_is_visible_without_colour() {
-        for t in [Theme::dark(), Theme::mono()] {
-            assert_ne!(t.border_type, t.border_type_focused);
+    fn built_ins_are_the_five_in_order_with_their_names() {
+        let names: Vec<String> = Theme::built_ins().into_iter().map(|t| t.name).collect();
+        assert_eq!(names, ["dark", "light", "high-contrast", "colour-blind", "mono"]);
+        assert_eq!(Theme::default(), Theme::dark());
+    }
+
+    #[test]
+    fn coloured_themes_say_which_background_they_are_for() {
+        for t in coloured() {
+            assert_ne!(t.background, Color::Reset, "{} names no background, so its contrast cannot be checked", t.name);
         }
+    }
+
+    #[test]
+    fn styles_lists_every_style_once() {
+        let styles = Theme::dark().styles();
+        let mut names: Vec<&str> = styles.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names.len(), 24 + RAMP_LEVELS + 3);
+        assert!(names.contains(&"util[8]") && names.contains(&"billing[2]") && names.contains(&"key_disabled"));
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), 24 + RAMP_LEVELS + 3, "a name is repeated");
+    }
+
+    #[test]
+    fn focus_is_visible_without_colour() {
+        for t in Theme::built_ins() {
+            for depth in ColorDepth::ALL {
+                let t = t.at_depth(depth);
+                assert_ne!(t.border_type, t.border_type_focused, "{} at {depth:?}", t.name);
+            }
+        }
+    }
+
+    #[test]
+    fn ok_warn_and_alarm_differ_from_each_other_and_from_text() {
+        for t in coloured() {
+            for depth in [ColorDepth::TrueColor, ColorDepth::Palette256, ColorDepth::Basic16] {
+                let t = t.at_depth(depth);
+                let at = format!("{} at {depth:?}", t.name);
+                // By colour, not only by modifier: the colour is what is seen first.
+                let fg = [("text", t.text.fg), ("ok", t.ok.fg), ("warn", t.warn.fg), ("alarm", t.alarm.fg)];
+                for (i, (a, x)) in fg.iter().enumerate() {
+                    assert!(x.is_some(), "{at}: {a} has no colour");
+                    for (b, y) in &fg[i + 1..] {
+                        assert_ne!(x, y, "{at}: {a} and {b} look alike");
+                    }
+                }
+                let [r, o, s] = t.billing.map(|s| s.fg);
+                assert!(r != o && o != s && r != s, "{at}: billing modes look alike: {:?}", t.billing);
+                assert_ne!(t.alarm_banner, t.header, "{at}");
+            }
+        }
+    }
+
+    #[test]
+    fn without_colour_warn_and_alarm_still_stand_out() {
+        for t in Theme::built_ins() {
+            let t = t.at_depth(ColorDepth::Mono);
+            let styles = [t.text, t.warn, t.alarm];
+            assert!(styles[0] != styles[1] && styles[1] != styles[2] && styles[0] != styles[2], "{}: {styles:?}", t.name);
+            assert_ne!(t.selected, t.text, "{}", t.name);
+        }
+    }
+
+    #[test]
+    fn high_contrast_is_bold_and_never_dim() {
+        let t = Theme::high_contrast();
+        for s in [t.figure, t.warn, t.alarm, t.alarm_banner, t.header, t.selected, t.title_focused] {
+            assert!(s.add_modifier.contains(Modifier::BOLD), "{s:?} is not bold");
+        }
+        for (name, s) in t.styles() {
+            assert!(!s.add_modifier.contains(Modifier::DIM), "{name} is dim");
+        }
+    }
+
+    #[test]
+    fn grade_follows_the_thresholds() {
+        let t = Theme::dark();
+        assert_eq!(t.grade(0.1, 0.5, 0.9), t.ok);
+        assert_eq!(t.grade(0.5, 0.5, 0.9), t.warn);
+        assert_eq!(t.grade(0.95, 0.5, 0.9), t.alarm);
+        assert_eq!(t.util_level(99), t.util[RAMP_LEVELS - 1]);
     }
 }
