@@ -1,91 +1,215 @@
-//! Fleet pane: per-GPU utilization as a heat grid, one row per node (name,
-//! billing mode, instance type, zone, price, state, one glyph per GPU, mean util),
-//! under a cluster line (GPUs busy, mean util, burn, nodes up).
+//! Fleet pane: the cluster at a glance, from a handful of nodes to 1,000+
+//! GPUs, and the drill-down into one node.
 //!
-//! Draws from `View::cluster` and `View::nodes` only. Each GPU's glyph and
-//! colour both encode its utilization (`·` no sample, `░` idle, `▁`…`█`),
-//! so the grid reads without colour. Must not draw outside its `Rect`.
+//! Three pictures, chosen by what fits: while every node gets a row, a table
+//! (name, billing mode, instance type, zone, price, state, a glyph per GPU,
+//! mean util) under a cluster line; once they do not, the heat grid of
+//! `fleet_grid` (a cell per GPU, or per node); drilled into a node, its GPUs
+//! one per row (`fleet_detail`). Also owns `FleetUi`, the cursor and the
+//! drill-down the App keeps, and what moving them means; the App binds keys.
+//!
+//! Draws from `View::cluster` and `View::nodes` (and `View::jobs`, for names
+//! in the detail) only. Every GPU state has a glyph of its own (`·` no
+//! sample, `░` idle, `▁`…`█`, `✕` down, `↓` draining in the grid), so the
+//! pane reads without colour. Must not draw outside its `Rect` nor change the
+//! `View`; the only thing written while drawing is the drawn shape in
+//! `FleetUi`, so that paging moves by what is on screen.
+
+use std::cell::Cell;
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
-use super::{PaneProps, frame, widest};
-use crate::core::view::{GpuView, NodeView};
+use super::{PaneProps, fleet_detail, fleet_grid, frame, widest};
 use crate::core::View;
+use crate::core::ids::NodeId;
+use crate::core::view::{GpuView, NodeView};
 use crate::tui::app::PaneId;
 use crate::tui::fmt::{self, put};
 use crate::tui::theme::Theme;
 
-/// The fleet pane's UI state, held by `App`: which node is selected (↑↓
-/// while the fleet pane has the focus) and which one is drilled into (Enter,
-/// Esc leaves). Both follow the node by id as the view changes.
+/// The fleet pane's UI state, held by `App`: which node is selected (moved
+/// while the fleet pane has the focus) and which one is drilled into. Both
+/// follow the node by id as the view changes; when the node is gone the
+/// cursor falls back to the index it was at, so it lands on a neighbour.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FleetUi {
-    pub cursor: Option<crate::core::ids::NodeId>,
-    pub drill: Option<crate::core::ids::NodeId>,
+    pub cursor: Option<NodeId>,
+    pub drill: Option<NodeId>,
+    /// Index of the cursor when it last moved (for when its node is gone).
+    at: usize,
+    /// What the last frame showed, for paging by what is on screen.
+    drawn: Cell<Drawn>,
 }
 
-pub fn render(view: &View, _ui: &FleetUi, props: PaneProps<'_>, area: Rect, buf: &mut Buffer) {
+/// The shape of the last drawn picture.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub(super) struct Drawn {
+    /// Nodes on one drawn line (1 in the table, several in the grid).
+    pub per_line: usize,
+    /// Nodes on screen.
+    pub on_screen: usize,
+}
+
+impl FleetUi {
+    /// Index in `view.nodes` of the cursor: its node while it is there, else
+    /// the nearest index; the first node before any move; `None` for no nodes.
+    pub fn cursor_index(&self, view: &View) -> Option<usize> {
+        let last = view.nodes.len().checked_sub(1)?;
+        if let Some(id) = self.cursor
+            && let Some(i) = view.nodes.iter().position(|n| n.id == id)
+        {
+            return Some(i);
+        }
+        Some(self.at.min(last))
+    }
+
+    /// The node under the cursor.
+    pub fn selected_node<'a>(&self, view: &'a View) -> Option<&'a NodeView> {
+        self.cursor_index(view).map(|i| &view.nodes[i])
+    }
+
+    /// Moves the cursor by `delta` nodes in the order drawn (the `View`'s),
+    /// stopping at either end. Drilled in, the detail follows the cursor, so
+    /// the same keys page through nodes there.
+    pub fn move_by(&mut self, view: &View, delta: isize) {
+        let Some(i) = self.cursor_index(view) else { return };
+        let j = (i as isize).saturating_add(delta).clamp(0, view.nodes.len() as isize - 1) as usize;
+        self.cursor = Some(view.nodes[j].id);
+        self.at = j;
+        if self.drill.is_some() {
+            self.drill = self.cursor;
+        }
+    }
+
+    /// Drills into the cursor's node (nothing without nodes).
+    pub fn enter(&mut self, view: &View) {
+        if let Some(i) = self.cursor_index(view) {
+            self.cursor = Some(view.nodes[i].id);
+            self.at = i;
+            self.drill = self.cursor;
+        }
+    }
+
+    /// Leaves the drill-down; false when not drilled in, so that the key
+    /// (Esc) can mean something else then.
+    pub fn leave(&mut self) -> bool {
+        self.drill.take().is_some()
+    }
+
+    /// Nodes on one drawn line as last drawn: 1 in the table and the detail,
+    /// several in the grid. For ↑↓ to move by a line of the grid.
+    pub fn line_len(&self) -> isize {
+        self.drawn.get().per_line.max(1) as isize
+    }
+
+    /// Nodes on screen as last drawn, for PgUp/PgDn.
+    pub fn page_len(&self) -> isize {
+        self.drawn.get().on_screen.max(1) as isize
+    }
+}
+
+pub fn render(view: &View, ui: &FleetUi, props: PaneProps<'_>, area: Rect, buf: &mut Buffer) {
+    if let Some(id) = ui.drill {
+        ui.drawn.set(Drawn { per_line: 1, on_screen: 1 });
+        fleet_detail::render(view, id, props, area, buf);
+        return;
+    }
+    let cursor = if props.focused { ui.cursor_index(view) } else { None };
+    let rows = area.height.saturating_sub(2) as usize;
+    let drawn = if view.nodes.is_empty() || view.nodes.len() < rows {
+        table(view, cursor, props, area, buf)
+    } else {
+        fleet_grid::render(view, cursor, props, area, buf)
+    };
+    ui.drawn.set(drawn);
+}
+
+/// One row per node under the cluster line; only called when all rows fit.
+fn table(view: &View, cursor: Option<usize>, props: PaneProps<'_>, area: Rect, buf: &mut Buffer) -> Drawn {
     let t = props.theme;
     let c = &view.cluster;
     let extra = Line::from(Span::styled(format!(" {}/{} nodes up ", c.nodes_up, c.nodes_total), t.dim));
     let inner = frame(PaneId::Fleet, Some(extra), props, area, buf);
     if inner.is_empty() {
-        return;
+        return Drawn::default();
     }
-    put(buf, inner, 0, cluster_line(view, t, inner.width as usize));
-    let rows = inner.height.saturating_sub(1) as usize;
-    if rows == 0 {
-        return;
+    put(buf, inner, 0, cluster_line(view, t, inner.width as usize, false));
+    if inner.height < 2 {
+        return Drawn::default();
     }
     if view.nodes.is_empty() {
         put(buf, inner, 1, Line::from(Span::styled("no nodes yet", t.dim)));
-        return;
+        return Drawn::default();
     }
-    let shown = pick_rows(&view.nodes, rows);
-    let cols = Columns::fit(&view.nodes, inner.width as usize);
-    let mut row = 1u16;
-    for (node, _) in view.nodes.iter().zip(&shown).filter(|(_, s)| **s) {
-        put(buf, inner, row, node_line(node, &cols, t));
-        row += 1;
-    }
-    let hidden: Vec<&NodeView> = view.nodes.iter().zip(&shown).filter(|(_, s)| !**s).map(|(n, _)| n).collect();
-    if !hidden.is_empty() {
-        put(buf, inner, row, more_line(&hidden, t));
-    }
-}
-
-/// Which nodes get a row when not all fit: nodes in trouble (draining,
-/// down) first, then the others in order; one row is kept for "+N more".
-fn pick_rows(nodes: &[NodeView], rows: usize) -> Vec<bool> {
-    if nodes.len() <= rows {
-        return vec![true; nodes.len()];
-    }
-    let mut budget = rows.saturating_sub(1);
-    let mut shown = vec![false; nodes.len()];
-    let trouble = |n: &NodeView| !n.up || n.state != "up";
-    for pass in [true, false] {
-        for (i, n) in nodes.iter().enumerate() {
-            if budget > 0 && !shown[i] && trouble(n) == pass {
-                shown[i] = true;
-                budget -= 1;
+    // A gutter for the cursor's `▶` only while it is drawn, so that an
+    // unfocused table keeps every cell for the figures.
+    let gutter = usize::from(props.focused);
+    let cols = Columns::fit(&view.nodes, (inner.width as usize).saturating_sub(gutter));
+    for (i, node) in view.nodes.iter().enumerate() {
+        let mut line = node_line(node, &cols, t);
+        if props.focused {
+            let here = cursor == Some(i);
+            line.spans.insert(0, Span::styled(if here { "▶" } else { " " }, t.figure));
+            if here {
+                line = line.style(t.selected);
             }
         }
+        put(buf, inner, 1 + i as u16, line);
     }
-    shown
+    Drawn { per_line: 1, on_screen: view.nodes.len() }
 }
 
-fn cluster_line<'a>(view: &View, t: &Theme, w: usize) -> Line<'a> {
+/// GPUs busy, mean util and burn; with `trouble`, how many nodes are down or
+/// draining (the table says it per row, the grid does not).
+pub(super) fn cluster_line<'a>(view: &View, t: &Theme, w: usize, trouble: bool) -> Line<'a> {
     let c = &view.cluster;
-    fmt::fit_groups(
-        vec![
-            vec![Span::styled(format!("{}/{}", c.gpus_busy, c.gpus_total), t.figure), Span::styled(" GPUs busy", t.dim)],
-            vec![Span::styled("  util ", t.dim), Span::styled(fmt::util_pct(c.util_mean), t.util_level(fmt::ramp_level(c.util_mean)))],
-            vec![Span::styled("  burn ", t.dim), Span::styled(c.burn.to_string(), t.figure)],
-        ],
-        w,
-    )
+    let mut groups = vec![
+        vec![Span::styled(format!("{}/{}", c.gpus_busy, c.gpus_total), t.figure), Span::styled(" GPUs busy", t.dim)],
+        vec![Span::styled("  util ", t.dim), Span::styled(fmt::util_pct(c.util_mean), t.util_level(fmt::ramp_level(c.util_mean)))],
+    ];
+    // In the grid, trouble comes before the burn (the header has the burn).
+    if trouble {
+        groups.extend(trouble_groups(view, t));
+    }
+    groups.push(vec![Span::styled("  burn ", t.dim), Span::styled(c.burn.to_string(), t.figure)]);
+    fmt::fit_groups(groups, w)
+}
+
+/// `  ✕ 3 down` and `  ↓ 2 draining`, each only when there are some.
+pub(super) fn trouble_groups<'a>(view: &View, t: &Theme) -> Vec<Vec<Span<'a>>> {
+    let down = view.nodes.iter().filter(|n| !n.up).count();
+    let draining = view.nodes.iter().filter(|n| is_draining(n)).count();
+    let mut groups = Vec::new();
+    if down > 0 {
+        groups.push(vec![Span::styled(format!("  ✕ {down} down"), t.alarm)]);
+    }
+    if draining > 0 {
+        groups.push(vec![Span::styled(format!("  ↓ {draining} draining"), t.warn)]);
+    }
+    groups
+}
+
+/// Up but on its way out (an interruption notice, a drain).
+pub(super) fn is_draining(node: &NodeView) -> bool {
+    node.up && node.state != "up"
+}
+
+/// Mean utilization of the node's GPUs that have a sample (never a
+/// negative zero, which would print as `-0%`).
+pub(super) fn node_mean(node: &NodeView) -> Option<f64> {
+    let sampled: Vec<f64> = node.gpus.iter().filter_map(|g| g.util.map(f64::from)).collect();
+    (!sampled.is_empty()).then(|| (sampled.iter().sum::<f64>() / sampled.len() as f64).max(0.0) + 0.0)
+}
+
+/// The node's mean util as `61%` in four cells, `—` without samples.
+fn mean_span<'a>(node: &NodeView, t: &Theme) -> Span<'a> {
+    match node_mean(node) {
+        Some(m) => Span::styled(fmt::right(&fmt::util_pct(m), 4), t.util_level(fmt::ramp_level(m))),
+        None => Span::styled(fmt::right("—", 4), t.no_data),
+    }
 }
 
 /// Column widths for the node rows; instance type, zone and price only where they fit.
@@ -152,19 +276,10 @@ fn node_line<'a>(node: &NodeView, cols: &Columns, t: &Theme) -> Line<'a> {
         spans.push(Span::raw(" "));
     }
     if let Some(w) = cols.price {
-        let over = matches!((node.price, node.max_price), (Some(p), Some(m)) if p > m);
-        let style = if !node.up { t.dim } else if over { t.alarm } else { t.text };
-        spans.push(Span::styled(fmt::right(&price_text(node), w), style));
+        spans.push(Span::styled(fmt::right(&price_text(node), w), price_style(node, t)));
         spans.push(Span::raw(" "));
     }
-    let state_style = if !node.up {
-        t.alarm
-    } else if node.state == "up" {
-        t.dim
-    } else {
-        t.warn
-    };
-    spans.push(Span::styled(fmt::left(&node.state, cols.state), state_style));
+    spans.push(Span::styled(fmt::left(&node.state, cols.state), state_style(node, t)));
     spans.push(Span::raw(" "));
     for gpu in &node.gpus {
         let (glyph, style) = gpu_glyph(node, gpu, t);
@@ -176,70 +291,189 @@ fn node_line<'a>(node: &NodeView, cols: &Columns, t: &Theme) -> Line<'a> {
     }
     let missing = cols.gpus.saturating_sub(node.gpus.len()) * cols.cell;
     spans.push(Span::raw(" ".repeat(missing + usize::from(cols.cell == 1))));
-    let sampled: Vec<f64> = node.gpus.iter().filter_map(|g| g.util.map(f64::from)).collect();
-    let mean = (!sampled.is_empty()).then(|| sampled.iter().sum::<f64>() / sampled.len() as f64);
-    spans.push(match mean {
-        Some(m) => Span::styled(fmt::right(&fmt::util_pct(m), 4), t.util_level(fmt::ramp_level(m))),
-        None => Span::styled(fmt::right("—", 4), t.no_data),
-    });
+    spans.push(mean_span(node, t));
     Line::from(spans)
 }
 
 /// What the node costs per hour now; nothing for a node that is down.
-fn price_text(node: &NodeView) -> String {
+pub(super) fn price_text(node: &NodeView) -> String {
     match node.price {
         Some(p) if node.up => p.to_string(),
         _ => "—".into(),
     }
 }
 
+/// A price above the node's max price is the alarm the spot watcher acts on.
+pub(super) fn price_style(node: &NodeView, t: &Theme) -> Style {
+    let over = matches!((node.price, node.max_price), (Some(p), Some(m)) if p > m);
+    if !node.up {
+        t.dim
+    } else if over {
+        t.alarm
+    } else {
+        t.text
+    }
+}
+
+pub(super) fn state_style(node: &NodeView, t: &Theme) -> Style {
+    if !node.up {
+        t.alarm
+    } else if node.state == "up" {
+        t.dim
+    } else {
+        t.warn
+    }
+}
+
 /// The glyph and style of one GPU: `✕` on a down node, `·` before the first
 /// sample, else the ramp; an allocated GPU doing nothing is flagged as waste.
-fn gpu_glyph(node: &NodeView, gpu: &GpuView, t: &Theme) -> (char, ratatui::style::Style) {
+pub(super) fn gpu_glyph(node: &NodeView, gpu: &GpuView, t: &Theme) -> (char, Style) {
     if !node.up {
         return ('✕', t.no_data);
     }
     match gpu.util {
         None => ('·', t.no_data),
-        Some(u) => {
-            let u = f64::from(u);
-            let level = fmt::ramp_level(u);
-            let glyph = if level == 0 { '░' } else { fmt::RAMP[level] };
-            let style = if !gpu.jobs.is_empty() && u < 5.0 { t.warn } else { t.util_level(level) };
-            (glyph, style)
-        }
+        Some(u) => util_glyph(f64::from(u), !gpu.jobs.is_empty(), t),
     }
 }
 
-fn more_line<'a>(hidden: &[&NodeView], t: &Theme) -> Line<'a> {
-    let down = hidden.iter().filter(|n| !n.up).count();
-    let other = hidden.iter().filter(|n| n.up && n.state != "up").count();
-    let mut text = format!("+{} more", hidden.len());
-    let mut notes = Vec::new();
-    if other > 0 {
-        notes.push(format!("{other} draining"));
-    }
-    if down > 0 {
-        notes.push(format!("{down} down"));
-    }
-    if !notes.is_empty() {
-        text.push_str(&format!(" ({})", notes.join(", ")));
-    }
-    text.push_str(" — z to zoom");
-    Line::from(Span::styled(text, if down + other > 0 { t.warn } else { t.dim }))
+/// The ramp glyph of a utilization in percent (`░` for idle, so that idle
+/// never looks blank); `allocated` and under 5% is waste, in the warn style.
+pub(super) fn util_glyph(u: f64, allocated: bool, t: &Theme) -> (char, Style) {
+    let level = fmt::ramp_level(u);
+    let glyph = if level == 0 { '░' } else { fmt::RAMP[level] };
+    let style = if allocated && u < 5.0 { t.warn } else { t.util_level(level) };
+    (glyph, style)
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
+    use ratatui::backend::TestBackend;
+    use ratatui::Terminal;
+
     use super::*;
+    use crate::core::cluster::BillingMode;
+    use crate::core::ids::JobId;
+    use crate::core::units::{Mib, MicrosPerHour};
+    use crate::core::view::ClusterView;
+    use crate::sched::fragmentation::ClusterFragmentation;
     use crate::tui::fixture::demo_view;
     use crate::tui::panes::testing::draw_pane;
+
+    /// Every cell's symbol, row by row.
+    pub(crate) fn rows(terminal: &Terminal<TestBackend>) -> Vec<String> {
+        let buf = terminal.backend().buffer();
+        (0..buf.area.height).map(|y| (0..buf.area.width).map(|x| buf[(x, y)].symbol().to_string()).collect()).collect()
+    }
+
+    /// 1,000 GPUs on 160 nodes, deterministic: 120 nodes of 8 and 40 of 1
+    /// (every fourth), billing modes in pairs, 5 nodes down, 4 draining, 6
+    /// just joined (no sample), single GPUs without a sample here and there,
+    /// GPUs exclusive, free, shared and fragmented in a fixed pattern.
+    pub(crate) fn thousand_gpus() -> View {
+        let mut nodes = Vec::new();
+        for i in 0..160usize {
+            let single = i % 4 == 3;
+            let billing = [BillingMode::Reserved, BillingMode::OnDemand, BillingMode::Spot][(i / 2) % 3];
+            let down = i % 37 == 11;
+            let draining = !down && i % 41 == 20;
+            let fresh = i % 29 == 7;
+            let total = Mib(if single { 24 * 1024 } else { 80 * 1024 });
+            let gpus = (0..if single { 1 } else { 8 })
+                .map(|g: usize| {
+                    let job = |k: u64| JobId((i * 10 + g) as u64 * 4 + k);
+                    let (mut alloc, mut frag, mut jobs, exclusive) = match (i * 7 + g * 3) % 10 {
+                        0..=5 => (total.0, 0.0, vec![job(0)], true),
+                        6 => (0, 0.0, vec![], false),
+                        7 | 8 => (total.0 / 2, 0.1 * ((i + g) % 6) as f64, vec![job(0), job(1)], false),
+                        _ => (total.0 * 3 / 4, 0.6, vec![job(0), job(1), job(2)], false),
+                    };
+                    if down {
+                        (alloc, frag, jobs) = (0, 0.0, vec![]);
+                    }
+                    let free = total.0 - alloc;
+                    let largest = if exclusive { 0 } else { (f64::from(free) * (1.0 - frag)) as u32 };
+                    let util = if down || fresh || (i + g).is_multiple_of(23) {
+                        None
+                    } else if jobs.is_empty() {
+                        Some(0.0)
+                    } else {
+                        Some(((i * 13 + g * 7) % 61 + 39) as f32)
+                    };
+                    GpuView {
+                        index: g as u8,
+                        util,
+                        mem_total: total,
+                        mem_used: util.map(|_| Mib(alloc / 10 * 9)),
+                        mem_allocated: Mib(alloc),
+                        largest_free: Mib(largest),
+                        fragmentation: frag,
+                        jobs,
+                        exclusive,
+                    }
+                })
+                .collect();
+            let price = if single { 1_010_000 } else { [32_770_000, 98_320_000, 12_400_000][billing.index()] };
+            nodes.push(NodeView {
+                id: NodeId(i as u32 + 1),
+                name: format!("n{i:03}"),
+                instance_type: if single { "g5.xlarge" } else if billing == BillingMode::Spot { "p4d.24xlarge" } else { "p5.48xlarge" }.into(),
+                zone: format!("us-east-1{}", ['a', 'b', 'c', 'd'][i % 4]),
+                billing,
+                gpu_model: if single { "A10G" } else { "H100" }.into(),
+                state: if down { "down" } else if draining { "draining 87s" } else { "up" }.into(),
+                up: !down,
+                price: (!down).then_some(MicrosPerHour(price)),
+                max_price: (billing == BillingMode::Spot).then_some(MicrosPerHour(price + 2_000_000)),
+                gpus,
+            });
+        }
+        let up: Vec<&NodeView> = nodes.iter().filter(|n| n.up).collect();
+        let gpus: Vec<&GpuView> = up.iter().flat_map(|n| &n.gpus).collect();
+        let sampled: Vec<f64> = gpus.iter().filter_map(|g| g.util.map(f64::from)).collect();
+        let free: u64 = gpus.iter().filter(|g| !g.exclusive).map(|g| u64::from(g.mem_total.0 - g.mem_allocated.0)).sum();
+        let largest_sum: u64 = gpus.iter().map(|g| u64::from(g.largest_free.0)).sum();
+        let free_gpus = gpus.iter().filter(|g| g.jobs.is_empty()).count() as u32;
+        let most = up.iter().map(|n| n.gpus.iter().filter(|g| g.jobs.is_empty()).count() as u32).max().unwrap_or(0);
+        let cluster = ClusterView {
+            nodes_up: up.len() as u32,
+            nodes_total: nodes.len() as u32,
+            gpus_total: gpus.len() as u32,
+            gpus_busy: gpus.iter().filter(|g| !g.jobs.is_empty()).count() as u32,
+            util_mean: sampled.iter().sum::<f64>() / sampled.len() as f64,
+            mem_total: gpus.iter().map(|g| u64::from(g.mem_total.0)).sum(),
+            mem_allocated: gpus.iter().map(|g| u64::from(g.mem_allocated.0)).sum(),
+            fragmentation: ClusterFragmentation {
+                free_memory: free,
+                largest_free_block: gpus.iter().map(|g| g.largest_free).max().unwrap_or_default(),
+                memory: 1.0 - largest_sum as f64 / free as f64,
+                free_gpus,
+                most_free_gpus_on_one_node: most,
+                gpus: 1.0 - f64::from(most) / f64::from(free_gpus.max(1)),
+                partial_free_share: 0.0,
+            },
+            burn: MicrosPerHour(up.iter().filter_map(|n| n.price.map(|p| p.0)).sum()),
+        };
+        View { nodes, cluster, ..View::default() }
+    }
+
+
+    #[test]
+    fn the_generated_view_has_what_the_tests_need() {
+        let v = thousand_gpus();
+        assert_eq!(v.nodes.iter().map(|n| n.gpus.len()).sum::<usize>(), 1000);
+        assert_eq!(v.nodes.iter().filter(|n| !n.up).count(), 5);
+        assert_eq!(v.nodes.iter().filter(|n| is_draining(n)).count(), 4);
+        assert!(v.nodes.iter().any(|n| n.up && n.gpus.iter().all(|g| g.util.is_none())), "a node without samples");
+        assert!(v.nodes.iter().flat_map(|n| &n.gpus).any(|g| g.fragmentation >= 0.5), "fragmented GPUs");
+    }
 
     #[test]
     fn fleet_pane_wide() {
         let view = demo_view();
         let terminal = draw_pane(72, 9, true, |p, a, b| render(&view, &FleetUi::default(), p, a, b));
         insta::assert_snapshot!(terminal.backend());
+        assert!(rows(&terminal)[2].starts_with("┃▶n01"), "the focused table marks the cursor's row");
     }
 
     #[test]
@@ -250,38 +484,138 @@ mod tests {
     }
 
     #[test]
-    fn nodes_in_trouble_keep_their_row_and_every_gpu_state_has_a_glyph() {
+    fn every_gpu_state_has_a_glyph_in_the_table_and_the_grid() {
         let view = demo_view();
-        let shown = pick_rows(&view.nodes, 3);
-        let names: Vec<&str> = view.nodes.iter().zip(&shown).filter(|(_, s)| **s).map(|(n, _)| n.name.as_str()).collect();
-        assert_eq!(names, ["n04", "n05"], "draining and down first, one row left for +N");
         let terminal = draw_pane(72, 9, false, |p, a, b| render(&view, &FleetUi::default(), p, a, b));
-        let rows: Vec<String> = (0..9)
-            .map(|y| (0..72).map(|x| terminal.backend().buffer()[(x, y)].symbol().to_string()).collect())
-            .collect();
-        let row = |name: &str| rows.iter().find(|r| r.contains(name)).cloned().unwrap_or_default();
+        let table = rows(&terminal);
+        let row = |name: &str| table.iter().find(|r| r.contains(name)).cloned().unwrap_or_default();
         assert!(row("n05").contains("✕") && row("n05").contains("down"));
         assert!(row("n06").contains("·"), "no sample yet");
         assert!(row("n04").contains("draining 87s"));
         assert!(row("n02").contains("░"), "an idle GPU is visible, not blank");
+        assert!(!table.iter().any(|r| r.contains('▶')), "no cursor without the focus");
+        let grid = rows(&draw_pane(44, 6, false, |p, a, b| render(&view, &FleetUi::default(), p, a, b))).join("\n");
+        assert!(grid.contains("✕✕✕✕✕✕✕✕") && grid.contains("↓↓↓↓↓↓↓↓") && grid.contains("····"), "{grid}");
+        assert!(grid.contains("1 cell = 1 GPU"), "{grid}");
     }
 
     #[test]
-    fn many_nodes_degrade_to_plus_n_more() {
+    fn many_nodes_become_a_grid_not_plus_n_more() {
         let mut view = demo_view();
         let template = view.nodes[0].clone();
         for i in 0..40 {
-            view.nodes.push(NodeView { name: format!("x{i:02}"), ..template.clone() });
+            view.nodes.push(NodeView { name: format!("x{i:02}"), id: NodeId(100 + i), ..template.clone() });
         }
         let terminal = draw_pane(60, 8, false, |p, a, b| render(&view, &FleetUi::default(), p, a, b));
-        let text: String = terminal.backend().buffer().content.iter().map(|c| c.symbol()).collect();
-        assert!(text.contains("+42 more — z to zoom"), "{text}");
-        assert!(text.contains("draining 87s") && text.contains("down"), "trouble stays on screen: {text}");
+        let text = rows(&terminal).join("\n");
+        assert!(!text.contains("more"), "{text}");
+        assert!(text.contains("1 cell = 1 node") && text.contains('✕') && text.contains('↓'), "trouble stays on screen: {text}");
     }
 
     #[test]
     fn fleet_pane_empty_view() {
         let terminal = draw_pane(40, 4, false, |p, a, b| render(&View::default(), &FleetUi::default(), p, a, b));
         insta::assert_snapshot!(terminal.backend());
+    }
+
+    fn ids(view: &View) -> Vec<u32> {
+        view.nodes.iter().map(|n| n.id.0).collect()
+    }
+
+    #[test]
+    fn the_cursor_follows_its_node_and_falls_back_to_the_nearest() {
+        let mut view = demo_view();
+        assert_eq!(ids(&view), [1, 2, 3, 4, 5, 6]);
+        let mut ui = FleetUi::default();
+        assert_eq!(ui.selected_node(&view).map(|n| n.id), Some(NodeId(1)), "the first node before any move");
+        ui.move_by(&view, 2);
+        assert_eq!(ui.cursor, Some(NodeId(3)));
+        // A node before it leaves: the cursor stays on n03.
+        view.nodes.remove(0);
+        assert_eq!(ui.selected_node(&view).map(|n| n.name.as_str()), Some("n03"));
+        ui.move_by(&view, 1);
+        assert_eq!(ui.cursor, Some(NodeId(4)));
+        // Its own node leaves: the one now at its place.
+        view.nodes.retain(|n| n.id != NodeId(4));
+        assert_eq!(ui.selected_node(&view).map(|n| n.id), Some(NodeId(5)));
+        ui.move_by(&view, 100);
+        assert_eq!(ui.cursor, Some(NodeId(6)), "stops at the end");
+        view.nodes.truncate(2);
+        assert_eq!(ui.selected_node(&view).map(|n| n.id), Some(NodeId(3)), "nearest index when the tail is gone");
+        ui.move_by(&view, -100);
+        assert_eq!(ui.cursor, Some(NodeId(2)), "stops at the start");
+        let empty = View::default();
+        assert!(ui.selected_node(&empty).is_none());
+        ui.move_by(&empty, 1);
+        ui.enter(&empty);
+        assert_eq!(ui.drill, None, "nothing to drill into");
+    }
+
+    #[test]
+    fn enter_and_leave_the_drill_down() {
+        let mut view = demo_view();
+        let mut ui = FleetUi::default();
+        assert!(!ui.leave(), "not drilled: Esc is free for something else");
+        ui.move_by(&view, 1);
+        ui.enter(&view);
+        assert_eq!(ui.drill, Some(NodeId(2)));
+        ui.move_by(&view, 1);
+        assert_eq!(ui.drill, Some(NodeId(3)), "drilled in, moving pages through nodes");
+        view.nodes.retain(|n| n.id != NodeId(3));
+        let terminal = draw_pane(50, 6, true, |p, a, b| render(&view, &ui, p, a, b));
+        assert!(rows(&terminal).join("").contains("node #3 has left the fleet — Esc back"));
+        ui.move_by(&view, 0);
+        assert_eq!(ui.drill, Some(NodeId(4)), "moving again lands on the neighbour");
+        assert!(ui.leave());
+        assert_eq!(ui.drill, None);
+        assert_eq!(ui.cursor, Some(NodeId(4)), "leaving keeps the cursor");
+        assert!(!ui.leave());
+    }
+
+    /// Draws into a larger buffer around `area` and checks that nothing
+    /// outside it changed.
+    pub(crate) fn assert_inside(w: u16, h: u16, draw: impl FnOnce(PaneProps<'_>, Rect, &mut Buffer)) {
+        let theme = Theme::dark();
+        let outer = Rect::new(0, 0, w + 6, h + 4);
+        let mut buf = Buffer::filled(outer, ratatui::buffer::Cell::new("@"));
+        let area = Rect::new(3, 2, w, h);
+        draw(PaneProps { theme: &theme, focused: true }, area, &mut buf);
+        for y in 0..outer.height {
+            for x in 0..outer.width {
+                if !area.contains((x, y).into()) {
+                    assert_eq!(buf[(x, y)].symbol(), "@", "drew outside {area:?} at ({x},{y})");
+                }
+            }
+        }
+    }
+
+    pub(crate) const SIZES: [u16; 10] = [0, 1, 2, 3, 5, 8, 20, 58, 100, 300];
+
+    #[test]
+    fn never_draws_outside_its_rect_nor_panics() {
+        let mut zero_gpus = demo_view();
+        zero_gpus.nodes[1].gpus.clear();
+        zero_gpus.nodes[4].gpus.clear();
+        let mut huge = thousand_gpus();
+        let template = huge.nodes.clone();
+        for k in 1..30u32 {
+            huge.nodes.extend(template.iter().map(|n| NodeView { id: NodeId(n.id.0 + 1000 * k), ..n.clone() }));
+        }
+        let views = [demo_view(), View::default(), zero_gpus, thousand_gpus(), huge];
+        for view in &views {
+            let mut last = FleetUi::default();
+            last.move_by(view, isize::MAX);
+            let mut drilled = last.clone();
+            drilled.enter(view);
+            let mut zero = FleetUi::default();
+            zero.enter(view);
+            for ui in [FleetUi::default(), last, drilled, zero] {
+                for w in SIZES {
+                    for h in SIZES.into_iter().filter(|h| *h <= 100) {
+                        assert_inside(w, h, |p, a, b| render(view, &ui, p, a, b));
+                    }
+                }
+            }
+        }
     }
 }

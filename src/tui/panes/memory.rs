@@ -1,11 +1,16 @@
-//! Memory pane: GPU memory and its fragmentation. A cluster line (memory and
-//! GPU fragmentation, free memory, largest free block), one row per node (a
-//! glyph per GPU for the allocated share, allocated/total, measured use,
-//! largest free block, worst GPU fragmentation), then a bar per shared GPU —
-//! where fragmentation lives — as space allows.
+//! Memory pane: GPU memory and its fragmentation, per GPU and for the
+//! cluster. A cluster line (memory and GPU fragmentation, free memory,
+//! largest free block anywhere), then, while most nodes get a row, one row
+//! per node (a glyph per GPU for the allocated share, allocated/total,
+//! measured use, largest free block, worst GPU fragmentation) and a bar per
+//! shared GPU, where fragmentation lives. At scale (most nodes would not get
+//! a row) it shows what still reads at 1,000 GPUs: how many GPUs have a
+//! largest free block of each size, then the worst-fragmented GPUs first,
+//! then the nodes with the most room.
 //!
-//! Draws from `View::cluster` and `View::nodes` only; percentages and bars are
-//! the only arithmetic here. Must not draw outside its `Rect`.
+//! Draws from `View::cluster` and `View::nodes` only; percentages, counts
+//! and bars are the only arithmetic here (the fragmentation figures come
+//! with the `View`). Must not draw outside its `Rect`.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -39,6 +44,11 @@ pub fn render(view: &View, props: PaneProps<'_>, area: Rect, buf: &mut Buffer) {
         nodes.iter().flat_map(|n| n.gpus.iter().map(move |g| (*n, g))).filter(|(_, g)| is_shared(g)).collect();
     let name_w = widest(view.nodes.iter().map(|n| n.name.as_str()), 3, 10);
     let gpu_w = nodes.iter().map(|n| n.gpus.len()).max().unwrap_or(0);
+    // Once most nodes would be left out, rows say less than a distribution.
+    if nodes.len() + shared.len() > rows && nodes.len() > 2 * rows.saturating_sub(1) {
+        at_scale(&nodes, name_w, t, inner, buf);
+        return;
+    }
     let (show_nodes, show_shared) = pick_rows(&nodes, shared.len(), rows);
     let mut row = 1u16;
     for (node, _) in nodes.iter().zip(&show_nodes).filter(|(_, s)| **s) {
@@ -96,8 +106,15 @@ fn is_shared(g: &GpuView) -> bool {
     !g.exclusive && !g.jobs.is_empty()
 }
 
-fn mib(m: u64) -> Mib {
-    Mib(u32::try_from(m).unwrap_or(u32::MAX))
+/// A cluster-wide amount: as `Mib` shows it, in tebibytes from 10T on
+/// (`57.5T`, not `58860.0G`), and never wrapped past `u32`.
+fn mib(m: u64) -> String {
+    const T: u64 = 1024 * 1024;
+    if m >= 10 * T {
+        format!("{:.1}T", m as f64 / T as f64)
+    } else {
+        Mib(u32::try_from(m).unwrap_or(u32::MAX)).to_string()
+    }
 }
 
 fn cluster_line<'a>(view: &View, t: &Theme, w: usize) -> Line<'a> {
@@ -106,7 +123,7 @@ fn cluster_line<'a>(view: &View, t: &Theme, w: usize) -> Line<'a> {
         vec![
             vec![Span::styled("frag mem ", t.dim), Span::styled(fmt::pct(f.memory), t.grade(f.memory, 0.25, 0.5))],
             vec![Span::styled(" gpu ", t.dim), Span::styled(fmt::pct(f.gpus), t.grade(f.gpus, 0.25, 0.5))],
-            vec![Span::styled("  free ", t.dim), Span::styled(mib(f.free_memory).to_string(), t.figure)],
+            vec![Span::styled("  free ", t.dim), Span::styled(mib(f.free_memory), t.figure)],
             vec![Span::styled("  largest ", t.dim), Span::styled(f.largest_free_block.to_string(), t.figure)],
             vec![Span::styled(format!("  {} free GPUs", f.free_gpus), t.dim)],
         ],
@@ -163,9 +180,11 @@ fn node_line<'a>(node: &NodeView, name_w: usize, gpu_w: usize, w: usize, t: &The
 /// `n02:2 ███▓▓░░░ 8.0G/16.0G used 6.0G lf 4.3G frag 48% 2 jobs`: measured use
 /// `█`, allocated but not in use `▓`, free `░`.
 fn shared_line<'a>(node: &NodeView, g: &GpuView, name_w: usize, w: usize, t: &Theme) -> Line<'a> {
-    let label = format!("{}:{}", fmt::trunc(&node.name, name_w), g.index);
+    // The name gives way, never the GPU's index.
+    let index = g.index.to_string();
+    let label = format!("{}:{index}", fmt::trunc(&node.name, name_w));
     let bar_w = if w >= 60 { 16 } else { 8 };
-    let mut head = vec![Span::styled(fmt::left(&label, name_w + 2), t.dim), Span::raw(" ")];
+    let mut head = vec![Span::styled(fmt::left(&label, name_w + 1 + index.len().max(1)), t.dim), Span::raw(" ")];
     head.extend(mem_bar(g, bar_w, t));
     head.push(Span::raw(" "));
     head.push(Span::styled(fmt::right(&g.mem_allocated.to_string(), 6), t.figure));
@@ -181,7 +200,8 @@ fn shared_line<'a>(node: &NodeView, g: &GpuView, name_w: usize, w: usize, t: &Th
     fmt::fit_groups(groups, w)
 }
 
-fn mem_bar(g: &GpuView, w: usize, t: &Theme) -> Vec<Span<'static>> {
+/// `w` cells: measured use `█`, allocated but not in use `▓`, free `░`.
+pub(super) fn mem_bar(g: &GpuView, w: usize, t: &Theme) -> Vec<Span<'static>> {
     let cells = |m: Mib| ((ratio(m, g.mem_total) * w as f64).round() as usize).min(w);
     let alloc = cells(g.mem_allocated);
     let used = g.mem_used.map(|u| cells(u).min(alloc)).unwrap_or(0);
@@ -193,10 +213,129 @@ fn mem_bar(g: &GpuView, w: usize, t: &Theme) -> Vec<Span<'static>> {
     ]
 }
 
+/// How many GPUs of up nodes have a largest free block of ≥16G, 8–16G,
+/// 4–8G, under 4G, and none at all (full, or held exclusively).
+fn distribution(nodes: &[&NodeView]) -> [(&'static str, usize); 5] {
+    const G: u32 = 1024;
+    let mut out = [("≥16G", 0), ("8–16G", 0), ("4–8G", 0), ("<4G", 0), ("none", 0)];
+    for g in nodes.iter().flat_map(|n| &n.gpus) {
+        let slot = match if g.exclusive { 0 } else { g.largest_free.0 } {
+            0 => 4,
+            f if f >= 16 * G => 0,
+            f if f >= 8 * G => 1,
+            f if f >= 4 * G => 2,
+            _ => 3,
+        };
+        out[slot].1 += 1;
+    }
+    out
+}
+
+/// The pane at many nodes: the distribution of largest free blocks (as bars
+/// when there are rows for them), the worst-fragmented GPUs, the nodes with
+/// the most free memory, and what did not fit.
+fn at_scale(nodes: &[&NodeView], name_w: usize, t: &Theme, inner: Rect, buf: &mut Buffer) {
+    let w = inner.width as usize;
+    let h = inner.height as usize;
+    let mut row = 1u16;
+    let dist = distribution(nodes);
+    let total: usize = dist.iter().map(|(_, n)| n).sum();
+    let count_w = total.to_string().len();
+    let bar_w = w.saturating_sub(6 + 1 + 1 + count_w + 5);
+    let dist_lines: Vec<Line> = if h >= 1 + 5 + 4 && bar_w >= 4 {
+        let mut lines = vec![Line::from(Span::styled("largest free block per GPU", t.heading))];
+        for (label, n) in dist {
+            let share = if total == 0 { 0.0 } else { n as f64 / total as f64 };
+            let style = if label == "none" { t.mem_alloc } else { t.mem_free.patch(t.figure) };
+            lines.push(Line::from(vec![
+                Span::styled(fmt::left(label, 6), t.dim),
+                Span::raw(" "),
+                Span::styled(fmt::bar(share, bar_w), style),
+                Span::raw(" "),
+                Span::styled(fmt::right(&n.to_string(), count_w), t.figure),
+                Span::styled(fmt::right(&fmt::pct(share), 5), t.dim),
+            ]));
+        }
+        lines
+    } else {
+        let mut groups = vec![vec![Span::styled("lf/GPU", t.dim)]];
+        for (label, n) in dist {
+            groups.push(vec![Span::styled(format!("  {label} "), t.dim), Span::styled(n.to_string(), t.figure)]);
+        }
+        lay_groups(groups, w)
+    };
+    for line in dist_lines {
+        if row as usize >= h {
+            return;
+        }
+        put(buf, inner, row, line);
+        row += 1;
+    }
+    let mut worst: Vec<(&NodeView, &GpuView)> =
+        nodes.iter().flat_map(|n| n.gpus.iter().map(move |g| (*n, g))).filter(|(_, g)| g.fragmentation > 0.0).collect();
+    worst.sort_by(|a, b| {
+        b.1.fragmentation.total_cmp(&a.1.fragmentation).then(a.1.largest_free.cmp(&b.1.largest_free)).then(a.0.name.cmp(&b.0.name)).then(a.1.index.cmp(&b.1.index))
+    });
+    let mut roomy: Vec<&&NodeView> = nodes.iter().filter(|n| n.gpus.iter().any(|g| !g.exclusive && g.largest_free.0 > 0)).collect();
+    let free = |n: &NodeView| n.gpus.iter().filter(|g| !g.exclusive).map(|g| u64::from(g.mem_total.0.saturating_sub(g.mem_allocated.0))).sum::<u64>();
+    roomy.sort_by(|a, b| largest(b).cmp(&largest(a)).then(free(b).cmp(&free(a))).then(a.name.cmp(&b.name)));
+    let gpu_w = nodes.iter().map(|n| n.gpus.len()).max().unwrap_or(0);
+    let left = |row: u16| h.saturating_sub(row as usize);
+    // Both lists when there is room: a third of the rows (heading included)
+    // for where a large job still fits, the rest for the worst fragmented.
+    let roomy_rows = if roomy.is_empty() || left(row) < 6 { 0 } else { (roomy.len() + 1).min(left(row) / 3) };
+    if !worst.is_empty() && left(row) >= 2 {
+        put(buf, inner, row, Line::from(Span::styled(format!("{} fragmented GPUs, worst first", worst.len()), t.heading)));
+        row += 1;
+        let room = left(row).saturating_sub(roomy_rows);
+        let fit = if worst.len() > room { room.saturating_sub(1) } else { worst.len() };
+        for (node, gpu) in worst.iter().take(fit) {
+            put(buf, inner, row, shared_line(node, gpu, name_w, w, t));
+            row += 1;
+        }
+        if fit < worst.len() {
+            put(buf, inner, row, Line::from(Span::styled(format!("+{} fragmented GPUs", worst.len() - fit), t.dim)));
+            row += 1;
+        }
+    }
+    if !roomy.is_empty() && left(row) >= 2 {
+        put(buf, inner, row, Line::from(Span::styled("most free memory", t.heading)));
+        row += 1;
+        let fit = if roomy.len() > left(row) { left(row).saturating_sub(1) } else { roomy.len() };
+        for node in roomy.iter().take(fit) {
+            put(buf, inner, row, node_line(node, name_w, gpu_w, w, t));
+            row += 1;
+        }
+        if fit < roomy.len() {
+            put(buf, inner, row, Line::from(Span::styled(format!("+{} nodes with free memory", roomy.len() - fit), t.dim)));
+        }
+    }
+}
+
+/// The node's largest free block (0 when every GPU is full or exclusive).
+fn largest(n: &NodeView) -> Mib {
+    n.gpus.iter().filter(|g| !g.exclusive).map(|g| g.largest_free).max().unwrap_or_default()
+}
+
+/// Groups laid over as many lines as they need, each group whole.
+fn lay_groups<'a>(groups: Vec<Vec<Span<'a>>>, w: usize) -> Vec<Line<'a>> {
+    let mut lines: Vec<Line<'a>> = vec![Line::default()];
+    for group in groups {
+        let add: usize = group.iter().map(Span::width).sum();
+        let line = lines.last_mut().expect("one line at least");
+        if line.width() > 0 && line.width() + add > w {
+            lines.push(Line::default());
+        }
+        lines.last_mut().expect("one line at least").spans.extend(group);
+    }
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::tui::fixture::demo_view;
+    use crate::tui::panes::fleet::tests::{SIZES, assert_inside, rows, thousand_gpus};
     use crate::tui::panes::testing::draw_pane;
 
     #[test]
@@ -221,5 +360,60 @@ mod tests {
         let view = demo_view();
         let terminal = draw_pane(36, 7, true, |p, a, b| render(&view, p, a, b));
         insta::assert_snapshot!(terminal.backend());
+    }
+
+    #[test]
+    fn memory_pane_1000_gpus_60x20() {
+        let view = thousand_gpus();
+        let terminal = draw_pane(60, 20, false, |p, a, b| render(&view, p, a, b));
+        insta::assert_snapshot!(terminal.backend());
+        let text = rows(&terminal).join("\n");
+        assert!(text.contains("largest free block per GPU") && text.contains("fragmented GPUs, worst first"), "{text}");
+        // Worst first: the first listed GPU is at the highest fragmentation.
+        let first = rows(&terminal).into_iter().skip_while(|r| !r.contains("worst first")).nth(1).unwrap();
+        assert!(first.contains("frag 60%"), "{first}");
+    }
+
+    #[test]
+    fn memory_pane_1000_gpus_120x30() {
+        let view = thousand_gpus();
+        let terminal = draw_pane(120, 30, true, |p, a, b| render(&view, p, a, b));
+        insta::assert_snapshot!(terminal.backend());
+    }
+
+    #[test]
+    fn memory_pane_1000_gpus_58x8_compact() {
+        let view = thousand_gpus();
+        let terminal = draw_pane(58, 8, false, |p, a, b| render(&view, p, a, b));
+        insta::assert_snapshot!(terminal.backend());
+        assert!(rows(&terminal).join("").contains("none"), "every bucket, on one or two lines");
+    }
+
+    #[test]
+    fn the_distribution_counts_every_gpu_of_up_nodes_once() {
+        let view = thousand_gpus();
+        let up: Vec<&NodeView> = view.nodes.iter().filter(|n| n.up).collect();
+        let dist = distribution(&up);
+        assert_eq!(dist.iter().map(|(_, n)| n).sum::<usize>(), up.iter().map(|n| n.gpus.len()).sum::<usize>());
+        let exclusive = up.iter().flat_map(|n| &n.gpus).filter(|g| g.exclusive).count();
+        assert!(dist[4].1 >= exclusive, "an exclusive GPU has no free block to offer");
+    }
+
+    #[test]
+    fn never_draws_outside_its_rect_nor_panics() {
+        let mut zero_gpus = demo_view();
+        zero_gpus.nodes[1].gpus.clear();
+        let mut huge = thousand_gpus();
+        let template = huge.nodes.clone();
+        for k in 1..10u32 {
+            huge.nodes.extend(template.iter().map(|n| NodeView { id: crate::core::ids::NodeId(n.id.0 + 1000 * k), ..n.clone() }));
+        }
+        for view in [demo_view(), View::default(), zero_gpus, thousand_gpus(), huge] {
+            for w in SIZES {
+                for h in SIZES.into_iter().filter(|h| *h <= 100) {
+                    assert_inside(w, h, |p, a, b| render(&view, p, a, b));
+                }
+            }
+        }
     }
 }

@@ -8,6 +8,8 @@
 
 pub mod budget;
 pub mod fleet;
+mod fleet_detail;
+mod fleet_grid;
 pub mod market;
 pub mod memory;
 pub mod queue;
