@@ -164,9 +164,18 @@ enum Command {
         /// Simulated hours before the picture is taken.
         #[arg(long, default_value_t = 24.0)]
         hours: f64,
-        /// Theme: a built-in name (dark, mono) or a theme file.
+        /// Theme: a built-in name (dark, light, high-contrast, colour-blind, mono) or a theme file.
         #[arg(long, value_name = "NAME|FILE", default_value = "dark")]
         theme: String,
+        /// Only this pane, zoomed: fleet, memory, queue, market, budget or alarms.
+        #[arg(long, value_name = "PANE", conflicts_with = "wall")]
+        pane: Option<String>,
+        /// The wall display instead of the console, at this page (0-based).
+        #[arg(long, value_name = "PAGE")]
+        wall: Option<usize>,
+        /// Open a dialog over the console: preempt, requeue, migrate, approve or command.
+        #[arg(long, value_name = "DIALOG", conflicts_with = "wall")]
+        dialog: Option<String>,
         #[command(flatten)]
         world: WorldArgs,
     },
@@ -278,7 +287,10 @@ fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Some(Command::Export { db, format, month, out }) => run_export(&db, format, &month, out.as_deref()),
-        Some(Command::Screenshot { out, width, height, hours: h, theme, world }) => run_screenshot(&world, &out, width, height, h, &theme),
+        Some(Command::Screenshot { out, width, height, hours: h, theme, pane, wall, dialog, world }) => {
+            let shot = Shot { width, height, hours: h, theme, pane, wall, dialog };
+            run_screenshot(&world, &out, &shot)
+        }
         None => run_console(&cli),
     }
 }
@@ -363,19 +375,89 @@ fn run_replay(db: &Path, from_snapshot: bool) -> Result<()> {
     Ok(())
 }
 
-fn run_screenshot(world: &WorldArgs, out: &Path, width: u16, height: u16, h: f64, theme: &str) -> Result<()> {
+/// What `gpuroom screenshot` draws.
+struct Shot {
+    width: u16,
+    height: u16,
+    hours: f64,
+    theme: String,
+    pane: Option<String>,
+    wall: Option<usize>,
+    dialog: Option<String>,
+}
+
+/// The console as the keys would leave it: a pane zoomed, a dialog open.
+fn screenshot_app(view: &View, shot: &Shot) -> Result<gpuroom::tui::App> {
+    use gpuroom::tui::app::PaneId;
+    use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let mut app = gpuroom::tui::App::new();
+    if let Some(name) = &shot.pane {
+        app.focus = PaneId::ALL.into_iter().find(|p| p.command_name() == name).ok_or_else(|| anyhow::anyhow!("unknown pane {name:?}"))?;
+        app.zoom = true;
+    }
+    let Some(dialog) = &shot.dialog else { return Ok(app) };
+    let press = |app: &mut gpuroom::tui::App, c: KeyCode| {
+        let _ = app.on_key(KeyEvent::new(c, KeyModifiers::NONE), view);
+    };
+    let on_running = |app: &mut gpuroom::tui::App| {
+        app.focus = PaneId::Queue;
+        app.zoom = false;
+    };
+    match dialog.as_str() {
+        "preempt" | "requeue" | "migrate" => {
+            on_running(&mut app);
+            let key = dialog.chars().next().unwrap_or('p');
+            press(&mut app, KeyCode::Char(key));
+        }
+        "approve" => {
+            app.focus = PaneId::Budget;
+            press(&mut app, KeyCode::Char('a'));
+            for c in "50".chars() {
+                press(&mut app, KeyCode::Char(c));
+            }
+            press(&mut app, KeyCode::Tab);
+            press(&mut app, KeyCode::Tab);
+            for c in "paper deadline on Friday".chars() {
+                press(&mut app, KeyCode::Char(c));
+            }
+        }
+        "command" => {
+            press(&mut app, KeyCode::Char(':'));
+            for c in "migrate ".chars() {
+                press(&mut app, KeyCode::Char(c));
+            }
+            press(&mut app, KeyCode::Tab);
+        }
+        other => bail!("unknown dialog {other:?} (preempt, requeue, migrate, approve, command)"),
+    }
+    Ok(app)
+}
+
+fn run_screenshot(world: &WorldArgs, out: &Path, shot: &Shot) -> Result<()> {
     let no_policy = PolicyArgs { config: None, discipline: None };
     let mut engine = build(world, &no_policy, None)?;
     let start = engine.world.config().start;
-    engine.run_until(start + hours(h)?)?;
+    engine.run_until(start + hours(shot.hours)?)?;
     let view = engine.room.view();
-    let app = gpuroom::tui::App::new();
     let mut ctx = gpuroom::tui::DrawContext::new(format!("SIM ×60 seed {}", world.seed));
     ctx.data_age = Some(Duration::from_millis(400));
-    ctx.theme = gpuroom::tui::theme_file::load(theme)?;
-    let buffer = gpuroom::tui::render_to_buffer(&view, &app, &ctx, width, height);
-    std::fs::write(out, gpuroom::tui::buffer_to_svg(&buffer)).with_context(|| format!("writing {}", out.display()))?;
-    println!("wrote {} ({width}×{height}, after {h} simulated hours)", out.display());
+    ctx.theme = gpuroom::tui::theme_file::load(&shot.theme)?;
+    let (width, height) = (shot.width, shot.height);
+    let buffer = match shot.wall {
+        Some(page) => {
+            let mut buffer = ratatui::buffer::Buffer::empty(ratatui::layout::Rect::new(0, 0, width, height));
+            let wall = gpuroom::tui::wall::WallState { page, next_in: Some(Duration::from_secs(12)), ..Default::default() };
+            gpuroom::tui::wall::draw_wall(&view, &wall, &ctx, buffer.area, &mut buffer);
+            buffer
+        }
+        None => gpuroom::tui::render_to_buffer(&view, &screenshot_app(&view, shot)?, &ctx, width, height),
+    };
+    // The canvas is the terminal the theme is made for (dark unless it says).
+    let svg_ = gpuroom::tui::svg::color_hex;
+    let bg = svg_(ctx.theme.background, gpuroom::tui::svg::DEFAULT_BG);
+    let fg = svg_(ctx.theme.text.fg.unwrap_or(ratatui::style::Color::Reset), gpuroom::tui::svg::DEFAULT_FG);
+    std::fs::write(out, gpuroom::tui::svg::buffer_to_svg_with(&buffer, &fg, &bg)).with_context(|| format!("writing {}", out.display()))?;
+    println!("wrote {} ({width}×{height}, after {} simulated hours)", out.display(), shot.hours);
     Ok(())
 }
 
@@ -395,9 +477,11 @@ fn run_console(cli: &Cli) -> Result<()> {
     let role = if cli.wall { Role::Viewer } else { Role::Operator };
     let actor = gpuroom::operator::actor_from_env(role);
     let screen = if cli.wall { Screen::Wall } else { Screen::Console };
+    let depth = gpuroom::tui::theme_depth::ColorDepth::from_env();
     let theme_error = match cli.theme.as_deref().map(gpuroom::tui::theme_file::load) {
         Some(Ok(theme)) => {
-            ctx.theme = theme;
+            // Down to what the terminal shows (256 or 16 colours, or none).
+            ctx.theme = theme.at_depth(depth);
             None
         }
         Some(Err(e)) => Some(e),

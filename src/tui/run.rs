@@ -165,6 +165,7 @@ where
         let next_frame = last_draw.map_or(now, |t| t + FRAME);
         if dirty && now >= next_frame {
             ctx.data_age = Some(now.saturating_duration_since(view_arrived));
+            wall.next_in = Some(WALL_CYCLE.saturating_sub(wall_since.elapsed()));
             sync(terminal.backend_mut(), true)?;
             let drawn = terminal
                 .draw(|frame| match screen {
@@ -223,9 +224,12 @@ where
                 if stale || stale != shown_stale {
                     dirty = true;
                 }
-                if screen == Screen::Wall && wall_since.elapsed() >= WALL_CYCLE {
-                    wall.page = wall.page.wrapping_add(1);
-                    wall_since = Instant::now();
+                if screen == Screen::Wall {
+                    if wall_since.elapsed() >= WALL_CYCLE {
+                        wall.advance();
+                        wall_since = Instant::now();
+                    }
+                    // The countdown to the next page moves each second.
                     dirty = true;
                 }
             },
