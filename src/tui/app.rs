@@ -207,8 +207,18 @@ impl App {
         self.queue_window.get().rows.max(1) as isize
     }
 
-    /// Moves the selection of the focused pane's list by `delta` rows.
-    fn move_selection(&mut self, view: &View, delta: isize) {
+    /// Moves the selection of the focused pane's list.
+    fn move_selection(&mut self, view: &View, step: Step) {
+        // A page is what the pane shows; in the fleet's grid a line holds several nodes.
+        let (line, page) = match self.focus {
+            PaneId::Fleet => (self.fleet.line_len(), self.fleet.page_len()),
+            _ => (1, self.page()),
+        };
+        let delta = match step {
+            Step::Line(d) => d * line,
+            Step::Page(d) => d * page,
+            Step::End(d) => d * (isize::MAX / 4),
+        };
         match self.focus {
             PaneId::Queue => {
                 let keys = job_keys(view, &self.job_rows(view));
@@ -237,17 +247,17 @@ impl App {
         if self.help && !matches!(command.act, Act::Help | Act::Close | Act::Quit) {
             return Control::Continue;
         }
-        let delta = match command.act {
-            Act::Up => Some(-1),
-            Act::Down => Some(1),
-            Act::PageUp => Some(-self.page()),
-            Act::PageDown => Some(self.page()),
-            Act::Top => Some(isize::MIN / 2),
-            Act::Bottom => Some(isize::MAX / 2),
+        let step = match command.act {
+            Act::Up => Some(Step::Line(-1)),
+            Act::Down => Some(Step::Line(1)),
+            Act::PageUp => Some(Step::Page(-1)),
+            Act::PageDown => Some(Step::Page(1)),
+            Act::Top => Some(Step::End(-1)),
+            Act::Bottom => Some(Step::End(1)),
             _ => None,
         };
-        if let Some(delta) = delta {
-            self.move_selection(view, delta);
+        if let Some(step) = step {
+            self.move_selection(view, step);
             return Control::Continue;
         }
         match command.act {
@@ -313,6 +323,14 @@ impl App {
             Err(why) => Status::refused(why),
         });
     }
+}
+
+/// How far a movement key goes.
+#[derive(Copy, Clone, Debug)]
+enum Step {
+    Line(isize),
+    Page(isize),
+    End(isize),
 }
 
 fn alarm_keys(view: &View) -> Vec<String> {

@@ -52,7 +52,9 @@ pub fn header(view: &View, ctx: &DrawContext, t: &Theme, area: Rect, buf: &mut B
     buf.set_style(area, t.header);
     let c = &view.cluster;
     let clock = view.at.map(fmt::clock).unwrap_or_else(|| "no data yet".into());
-    let alarms = view.alarms.len();
+    // Acknowledged alarms are still active, but somebody is on them.
+    let alarms = view.alarms.iter().filter(|a| a.acked_by.is_none()).count();
+    let acked = view.alarms.len() - alarms;
     let mut items = vec![
         Item::new(" gpuroom".into(), " gpuroom".into(), t.brand, 0),
         Item::new(ctx.source.clone(), fmt::trunc(&ctx.source, 14), t.header, 6),
@@ -68,7 +70,11 @@ pub fn header(view: &View, ctx: &DrawContext, t: &Theme, area: Rect, buf: &mut B
     if alarms > 0 {
         let word = if alarms == 1 { "alarm" } else { "alarms" };
         items.push(Item { right: true, ..Item::new(format!(" ▲ {alarms} {word} "), format!(" ▲{alarms} "), t.alarm_banner, 0) });
-    } else {
+    }
+    if acked > 0 {
+        items.push(Item { right: true, ..Item::new(format!(" ✓ {acked} acked "), format!(" ✓{acked} "), t.header.patch(t.warn), 2) });
+    }
+    if alarms + acked == 0 {
         items.push(Item { right: true, ..Item::new(" ✓ no alarms ".into(), " ✓ ".into(), t.header.patch(t.ok), 7) });
     }
     let (short, keep) = choose(&items, area.width as usize);
@@ -112,9 +118,9 @@ fn choose(items: &[Item], w: usize) -> (bool, Vec<bool>) {
 
 /// The newest alarm across the full width, or a quiet line with the newest log entry.
 pub fn alarm_strip(view: &View, t: &Theme, area: Rect, buf: &mut Buffer) {
-    if let Some(alarm) = view.alarms.first() {
+    if let Some(alarm) = view.alarms.iter().find(|a| a.acked_by.is_none()) {
         buf.set_style(area, t.alarm_banner);
-        let more = view.alarms.len() - 1;
+        let more = view.alarms.iter().filter(|a| a.acked_by.is_none()).count() - 1;
         let mut spans = vec![
             Span::styled(" ▲ ALARM ", t.alarm_banner),
             Span::styled(format!("{} ", fmt::time_of_day(alarm.raised_at)), t.alarm_banner),
@@ -126,7 +132,9 @@ pub fn alarm_strip(view: &View, t: &Theme, area: Rect, buf: &mut Buffer) {
         put(buf, area, 0, Line::from(spans));
         return;
     }
-    let mut spans = vec![Span::styled("✓ no active alarms", t.ok)];
+    let acked = view.alarms.len();
+    let quiet = if acked > 0 { format!("✓ {acked} acknowledged alarm(s) still active") } else { "✓ no active alarms".to_string() };
+    let mut spans = vec![Span::styled(quiet, if acked > 0 { t.warn } else { t.ok })];
     if let Some(last) = view.log.last() {
         spans.push(Span::styled(format!("   {} ", fmt::time_of_day(last.at)), t.dim));
         spans.push(Span::styled(last.text.clone(), severity_style(last.severity, t)));

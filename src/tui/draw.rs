@@ -188,6 +188,22 @@ mod tests {
     }
 
     #[test]
+    fn acknowledged_alarms_leave_the_count_and_the_strip() {
+        let mut view = demo_view();
+        let newest = view.alarms[0].text.clone();
+        view.alarms[0].acked_by = Some("ana".into());
+        let shown = text(&screen(120, 40, &App::new(), &view, &ctx()));
+        assert!(shown.contains("▲ 2 alarms") && shown.contains("✓ 1 acked"), "{shown}");
+        let strip: String = shown.chars().skip(120).take(120).collect();
+        assert!(!strip.contains(&newest[..20]), "the strip shows the newest unacknowledged alarm: {strip}");
+        for a in &mut view.alarms {
+            a.acked_by = Some("ana".into());
+        }
+        let shown = text(&screen(120, 40, &App::new(), &view, &ctx()));
+        assert!(shown.contains("acknowledged alarm(s) still active") && !shown.contains("▲ ALARM"), "{shown}");
+    }
+
+    #[test]
     fn tiny_sizes_do_not_panic() {
         let view = demo_view();
         let mut app = App::with_focus(PaneId::Queue);

@@ -13,14 +13,20 @@
 
 pub mod app;
 mod chrome;
+pub mod command_bar;
 pub mod commands;
+pub mod confirm;
+mod dialog;
 mod draw;
 pub mod fixture;
 pub mod fixture_large;
 pub mod fmt;
 mod help;
+pub mod input;
+pub mod job_order;
 pub mod layout;
-mod log;
+pub mod log;
+pub mod modes;
 pub mod panes;
 pub mod run;
 pub mod svg;

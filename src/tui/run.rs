@@ -312,6 +312,49 @@ mod tests {
         assert!(terminal.backend().buffer().content.iter().any(|c| c.symbol() == "▲"), "the last view is on screen");
     }
 
+    #[tokio::test]
+    async fn a_confirmed_action_goes_to_the_engine_and_its_answer_is_shown() {
+        let (_views_tx, views) = watch::channel(Arc::new(demo_view()));
+        let (tx, rx) = mpsc::channel(8);
+        let (actions, mut engine_side) = mpsc::channel(4);
+        let (answers, outcomes) = mpsc::channel(4);
+        let link = OperatorLink { actions, outcomes };
+        let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
+        let engine = async {
+            for c in ['3', 'p', 'y'] {
+                tx.send(key(c)).await.unwrap();
+            }
+            let action = engine_side.recv().await.expect("the action reaches the engine");
+            answers.send(Ok(format!("{} done", action.verb()))).await.unwrap();
+            tokio::time::sleep(FRAME * 3).await;
+            tx.send(key('q')).await.unwrap();
+            action
+        };
+        let run = event_loop(&mut terminal, views, rx, ctx(), Some(link), Screen::Console, |_, _| Ok(()));
+        let (result, action) = tokio::join!(run, engine);
+        result.unwrap();
+        assert!(matches!(action, Action::Preempt { .. }), "{action:?}");
+        let screen: String = terminal.backend().buffer().content.iter().map(|c| c.symbol()).collect();
+        assert!(screen.contains("✓ preempt done"), "the engine's answer is on the status line");
+    }
+
+    #[tokio::test]
+    async fn the_wall_sends_nothing_whatever_is_typed() {
+        let (_views_tx, views) = watch::channel(Arc::new(demo_view()));
+        let (tx, rx) = mpsc::channel(16);
+        let (actions, mut engine_side) = mpsc::channel(4);
+        let (_answers, outcomes) = mpsc::channel(4);
+        let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
+        for c in ['3', 'p', 'y', 'r', 'y', ':', 'X', 'y', 'q'] {
+            tx.send(key(c)).await.unwrap();
+        }
+        let link = OperatorLink { actions, outcomes };
+        event_loop(&mut terminal, views, rx, ctx(), Some(link), Screen::Wall, |_, _| Ok(())).await.unwrap();
+        assert!(engine_side.try_recv().is_err(), "no action left the wall");
+        let screen: String = terminal.backend().buffer().content.iter().map(|c| c.symbol()).collect();
+        assert!(screen.contains("read-only") && !screen.contains("Confirm"));
+    }
+
     /// Runs the real console on the demo view in whatever terminal runs the
     /// test (for a look in tmux): `cargo test --lib tui::run::tests::live -- --ignored`.
     /// The view is republished every 100 ms, its clock moving one second each time.
