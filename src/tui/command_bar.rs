@@ -212,11 +212,8 @@ pub fn parse(line: &str, view: &View, selected: Option<JobId>) -> Result<Intent,
             };
             let reversed = match arg(1) {
                 None => false,
-                Some("asc" | "desc") => {
-                    // The key's own direction is its natural one; the other word flips it.
-                    let natural_desc = SortKey::ALL.contains(&key) && matches!(key, SortKey::Wait | SortKey::Cost | SortKey::Gpus | SortKey::Progress);
-                    (arg(1) == Some("desc")) != natural_desc
-                }
+                // The key's own direction is its natural one; the other word flips it.
+                Some(dir @ ("asc" | "desc")) => (dir == "desc") != key.descending_by_default(),
                 Some(w) => return Err(format!("{w:?}: asc or desc")),
             };
             Ok(Intent::Sort(key, reversed))

@@ -49,7 +49,7 @@ impl SortKey {
     }
 
     /// Figures read best largest first; names A to Z.
-    fn descending_by_default(self) -> bool {
+    pub fn descending_by_default(self) -> bool {
         matches!(self, SortKey::Wait | SortKey::Cost | SortKey::Gpus | SortKey::Progress)
     }
 }
@@ -107,9 +107,7 @@ impl JobOrder {
                 SortKey::Name => x.name.cmp(&y.name),
             }
         });
-        if key.descending_by_default() != self.reversed && key != SortKey::Queue {
-            rows.reverse();
-        } else if key == SortKey::Queue && self.reversed {
+        if key.descending_by_default() != self.reversed {
             rows.reverse();
         }
         rows

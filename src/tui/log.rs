@@ -57,6 +57,10 @@ pub fn render_pane(view: &View, ui: &AlarmsUi, props: PaneProps<'_>, area: Rect,
     // Keep the selected alarm on screen: start the list where it fits.
     let first = ui.selected.map_or(0, |s| s.saturating_sub(rows.saturating_sub(2)));
     for (i, alarm) in view.alarms.iter().enumerate().skip(first) {
+        // Thousands of alarms: wrap only what can show.
+        if top.len() >= rows {
+            break;
+        }
         let (mark, style, text) = match &alarm.acked_by {
             Some(user) => ("✓", t.dim, format!("{} (acked by {user})", alarm.text)),
             None => ("▲", t.alarm, alarm.text.clone()),
@@ -85,7 +89,8 @@ pub fn render_pane(view: &View, ui: &AlarmsUi, props: PaneProps<'_>, area: Rect,
         }
     } else {
         // An active alarm is already at the top: its log line would repeat it.
-        let active = |at: At, text: &str| view.alarms.iter().any(|a| a.raised_at == at && a.text == text);
+        let alarmed: std::collections::HashSet<(At, &str)> = view.alarms.iter().map(|a| (a.raised_at, a.text.as_str())).collect();
+        let active = |at: At, text: &str| alarmed.contains(&(at, text));
         for line in view.log.iter().rev().filter(|l| !(l.severity == Severity::Alarm && active(l.at, &l.text))) {
             let style = severity_style(line.severity, t);
             let lead = if line.severity == Severity::Info { t.dim } else { style };

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Regenerates every image in screenshots/ with the real renderer
+# (`gpuroom screenshot`), and a PNG copy of each where rsvg-convert exists.
+# Usage: scripts/screenshots.sh [path/to/gpuroom]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=${1:-target/release/gpuroom}
+[ -x "$bin" ] || cargo build --release
+out=screenshots
+mkdir -p "$out"
+shot() { # name, then screenshot flags
+    local name=$1
+    shift
+    "$bin" screenshot --out "$out/$name.svg" "$@"
+}
+shot console-120x40
+shot console-80x24 --width 80 --height 24
+shot console-200x60 --width 200 --height 60 --hours 96
+shot console-300x100 --width 300 --height 100 --hours 96
+shot console-120x40-mono --theme mono
+shot console-120x40-light --theme light
+shot console-120x40-high-contrast --theme high-contrast
+shot console-120x40-colour-blind --theme colour-blind
+for pane in fleet memory queue market budget alarms; do
+    shot "pane-$pane" --pane "$pane"
+done
+shot dialog-preempt --dialog preempt
+shot dialog-migrate --dialog migrate
+shot dialog-approve --dialog approve
+shot dialog-command --dialog command
+shot wall-120x40 --wall 0 --theme high-contrast
+shot wall-200x60 --wall 1 --width 200 --height 60 --theme high-contrast
+shot fleet-1000-gpus --sim-config fixtures/sim/large-1000.toml --pane fleet --hours 6
+if command -v rsvg-convert >/dev/null; then
+    for svg in "$out"/*.svg; do
+        rsvg-convert "$svg" -o "${svg%.svg}.png"
+    done
+fi
