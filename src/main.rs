@@ -446,7 +446,7 @@ fn run_screenshot(world: &WorldArgs, out: &Path, shot: &Shot) -> Result<()> {
     let buffer = match shot.wall {
         Some(page) => {
             let mut buffer = ratatui::buffer::Buffer::empty(ratatui::layout::Rect::new(0, 0, width, height));
-            let wall = gpuroom::tui::wall::WallState { page, next_in: Some(Duration::from_secs(12)), ..Default::default() };
+            let wall = gpuroom::tui::wall::WallState { page, next_in: Some(Duration::from_secs(12)) };
             gpuroom::tui::wall::draw_wall(&view, &wall, &ctx, buffer.area, &mut buffer);
             buffer
         }
