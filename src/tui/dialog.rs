@@ -78,8 +78,9 @@ fn status_line<'a>(s: &Status, t: &Theme) -> Line<'a> {
     Line::from(vec![Span::styled(mark, style), Span::styled(s.text.clone(), style)])
 }
 
-/// A centred, bordered popup for `lines`, `width` wide at most.
-fn popup<'a>(title: &str, lines: Vec<Line<'a>>, bottom: Line<'a>, width: u16, t: &Theme, area: Rect, buf: &mut Buffer) {
+/// A centred, bordered popup for `lines`, `width` wide at most (the help
+/// overlay's too).
+pub(super) fn popup<'a>(title: &str, lines: Vec<Line<'a>>, bottom: Line<'a>, width: u16, t: &Theme, area: Rect, buf: &mut Buffer) {
     let want_w = (lines.iter().map(Line::width).max().unwrap_or(0) as u16 + 4).max(bottom.width() as u16 + 4).min(width);
     let want_h = lines.len() as u16 + 2;
     let rect = area.centered(Constraint::Length(want_w.min(area.width)), Constraint::Length(want_h.min(area.height)));

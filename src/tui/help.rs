@@ -7,13 +7,12 @@
 //! centred popup over whatever is below, inside the area it is given.
 
 use ratatui::buffer::Buffer;
-use ratatui::layout::{Constraint, Rect};
+use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Clear, Widget};
 
 use super::app::App;
 use super::commands::COMMANDS;
-use super::fmt::{self, put};
+use super::fmt;
 use super::theme::Theme;
 
 const LEGEND: &[(&str, &str)] = &[
@@ -53,18 +52,6 @@ pub fn render(app: &App, t: &Theme, area: Rect, buf: &mut Buffer) {
             ]));
         }
     }
-    let want_w = lines.iter().map(Line::width).max().unwrap_or(0) as u16 + 4;
-    let want_h = lines.len() as u16 + 2;
-    let popup = area.centered(Constraint::Length(want_w.min(area.width)), Constraint::Length(want_h.min(area.height)));
-    Clear.render(popup, buf);
-    let block = Block::bordered()
-        .border_type(t.border_type_focused)
-        .border_style(t.border_focused)
-        .title(Line::from(Span::styled(" Help ", t.title_focused)))
-        .title_bottom(Line::from(Span::styled(" Esc or ? closes ", t.dim)).right_aligned());
-    let inner = block.inner(popup).inner(ratatui::layout::Margin { horizontal: 1, vertical: 0 });
-    block.render(popup, buf);
-    for (i, line) in lines.into_iter().enumerate() {
-        put(buf, inner, i as u16, line);
-    }
+    let bottom = Line::from(Span::styled(" Esc or ? closes ", t.dim));
+    super::dialog::popup("Help", lines, bottom, area.width, t, area, buf);
 }
