@@ -109,18 +109,21 @@ fn a_migrated_job_saves_and_runs_next_in_the_chosen_pool() {
     let done = engine.operate(&actor(Role::Operator), Action::Migrate { job, to: to.clone() }).unwrap().unwrap();
     assert!(done.contains(&to.to_string()), "{done}");
     assert_eq!(engine.room.view().jobs.iter().find(|j| j.id == job).unwrap().target.as_ref(), Some(&to));
-    // Give it time to save, stop and be placed again.
-    let now = engine.room.now().unwrap();
-    engine.run_until(now + TimeDelta::hours(12)).unwrap();
-    let view = engine.room.view();
-    let job_row = view.jobs.iter().find(|j| j.id == job);
-    let j = engine.room.job(job).unwrap();
-    if let Some(row) = job_row.filter(|r| r.node.is_some()) {
-        let node = view.nodes.iter().find(|n| Some(&n.name) == row.node.as_ref()).unwrap();
-        assert!(to.billing == node.billing && to.instance_type == node.instance_type && to.zone == node.zone, "placed in {node:?}");
-    } else {
-        assert!(j.phase().is_terminal() || j.attempts >= 2, "it moved: {:?}", j.phase());
+    // Step until it has saved, stopped and been placed again; then it is in the chosen pool.
+    let mut placed = None;
+    for _ in 0..48 {
+        let now = engine.room.now().unwrap();
+        engine.run_until(now + TimeDelta::minutes(15)).unwrap();
+        let j = engine.room.job(job).unwrap();
+        if j.attempts >= 2 && j.placement.is_some() {
+            placed = j.placement.as_ref().map(|p| p.node);
+            break;
+        }
     }
+    let node = placed.expect("placed again within 12 h");
+    let node = engine.room.view().nodes.into_iter().find(|n| n.id == node).unwrap();
+    assert!(to.billing == node.billing && to.instance_type == node.instance_type && to.zone == node.zone, "placed in {node:?}, asked {to}");
+    let j = engine.room.job(job).unwrap();
     assert!(j.steps_saved > 0, "it saved before moving");
 
     // A pool that does not exist, and a finished job, are refused clearly.
