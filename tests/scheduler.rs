@@ -228,8 +228,8 @@ fn a_wait_past_its_limit_alarms_escalates_and_clears_when_placed() {
     assert!(h.room.view().alarms.is_empty());
     h.run_until(47 * 60, 60);
     assert_eq!(h.phase(1), Phase::Running, "escalated past 45 min: any capacity");
-    let raised = h.effects.iter().any(|e| matches!(e, Effect::AlarmRaised { id, .. } if id == "wait:1"));
-    let cleared = h.effects.iter().any(|e| matches!(e, Effect::AlarmCleared { id } if id == "wait:1"));
+    let raised = h.effects.iter().any(|e| matches!(e, Effect::AlarmRaised { id, .. } if id == "wait:a:eval"));
+    let cleared = h.effects.iter().any(|e| matches!(e, Effect::AlarmCleared { id } if id == "wait:a:eval"));
     assert!(raised && cleared, "alarm raised and cleared");
     assert!(h.room.view().alarms.is_empty());
 }
@@ -316,4 +316,31 @@ fn the_discipline_switches_at_run_time_and_viewers_cannot_switch_it() {
     h.apply(Event::Operator { actor: op, action: Action::SetDiscipline { discipline: DisciplineKind::Drf } });
     assert_eq!(h.room.view().discipline, "drf");
     assert!(h.room.view().log.iter().any(|l| l.text.contains("queue discipline fifo → drf")));
+}
+
+#[test]
+fn a_backlog_past_its_limit_is_one_alarm_per_tenant_and_class_that_counts_and_clears() {
+    let mut h = Harness::new(config(DisciplineKind::Fifo), vec![tenant_spec("a", 64)], vec![node_spec(1, BillingMode::Reserved, 2)]);
+    // One long job holds the node; four evals wait behind it past their 45 min limit.
+    h.submit(0, job(1, "a", 2, 0, None), 3 * 3600);
+    for id in 2..=5 {
+        let mut eval = job(id, "a", 2, 0, None);
+        eval.class = gpuroom::core::job::JobClass::Eval;
+        h.submit(1, eval, 600);
+    }
+    h.run_until(50 * 60, 60);
+    let alarms = h.room.view().alarms;
+    let wait: Vec<_> = alarms.iter().filter(|a| a.id.starts_with("wait:")).collect();
+    assert_eq!(wait.len(), 1, "one alarm, not one per job: {alarms:?}");
+    assert_eq!(wait[0].id, "wait:a:eval");
+    assert!(wait[0].text.contains("a: 4 eval jobs waited past") && wait[0].text.contains("oldest j2"), "{}", wait[0].text);
+    let raised = h.effects.iter().filter(|e| matches!(e, Effect::AlarmRaised { id, .. } if id.starts_with("wait:"))).count();
+    assert_eq!(raised, 1, "raised once, then updated in place");
+    // As the node frees up the evals run one by one; the count follows, then the alarm clears.
+    h.run_until(3 * 3600 + 15 * 60, 60);
+    let left = h.room.view().alarms.into_iter().find(|a| a.id == "wait:a:eval");
+    assert!(left.as_ref().is_none_or(|a| a.text.contains("waited") && !a.text.contains("4 eval")), "{left:?}");
+    h.run_until(6 * 3600, 60);
+    assert!(h.room.view().alarms.iter().all(|a| !a.id.starts_with("wait:")), "cleared once none waits");
+    assert!(h.effects.iter().any(|e| matches!(e, Effect::AlarmCleared { id } if id == "wait:a:eval")));
 }

@@ -680,13 +680,15 @@ impl Room {
             job.waited_secs = (at - job.queued_since).num_seconds().max(0);
         }
         let (tenant, cost, requests, tokens) = (job.spec.tags.tenant.clone(), job.cost + job.service_cost, job.requests, job.tokens);
+        let class = job.spec.class;
         self.books.record_done_output(&tenant, cost, requests, tokens);
         self.active.remove(&id);
         self.queued.remove(&id);
         self.holding.remove(&id);
         self.rates.remove(&id);
+        // The effect of a clear is not needed: the alarm list is the state.
         let mut cleared = Vec::new();
-        self.clear(&format!("wait:{}", id.0), &mut cleared);
+        self.wait_group_left(at, &tenant, class, &mut cleared);
         if done {
             self.stats.done += 1;
             self.stats.jct_secs_sum += (at - job_submitted).num_seconds().max(0);

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::cluster::{Allocation, BillingMode, Node};
 use super::event::Effect;
 use super::ids::{JobId, NodeId, TenantId};
-use super::job::{AfterCheckpoint, Avoid, Job, JobSpec, JobState, Phase, Placement, PoolPreference, SchedStop, StopReason};
+use super::job::{AfterCheckpoint, Avoid, Job, JobClass, JobSpec, JobState, Phase, Placement, PoolPreference, SchedStop, StopReason};
 use super::room::{Room, Severity};
 use super::text::clean;
 use super::units::{At, Secs};
@@ -187,7 +187,8 @@ impl Room {
         self.stats.placements += 1;
         self.stats.wait_secs_sum += waited;
         self.stats.wait_count += 1;
-        self.clear(&format!("wait:{}", id.0), effects);
+        let (tenant, class) = (spec.tags.tenant.clone(), spec.class);
+        self.wait_group_left(at, &tenant, class, effects);
         if resume_step > 0 {
             let bytes = u64::from(spec.checkpoint_size.0) << 20;
             let amount = crate::cost::ledger::per_gib(bytes, self.config.cost.network_per_gib);
@@ -449,14 +450,57 @@ impl Room {
             .map(|j| (j.spec.id, Secs(j.wait_secs(at)), limits.of(j.spec.class)))
             .filter(|(_, wait, limit)| wait > limit)
             .collect();
-        for (id, wait, limit) in late {
+        let mut groups: Vec<(TenantId, JobClass)> = Vec::new();
+        for (id, _, _) in late {
             let Some(job) = self.jobs.get_mut(&id) else { continue };
             job.escalated = true;
             self.stats.escalations += 1;
-            let widened = if job.spec.pool == PoolPreference::SpotOnly { ", may now use on-demand or reserved capacity" } else { "" };
-            let text = format!("{id} {} waited {wait} (limit {limit} for {}): escalated{widened}", clean(&job.spec.name), job.spec.class.label());
-            self.raise(at, format!("wait:{}", id.0), text, effects);
             self.queue_dirty = true;
+            let group = (job.spec.tags.tenant.clone(), job.spec.class);
+            if !groups.contains(&group) {
+                groups.push(group);
+            }
+        }
+        for (tenant, class) in groups {
+            self.refresh_wait_alarm(at, &tenant, class, effects);
+        }
+    }
+
+    /// One wait alarm per tenant and job class, not one per job: a backlog
+    /// of thousands is one line an operator can act on (and acknowledge
+    /// once). It names the oldest job and counts the others; it updates in
+    /// place as jobs join or leave it and clears when none is left waiting.
+    /// A job of the group was placed or ended: its alarm, if any, follows.
+    pub(crate) fn wait_group_left(&mut self, at: At, tenant: &TenantId, class: JobClass, effects: &mut Vec<Effect>) {
+        // No alarm, nothing to update (and no scan of a long queue on every placement).
+        if self.alarms.contains_key(&format!("wait:{}:{}", tenant.0, class.label())) {
+            self.refresh_wait_alarm(at, tenant, class, effects);
+        }
+    }
+
+    pub(crate) fn refresh_wait_alarm(&mut self, at: At, tenant: &TenantId, class: JobClass, effects: &mut Vec<Effect>) {
+        let id = format!("wait:{}:{}", tenant.0, class.label());
+        let late: Vec<&Job> = self
+            .queued
+            .iter()
+            .filter_map(|j| self.jobs.get(j))
+            .filter(|j| j.escalated && j.spec.class == class && j.spec.tags.tenant == *tenant)
+            .collect();
+        let Some(oldest) = late.iter().max_by_key(|j| (j.wait_secs(at), std::cmp::Reverse(j.spec.id))) else {
+            self.clear(&id, effects);
+            return;
+        };
+        let limit = self.config.sched.max_wait.of(class);
+        let widened = if late.iter().any(|j| j.spec.pool == PoolPreference::SpotOnly) { ", spot-only ones may now use on-demand or reserved capacity" } else { "" };
+        let (job_id, name, wait) = (oldest.spec.id, clean(&oldest.spec.name), Secs(oldest.wait_secs(at)));
+        let text = match late.len() {
+            1 => format!("{job_id} {name} waited {wait} (limit {limit} for {}): escalated{widened}", class.label()),
+            n => format!("{}: {n} {} jobs waited past {limit}, oldest {job_id} {name} {wait}: escalated{widened}", clean(&tenant.0), class.label()),
+        };
+        match self.alarms.get_mut(&id) {
+            // Already raised: the count and the oldest change in place, without a log line each time.
+            Some(alarm) => alarm.text = text,
+            None => self.raise(at, id, text, effects),
         }
     }
 
