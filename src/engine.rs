@@ -57,16 +57,15 @@ impl Engine {
     pub fn operate(&mut self, actor: &Actor, action: Action) -> Result<Result<String, String>, StoreError> {
         let at = self.room.now().unwrap_or_else(|| self.world.config().start);
         let event = Event::Operator { actor: actor.clone(), action: action.clone() };
-        let before = self.room.stats().operator_actions;
         let effects = self.feed(at, &event)?;
         let refused = effects.iter().find_map(|e| match e {
             Effect::Rejected { reason } => Some(reason.clone()),
             _ => None,
         });
+        // An action the room carried out is always its newest audit entry.
         let outcome = match refused {
             Some(reason) => Err(reason),
-            None if self.room.stats().operator_actions > before => Ok(self.room.last_audit().map(|a| a.what.clone()).unwrap_or_default()),
-            None => Ok(format!("{}: nothing to do", action.verb())),
+            None => Ok(self.room.last_audit().map(|a| a.what.clone()).unwrap_or_default()),
         };
         if let Some(store) = self.store.as_mut() {
             store.append_audit(at, actor, &action, &outcome)?;

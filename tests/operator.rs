@@ -101,7 +101,7 @@ fn a_migrated_job_saves_and_runs_next_in_the_chosen_pool() {
         .filter(|j| j.phase == Phase::Running)
         .find_map(|j| {
             let here = view.nodes.iter().find(|n| Some(&n.name) == j.node.as_ref())?;
-            let here = PoolTarget { billing: here.billing, instance_type: here.instance_type.clone(), zone: here.zone.clone() };
+            let here = here.pool();
             let to = view.pools.iter().find(|p| p.target != here && p.nodes_up > 0 && p.gpus_total / p.nodes_total.max(1) >= u32::from(j.gpus))?;
             Some((j.id, to.target.clone()))
         })
@@ -122,7 +122,7 @@ fn a_migrated_job_saves_and_runs_next_in_the_chosen_pool() {
     }
     let node = placed.expect("placed again within 12 h");
     let node = engine.room.view().nodes.into_iter().find(|n| n.id == node).unwrap();
-    assert!(to.billing == node.billing && to.instance_type == node.instance_type && to.zone == node.zone, "placed in {node:?}, asked {to}");
+    assert_eq!(node.pool(), to, "placed in {node:?}");
     let j = engine.room.job(job).unwrap();
     assert!(j.steps_saved > 0, "it saved before moving");
 

@@ -473,13 +473,13 @@ impl Room {
     /// A job of the group was placed or ended: its alarm, if any, follows.
     pub(crate) fn wait_group_left(&mut self, at: At, tenant: &TenantId, class: JobClass, effects: &mut Vec<Effect>) {
         // No alarm, nothing to update (and no scan of a long queue on every placement).
-        if self.alarms.contains_key(&format!("wait:{}:{}", tenant.0, class.label())) {
+        if self.alarms.contains_key(&wait_alarm_id(tenant, class)) {
             self.refresh_wait_alarm(at, tenant, class, effects);
         }
     }
 
     pub(crate) fn refresh_wait_alarm(&mut self, at: At, tenant: &TenantId, class: JobClass, effects: &mut Vec<Effect>) {
-        let id = format!("wait:{}:{}", tenant.0, class.label());
+        let id = wait_alarm_id(tenant, class);
         let late: Vec<&Job> = self
             .queued
             .iter()
@@ -538,6 +538,11 @@ impl Room {
             }
         }
     }
+}
+
+/// The id of a tenant's wait alarm for one job class.
+fn wait_alarm_id(tenant: &TenantId, class: JobClass) -> String {
+    format!("wait:{}:{}", tenant.0, class.label())
 }
 
 /// What is left of a job's own run-time estimate, scaled by its saved progress.

@@ -95,6 +95,13 @@ pub struct NodeView {
     pub gpus: Vec<GpuView>,
 }
 
+impl NodeView {
+    /// The pool the node belongs to (names as cleaned for the view).
+    pub fn pool(&self) -> crate::core::job::PoolTarget {
+        crate::core::job::PoolTarget { billing: self.billing, instance_type: self.instance_type.clone(), zone: self.zone.clone() }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GpuView {
     pub index: u8,

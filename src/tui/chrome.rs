@@ -182,8 +182,10 @@ pub fn footer(app: &App, t: &Theme, area: Rect, buf: &mut Buffer) {
         budget -= cost(h);
         keep[i] = true;
     }
-    for ((keys, word, _), _) in hints.iter().zip(&keep).filter(|(_, k)| **k) {
-        let add = fmt::width(keys) + 1 + fmt::width(word) + 2;
+    // Still stop at the edge: on a very narrow footer help and quit alone may not fit.
+    for (hint, _) in hints.iter().zip(&keep).filter(|(_, k)| **k) {
+        let (keys, word, _) = hint;
+        let add = cost(hint);
         if used + add > room {
             break;
         }

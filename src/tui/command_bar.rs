@@ -162,7 +162,8 @@ fn parse_approve(view: &View, words: &[&str]) -> Result<Intent, String> {
 pub fn parse(line: &str, view: &View, selected: Option<JobId>) -> Result<Intent, String> {
     let words: Vec<&str> = line.split_whitespace().collect();
     let Some((&head, args)) = words.split_first() else { return Err("type a command; Tab completes".into()) };
-    let command = COMMAND_NAMES.iter().find(|c| **c == head.to_lowercase()).copied().or(match head {
+    let lower = head.to_lowercase();
+    let command = COMMAND_NAMES.iter().find(|c| **c == lower).copied().or(match head {
         "q" => Some("quit"),
         "?" => Some("help"),
         _ => None,

@@ -73,41 +73,45 @@ pub fn render_pane(view: &View, ui: &AlarmsUi, props: PaneProps<'_>, area: Rect,
         top.extend(lines);
     }
     top.truncate(rows);
-    let mut tail: Vec<Line> = Vec::new();
-    if ui.audit {
-        for a in view.audit.iter().rev() {
-            let text = format!("{}@{}: {}", a.user, a.origin, a.what);
-            let mut lines = entry(a.at, "act ", &text, t.key, t.key, w);
-            if tail.len() + lines.len() + top.len() > rows {
-                break;
-            }
-            lines.append(&mut tail);
-            tail = lines;
-        }
-        if view.audit.is_empty() && top.len() < rows {
+    let room = rows.saturating_sub(top.len());
+    let tail = if ui.audit {
+        let entries = view.audit.iter().rev().map(|a| entry(a.at, "act ", &format!("{}@{}: {}", a.user, a.origin, a.what), t.key, t.key, w));
+        let mut tail = newest_that_fit(entries, room);
+        if view.audit.is_empty() && room > 0 {
             tail.push(Line::from(Span::styled("no operator actions yet", t.dim)));
         }
+        tail
     } else {
         // An active alarm is already at the top: its log line would repeat it.
         let alarmed: std::collections::HashSet<(At, &str)> = view.alarms.iter().map(|a| (a.raised_at, a.text.as_str())).collect();
-        let active = |at: At, text: &str| alarmed.contains(&(at, text));
-        for line in view.log.iter().rev().filter(|l| !(l.severity == Severity::Alarm && active(l.at, &l.text))) {
+        let entries = view.log.iter().rev().filter(|l| !(l.severity == Severity::Alarm && alarmed.contains(&(l.at, l.text.as_str())))).map(|line| {
             let style = severity_style(line.severity, t);
             let lead = if line.severity == Severity::Info { t.dim } else { style };
-            let mut lines = entry(line.at, severity_tag(line.severity), &line.text, style, lead, w);
-            if tail.len() + lines.len() + top.len() > rows {
-                break;
-            }
-            lines.append(&mut tail);
-            tail = lines;
-        }
+            entry(line.at, severity_tag(line.severity), &line.text, style, lead, w)
+        });
+        let tail = newest_that_fit(entries, room);
         if view.alarms.is_empty() && view.log.is_empty() {
             top.push(Line::from(Span::styled("nothing yet", t.dim)));
         }
-    }
+        tail
+    };
     for (i, line) in top.into_iter().chain(tail).enumerate() {
         put(buf, inner, i as u16, line);
     }
+}
+
+/// Entries given newest first, kept while they fit in `room` rows, returned
+/// oldest first (newest at the bottom).
+fn newest_that_fit<'a>(entries: impl Iterator<Item = Vec<Line<'a>>>, room: usize) -> Vec<Line<'a>> {
+    let mut tail: Vec<Line> = Vec::new();
+    for mut lines in entries {
+        if tail.len() + lines.len() > room {
+            break;
+        }
+        lines.append(&mut tail);
+        tail = lines;
+    }
+    tail
 }
 
 /// `01:23:45 WARN text…` wrapped under the text column.

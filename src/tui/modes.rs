@@ -86,11 +86,7 @@ impl Mode {
     /// The pools a job can be sent to: every pool but the one it runs in.
     pub fn pick_pool(job: JobId, view: &View) -> Mode {
         let here = view.jobs.iter().find(|j| j.id == job).and_then(|j| j.node.clone());
-        let current: Option<PoolTarget> = here.and_then(|name| view.nodes.iter().find(|n| n.name == name)).map(|n| PoolTarget {
-            billing: n.billing,
-            instance_type: n.instance_type.clone(),
-            zone: n.zone.clone(),
-        });
+        let current: Option<PoolTarget> = here.and_then(|name| view.nodes.iter().find(|n| n.name == name)).map(|n| n.pool());
         let options = view.pools.iter().map(|p| p.target.clone()).filter(|t| Some(t) != current.as_ref()).collect();
         Mode::PickPool { job, options, cursor: 0 }
     }
