@@ -1,7 +1,8 @@
 //! The engine: the thin loop that wires a source of events (the simulated
-//! world, later real adapters) through the event log into the `Room`, and the
-//! `Room`'s effects back to the executor. One code path for the console, the
-//! batch simulation, the tests and (with `store::replay`) replays.
+//! world, or the live adapters through `live::LiveWorld`) through the event
+//! log into the `Room`, and the `Room`'s effects back to the executor. One
+//! code path for the console, the batch simulation, the tests, live
+//! operation and (with `store::replay`) replays.
 //!
 //! Owns the order "append, then apply, then carry out the effects". Holds no
 //! policy and draws nothing.
@@ -12,9 +13,32 @@ use crate::core::units::At;
 use crate::sim::Simulation;
 use crate::store::{Store, StoreError};
 
-pub struct Engine {
+/// Where events come from and where effects go: the simulated world, or the
+/// live sources and executors.
+pub trait World {
+    /// The next event at or before `until`, or `None` if there is none yet.
+    fn next_event(&mut self, until: At) -> Option<(At, Event)>;
+    /// Carry out (or hand on) the room's effects of an event applied at `at`.
+    fn handle(&mut self, at: At, effects: &[Effect]);
+    /// When the world began: the clock of an action taken before any event.
+    fn start(&self) -> At;
+}
+
+impl World for Simulation {
+    fn next_event(&mut self, until: At) -> Option<(At, Event)> {
+        Simulation::next_event(self, until)
+    }
+    fn handle(&mut self, at: At, effects: &[Effect]) {
+        Simulation::handle(self, at, effects)
+    }
+    fn start(&self) -> At {
+        self.config().start
+    }
+}
+
+pub struct Engine<W: World = Simulation> {
     pub room: Room,
-    pub world: Simulation,
+    pub world: W,
     pub store: Option<Store>,
     /// Snapshot the room every this many events (0: never).
     pub snapshot_every: u64,
@@ -22,8 +46,8 @@ pub struct Engine {
     since_snapshot: u64,
 }
 
-impl Engine {
-    pub fn new(room: Room, world: Simulation, store: Option<Store>) -> Engine {
+impl<W: World> Engine<W> {
+    pub fn new(room: Room, world: W, store: Option<Store>) -> Engine<W> {
         Engine { room, world, store, snapshot_every: 20_000, last_seq: 0, since_snapshot: 0 }
     }
 
@@ -55,7 +79,7 @@ impl Engine {
     /// audit table whatever the outcome. Returns what was done, or why the
     /// room refused it (`Err` inside `Ok`); the outer error is the store's.
     pub fn operate(&mut self, actor: &Actor, action: Action) -> Result<Result<String, String>, StoreError> {
-        let at = self.room.now().unwrap_or_else(|| self.world.config().start);
+        let at = self.room.now().unwrap_or_else(|| self.world.start());
         let event = Event::Operator { actor: actor.clone(), action: action.clone() };
         let effects = self.feed(at, &event)?;
         let refused = effects.iter().find_map(|e| match e {

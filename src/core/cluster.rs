@@ -176,11 +176,16 @@ pub struct Gpu {
     /// Since when every job on it has run below the idle threshold.
     #[serde(default)]
     pub idle_since: Option<At>,
+    /// Its source failed after the last sample: the figures are old.
+    #[serde(default)]
+    pub stale: bool,
+    #[serde(default)]
+    pub health: Option<crate::core::event::GpuHealth>,
 }
 
 impl Gpu {
     pub fn new(index: u8, memory: Mib) -> Gpu {
-        Gpu { index, memory, mig: None, allocations: Vec::new(), util: None, mem_used: None, sampled_at: None, idle_since: None }
+        Gpu { index, memory, mig: None, allocations: Vec::new(), util: None, mem_used: None, sampled_at: None, idle_since: None, stale: false, health: None }
     }
 
     pub fn allocated(&self) -> Mib {

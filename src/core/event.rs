@@ -31,6 +31,27 @@ pub struct TenantSpec {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GpuSample(pub GpuRef, pub f32, pub Mib);
 
+/// A GPU's health beyond utilization and memory, as NVML or dcgm-exporter
+/// reports it. `None`: the source does not report that figure.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GpuHealth {
+    pub gpu: GpuRef,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temp_c: Option<f32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_w: Option<f32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sm_clock_mhz: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_clock_mhz: Option<u32>,
+    /// Compute processes on it, when the source lists them (NVML does).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processes: Option<u32>,
+    /// MIG instances reported on it (0: MIG off or not reported).
+    #[serde(default)]
+    pub mig_instances: u32,
+}
+
 /// Who did something, taken from the environment by the adapter that saw it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Actor {
@@ -121,6 +142,11 @@ pub enum Event {
     /// Spot lifetimes of an instance type learned elsewhere (real traces, an
     /// earlier fleet): the long-run prior of the hazard model.
     SpotLifetimes { instance_type: String, lifetimes: Vec<crate::market::hazard::Lifetime> },
+    /// Temperature, power, clocks and processes per GPU (live sources).
+    GpuHealth { readings: Vec<GpuHealth> },
+    /// A live source answered (`ok`) or could not be read; the GPUs it
+    /// covers are shown as stale until their next sample.
+    SourceStatus { source: String, ok: bool, detail: String, stale: Vec<GpuRef> },
     /// Time passed with nothing else to say.
     Tick,
 }
@@ -143,6 +169,8 @@ impl Event {
             Event::Operator { .. } => "operator",
             Event::SpotLifetimes { .. } => "lifetimes",
             Event::JobOutput { .. } => "output",
+            Event::GpuHealth { .. } => "gpu-health",
+            Event::SourceStatus { .. } => "source",
             Event::Tick => "tick",
         }
     }

@@ -13,6 +13,7 @@ pub mod room;
 mod room_budget;
 mod room_cost;
 mod room_ops;
+pub mod room_sources;
 pub mod room_forecast;
 pub mod room_predict;
 pub mod room_spot;

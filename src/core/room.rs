@@ -206,6 +206,9 @@ pub struct Room {
     /// Free capacity as of the last pass (see `arrival_may_start`).
     #[serde(default)]
     pub(crate) headroom: Option<super::room_sched::Headroom>,
+    /// Live sources and how each last answered.
+    #[serde(default)]
+    pub(crate) sources: BTreeMap<String, super::room_sources::SourceState>,
 }
 
 impl Default for Room {
@@ -247,6 +250,7 @@ impl Room {
             queue_dirty: false,
             waits_checked: None,
             headroom: None,
+            sources: BTreeMap::new(),
         }
     }
 
@@ -357,6 +361,8 @@ impl Room {
             Event::Operator { actor, action } => self.on_operator(at, actor, action, &mut effects),
             Event::SpotLifetimes { instance_type, lifetimes } => self.on_lifetimes(instance_type, lifetimes),
             Event::JobOutput { job, requests, tokens } => self.on_output(*job, *requests, *tokens),
+            Event::GpuHealth { readings } => self.on_gpu_health(readings),
+            Event::SourceStatus { source, ok, detail, stale } => self.on_source_status(at, source, *ok, detail, stale, &mut effects),
             Event::Tick => Ok(()),
         };
         if let Err(reason) = outcome {
@@ -774,6 +780,7 @@ impl Room {
                     gpu.util = Some(util);
                     gpu.mem_used = Some((*mem).min(gpu.memory));
                     gpu.sampled_at = Some(at);
+                    gpu.stale = false;
                     seen.push((*gpu_ref, util));
                 }
                 _ => unknown += 1,

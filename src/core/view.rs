@@ -46,7 +46,19 @@ pub struct View {
     /// free capacity: where an operator can migrate a job to.
     #[serde(default)]
     pub pools: Vec<PoolRow>,
+    /// Live sources (NVML, dcgm-exporter, EC2, IMDS, executors) and how each
+    /// last answered; empty in simulation.
+    #[serde(default)]
+    pub sources: Vec<SourceView>,
     pub totals: Totals,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SourceView {
+    pub name: String,
+    pub ok: bool,
+    pub detail: String,
+    pub since: At,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -78,6 +90,9 @@ pub struct ClusterView {
     pub fragmentation: ClusterFragmentation,
     /// What the whole fleet costs per hour right now.
     pub burn: MicrosPerHour,
+    /// GPUs whose source failed after their last sample.
+    #[serde(default)]
+    pub gpus_stale: u32,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -113,6 +128,11 @@ pub struct GpuView {
     pub fragmentation: f64,
     pub jobs: Vec<JobId>,
     pub exclusive: bool,
+    /// The figures are old: its source failed after the last sample.
+    #[serde(default)]
+    pub stale: bool,
+    #[serde(default)]
+    pub health: Option<crate::core::event::GpuHealth>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -351,6 +371,11 @@ impl Room {
             .collect();
         view.alarms.sort_by(|a, b| b.raised_at.cmp(&a.raised_at).then(a.id.cmp(&b.id)));
         view.log = self.log.iter().cloned().collect();
+        view.sources = self
+            .sources
+            .iter()
+            .map(|(name, s)| SourceView { name: name.clone(), ok: s.ok, detail: s.detail.clone(), since: s.since })
+            .collect();
         view.audit = self
             .audit
             .iter()
@@ -395,6 +420,9 @@ impl Room {
                         if !gpu.allocations.is_empty() {
                             cluster.gpus_busy += 1;
                         }
+                        if gpu.stale {
+                            cluster.gpus_stale += 1;
+                        }
                         if let Some(u) = gpu.util {
                             util_sum += f64::from(u);
                             util_n += 1;
@@ -410,6 +438,8 @@ impl Room {
                         fragmentation: gpu.fragmentation(),
                         jobs: gpu.allocations.iter().map(|a| a.job).collect(),
                         exclusive: gpu.has_exclusive(),
+                        stale: gpu.stale,
+                        health: gpu.health.clone(),
                     }
                 })
                 .collect();

@@ -1,15 +1,22 @@
-//! Adapters from the outside world to the core's types. For now, the real
-//! data files the simulator replays: AWS spot price-history dumps, spot
-//! preemption traces and the Philly job trace.
+//! Adapters from the outside world to the core's types: the real data files
+//! the simulator replays (AWS spot price-history dumps, spot preemption
+//! traces, the Philly, Alibaba and Helios traces), and the live sources and
+//! executors (NVML, dcgm-exporter, EC2, IMDS, local processes).
 //!
 //! Parsers take text and a source name and return domain values or an error
-//! that names the source and the line or entry; they never touch the `Room`.
-//! Live adapters (NVML, dcgm-exporter, EC2, IMDS, Slurm) join them here.
+//! that names the source and the line or entry; live adapters are tokio tasks
+//! that send `report::Report`s down a channel. None of them touches the `Room`.
 
 pub mod alibaba;
+pub mod aws;
+pub mod dcgm;
 pub mod helios;
+pub mod imds;
+pub mod local;
+pub mod nvml;
 pub mod philly;
 pub mod price_history;
+pub mod report;
 pub mod spot_trace;
 
 /// A parse failure that says where: the file (or source) and the position.

@@ -63,6 +63,13 @@ pub fn header(view: &View, ctx: &DrawContext, t: &Theme, area: Rect, buf: &mut B
         Item::new(format!("queue {}", view.queue.depth), format!("Q {}", view.queue.depth), t.header, 4),
         Item::new(format!("burn {}", c.burn), c.burn.to_string(), t.header, 5),
     ];
+    // Live: how many sources answer; a failed one is also an alarm, by name.
+    if !view.sources.is_empty() {
+        let ok = view.sources.iter().filter(|s| s.ok).count();
+        let n = view.sources.len();
+        let style = if ok < n { t.header.patch(t.warn) } else { t.header };
+        items.push(Item::new(format!("sources {ok}/{n} ok"), format!("src {ok}/{n}"), style, 2));
+    }
     if is_stale(ctx) {
         let age = ctx.data_age.map(|a| Secs(a.as_secs() as i64).to_string()).unwrap_or_default();
         items.push(Item { right: true, ..Item::new(format!(" STALE {age} "), " STALE ".into(), t.alarm_banner, 0) });

@@ -170,6 +170,9 @@ pub(super) fn cluster_line<'a>(view: &View, t: &Theme, w: usize, trouble: bool) 
         vec![Span::styled(format!("{}/{}", c.gpus_busy, c.gpus_total), t.figure), Span::styled(" GPUs busy", t.dim)],
         vec![Span::styled("  util ", t.dim), Span::styled(fmt::util_pct(c.util_mean), t.util_level(fmt::ramp_level(c.util_mean)))],
     ];
+    if c.gpus_stale > 0 {
+        groups.push(vec![Span::styled(format!("  ? {} stale", c.gpus_stale), t.warn)]);
+    }
     // In the grid, trouble comes before the burn (the header has the burn).
     if trouble {
         groups.extend(trouble_groups(view, t));
@@ -325,11 +328,14 @@ pub(super) fn state_style(node: &NodeView, t: &Theme) -> Style {
     }
 }
 
-/// The glyph and style of one GPU: `✕` on a down node, `·` before the first
-/// sample, else the ramp; an allocated GPU doing nothing is flagged as waste.
+/// The glyph and style of one GPU: `✕` on a down node, `?` when its source
+/// failed (stale), `·` before the first sample, else the ramp; an allocated GPU doing nothing is flagged as waste.
 pub(super) fn gpu_glyph(node: &NodeView, gpu: &GpuView, t: &Theme) -> (char, Style) {
     if !node.up {
         return ('✕', t.no_data);
+    }
+    if gpu.stale {
+        return ('?', t.no_data);
     }
     match gpu.util {
         None => ('·', t.no_data),
@@ -410,6 +416,8 @@ pub(crate) mod tests {
                         fragmentation: frag,
                         jobs,
                         exclusive,
+                        stale: false,
+                        health: None,
                     }
                 })
                 .collect();
@@ -453,6 +461,7 @@ pub(crate) mod tests {
                 partial_free_share: 0.0,
             },
             burn: MicrosPerHour(up.iter().filter_map(|n| n.price.map(|p| p.0)).sum()),
+            gpus_stale: 0,
         };
         View { nodes, cluster, ..View::default() }
     }

@@ -52,7 +52,7 @@ pub(super) fn render(view: &View, id: NodeId, props: PaneProps<'_>, area: Rect, 
         put(buf, inner, row, Line::from(Span::styled("no GPUs on this node", t.dim)));
         return;
     }
-    let cols = [
+    let mut cols = vec![
         Col::right("GPU", 3, 0),
         Col::left("UTIL", UTIL_BAR + 5, 0),
         Col::flex("MEMORY", 6, 16, 3),
@@ -61,6 +61,10 @@ pub(super) fn render(view: &View, id: NodeId, props: PaneProps<'_>, area: Rect, 
         Col::right("FRAG", 4, 4),
         Col::flex("JOBS", 6, 80, 2),
     ];
+    // Live sources say more (temperature, power, clock) and can go stale.
+    if node.gpus.iter().any(|g| g.health.is_some() || g.stale) {
+        cols.push(Col::left("HEALTH", 22, 6));
+    }
     let widths = fit_columns(&cols, w);
     put(buf, inner, row, header_line(&cols, &widths, t.heading));
     row += 1;
@@ -132,6 +136,8 @@ fn gpu_cells<'a>(view: &View, node: &NodeView, g: &GpuView, widths: &[Option<usi
             // `+ 0.0` turns a negative zero into `0%`, not `-0%`.
             let u = f64::from(u).max(0.0) + 0.0;
             let (_, style) = fleet::util_glyph(u, !g.jobs.is_empty(), t);
+            // The last figure of a stale GPU is kept but shown as old.
+            let style = if g.stale { t.no_data } else { style };
             vec![
                 Span::styled(fmt::bar(u / 100.0, UTIL_BAR).replace(' ', "░"), style),
                 Span::styled(fmt::right(&fmt::util_pct(u), 5), style),
@@ -153,7 +159,38 @@ fn gpu_cells<'a>(view: &View, node: &NodeView, g: &GpuView, widths: &[Option<usi
         vec![Span::styled(free_text(node, g), t.figure)],
         vec![Span::styled(fmt::pct(g.fragmentation), t.grade(g.fragmentation, 0.25, 0.5))],
         vec![Span::styled(jobs_text(view, g, jobs_w), t.text)],
+        health_cell(g, t),
     ]
+}
+
+/// `61°C 312W 1410MHz 2p`, what of it the source reported; `stale` first
+/// when the source failed after the last sample.
+fn health_cell<'a>(g: &GpuView, t: &Theme) -> Vec<Span<'a>> {
+    let mut spans = Vec::new();
+    if g.stale {
+        spans.push(Span::styled("stale ", t.warn));
+    }
+    if let Some(h) = &g.health {
+        let mut parts = Vec::new();
+        if let Some(c) = h.temp_c {
+            parts.push(format!("{c:.0}°C"));
+        }
+        if let Some(w) = h.power_w {
+            parts.push(format!("{w:.0}W"));
+        }
+        if let Some(mhz) = h.sm_clock_mhz {
+            parts.push(format!("{mhz}MHz"));
+        }
+        if let Some(p) = h.processes {
+            parts.push(format!("{p}p"));
+        }
+        if h.mig_instances > 0 {
+            parts.push(format!("MIG×{}", h.mig_instances));
+        }
+        let hot = h.temp_c.is_some_and(|c| c >= 85.0);
+        spans.push(Span::styled(parts.join(" "), if hot { t.warn } else { t.text }));
+    }
+    spans
 }
 
 /// The largest free block; `—` where nothing can be placed (a GPU held
