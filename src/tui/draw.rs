@@ -103,6 +103,19 @@ mod tests {
         insta::assert_snapshot!(screen(120, 40, &app, &view, &ctx()).backend());
     }
 
+    /// Live: the header counts sources that answer, and a failed source is an
+    /// alarm by name in the strip.
+    #[test]
+    fn full_screen_live_with_a_failed_source_120x40() {
+        let view = crate::tui::panes::fleet_detail::tests::live_view();
+        let ctx = DrawContext::new("LIVE nvml·dcgm ×1".to_string());
+        let terminal = screen(120, 40, &App::default(), &view, &ctx);
+        insta::assert_snapshot!(terminal.backend());
+        let shown = text(&terminal);
+        assert!(shown.contains("src 1/2"), "{shown}");
+        assert!(shown.contains("dcgm http://n01:9400/metrics: timed out after 2 s"), "{shown}");
+    }
+
     #[test]
     fn full_screen_80x24() {
         let view = demo_view();

@@ -63,7 +63,7 @@ pub(super) fn render(view: &View, id: NodeId, props: PaneProps<'_>, area: Rect, 
     ];
     // Live sources say more (temperature, power, clock) and can go stale.
     if node.gpus.iter().any(|g| g.health.is_some() || g.stale) {
-        cols.push(Col::left("HEALTH", 22, 6));
+        cols.push(Col::left("HEALTH", 26, 6));
     }
     let widths = fit_columns(&cols, w);
     put(buf, inner, row, header_line(&cols, &widths, t.heading));
@@ -260,7 +260,7 @@ fn totals_line<'a>(node: &NodeView, t: &Theme, w: usize) -> Line<'a> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use crate::core::ids::NodeId;
     use crate::tui::fixture::demo_view;
     use crate::tui::panes::fleet::tests::{rows, thousand_gpus};
@@ -273,6 +273,47 @@ mod tests {
         ui.move_by(view, i as isize);
         ui.enter(view);
         ui
+    }
+
+    /// The demo room as live sources leave it: node n01's health read by
+    /// NVML, then its dcgm endpoint timing out (GPUs 0–3 stale).
+    pub(crate) fn live_view() -> crate::core::View {
+        use crate::core::event::{Event, GpuHealth};
+        use crate::core::ids::GpuRef;
+        let mut room = crate::tui::fixture::demo_room();
+        let at = room.now().unwrap_or_default();
+        let gpu = |index| GpuRef { node: NodeId(1), index };
+        let readings = (0..8)
+            .map(|i| GpuHealth {
+                gpu: gpu(i),
+                temp_c: Some(if i == 5 { 88.0 } else { 61.0 + f32::from(i) }),
+                power_w: Some(290.0 + 3.0 * f32::from(i)),
+                sm_clock_mhz: Some(1410),
+                mem_clock_mhz: Some(877),
+                processes: Some(1),
+                mig_instances: 0,
+            })
+            .collect();
+        room.apply(at, &Event::GpuHealth { readings });
+        room.apply(at, &Event::SourceStatus { source: "nvml n01".into(), ok: true, detail: "8 GPUs".into(), stale: vec![] });
+        let stale = (0..4).map(gpu).collect();
+        let down = Event::SourceStatus { source: "dcgm http://n01:9400/metrics".into(), ok: false, detail: "timed out after 2 s".into(), stale };
+        room.apply(at, &down);
+        room.view()
+    }
+
+    #[test]
+    fn fleet_drill_down_live_node_with_stale_gpus() {
+        let view = live_view();
+        let ui = drilled(&view, 1);
+        let terminal = draw_pane(120, 12, true, |p, a, b| fleet(&view, &ui, p, a, b));
+        insta::assert_snapshot!(terminal.backend());
+        let text = rows(&terminal).join("\n");
+        assert!(text.contains("HEALTH") && text.contains("stale 61°C 290W 1410MHz 1p"), "{text}");
+        assert!(text.contains("68°C 311W"), "a fresh GPU's health: {text}");
+        let fleet_rows = draw_pane(80, 12, true, |p, a, b| fleet(&view, &FleetUi::default(), p, a, b));
+        let text = rows(&fleet_rows).join("\n");
+        assert!(text.contains("? 4 stale"), "the cluster line counts stale GPUs: {text}");
     }
 
     #[test]

@@ -8,7 +8,7 @@
 
 pub mod budget;
 pub mod fleet;
-mod fleet_detail;
+pub(crate) mod fleet_detail;
 mod fleet_grid;
 pub mod market;
 pub mod memory;
