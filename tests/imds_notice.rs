@@ -338,6 +338,7 @@ async fn the_first_poll_is_at_once_and_a_first_failure_is_reported() {
     assert_eq!(got.len(), 1, "Failed comes first, no Healthy before: {got:?}");
     let Report::Failed { why, .. } = &got[0] else { unreachable!() };
     assert_eq!(why, &format!("{}: HTTP 503: metadata service starting", server.url("/latest/api/token")));
+    assert_eq!(fake.puts.load(SeqCst), 1, "no second token request for the second path of the same poll");
 
     // Closing the channel ends the poller at once, even mid-way through an hour's wait.
     drop(run.rx);

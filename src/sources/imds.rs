@@ -64,6 +64,18 @@ pub enum ImdsError {
     Parse { url: String, error: ParseError },
 }
 
+impl ImdsError {
+    /// The URL that failed.
+    pub fn url(&self) -> &str {
+        match self {
+            ImdsError::Timeout { url, .. }
+            | ImdsError::Connect { url, .. }
+            | ImdsError::Status { url, .. }
+            | ImdsError::Parse { url, .. } => url,
+        }
+    }
+}
+
 #[derive(Deserialize)]
 struct InstanceAction {
     action: String,
@@ -114,6 +126,7 @@ struct Notice {
     at: At,
 }
 
+/// An IMDSv2 client that keeps its session token between polls.
 pub struct Imds {
     endpoint: String,
     timeout: Duration,
@@ -154,6 +167,8 @@ impl Imds {
         match self.get(ACTION_PATH).await.and_then(|body| self.parse_body(ACTION_PATH, body, parse_instance_action)) {
             Ok(Some((kind, at))) => notices.push(Notice { kind, deadline: Some(at), at }),
             Ok(None) => {}
+            // Without a token the second path cannot work either: one timeout, not two.
+            Err(e) if e.url() == self.url(TOKEN_PATH) => return (notices, Some(e)),
             Err(e) => error = Some(e),
         }
         match self.get(REBALANCE_PATH).await.and_then(|body| self.parse_body(REBALANCE_PATH, body, parse_rebalance)) {
