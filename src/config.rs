@@ -45,6 +45,8 @@ pub struct EngineConfig {
     pub spot: SpotConfig,
     pub cost: crate::cost::CostConfig,
     pub forecast: crate::core::room_forecast::ForecastConfig,
+    /// Live sources and executors (`gpuroom --live`); see `live::config`.
+    pub sources: crate::live::config::SourcesConfig,
 }
 
 /// The spot watcher's policy: where interrupted jobs go, the max-price

@@ -3,7 +3,7 @@
 //! The crate is laid out as DESIGN.md describes: a deterministic core
 //! (`core`, with the policy engines `sched`, `market`, `ckpt`, `cost`,
 //! `predict`) that never does IO, and adapters at its edges (`sim`, `sources`,
-//! `store`, `tui`, `engine`).
+//! `store`, `tui`, `engine`, and `live` for real sources).
 
 pub mod ckpt;
 pub mod config;
@@ -12,6 +12,7 @@ pub mod cost;
 pub mod efficiency;
 pub mod engine;
 pub mod export;
+pub mod live;
 pub mod market;
 pub mod mix_report;
 pub mod operator;

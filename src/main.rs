@@ -61,6 +61,19 @@ struct Cli {
     /// Seconds without a new view before the data is shown as STALE.
     #[arg(long, default_value_t = 10, value_name = "SECS")]
     stale_after: u64,
+    /// Run on the live sources of the configuration's [sources] table (NVML, dcgm-exporter,
+    /// EC2, IMDS, the local executor) instead of the simulated cluster.
+    #[arg(long)]
+    live: bool,
+    /// Live: a dcgm-exporter endpoint to scrape, added to the configuration's (repeatable).
+    #[arg(long, value_name = "URL", requires = "live")]
+    dcgm: Vec<String>,
+    /// Live: do not read this machine's GPUs through NVML.
+    #[arg(long, requires = "live")]
+    no_nvml: bool,
+    /// Live: a jobs file (tenants, and jobs with their commands) the local executor runs.
+    #[arg(long, value_name = "FILE", requires = "live")]
+    jobs: Option<PathBuf>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -152,6 +165,14 @@ enum Command {
         #[command(flatten)]
         args: gpuroom::mix_report::MixArgs,
     },
+    /// Ask each configured live source whether it answers, and say why not.
+    Doctor {
+        #[command(flatten)]
+        policy: PolicyArgs,
+        /// A dcgm-exporter endpoint to check too (repeatable).
+        #[arg(long, value_name = "URL")]
+        dcgm: Vec<String>,
+    },
     /// Render the console after a simulated warm-up to an SVG file.
     Screenshot {
         /// Where to write the SVG.
@@ -202,6 +223,11 @@ fn hours(h: f64) -> Result<TimeDelta> {
 /// The room's policy: the configuration file (given, or the default one if
 /// it exists), then `--discipline`.
 fn room_config(policy: &PolicyArgs) -> Result<RoomConfig> {
+    Ok(engine_config(policy)?.room_config())
+}
+
+/// The whole configuration file (policy and live sources), then `--discipline`.
+fn engine_config(policy: &PolicyArgs) -> Result<EngineConfig> {
     let default_file = xdg_dir("XDG_CONFIG_HOME", ".config")
         .map(|base| base.join("gpuroom/config.toml"))
         .filter(|p| p.exists());
@@ -215,7 +241,7 @@ fn room_config(policy: &PolicyArgs) -> Result<RoomConfig> {
     if let Some(d) = policy.discipline {
         config.sched.discipline = d;
     }
-    Ok(config.room_config())
+    Ok(config)
 }
 
 /// Builds the engine on the simulated world, recording to `db` if given.
@@ -225,20 +251,19 @@ fn build(world: &WorldArgs, policy: &PolicyArgs, db: Option<&Path>) -> Result<En
     let sim = Simulation::new(config, &traces, world.seed)?;
     let room_config = room_config(policy)?;
     let store = match db {
-        Some(path) => {
-            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-            }
-            let meta = RunMeta {
-                room_config: room_config.clone(),
-                source: format!("sim seed={} config={config_name}", world.seed),
-                created_with: format!("gpuroom {}", env!("CARGO_PKG_VERSION")),
-            };
-            Some(Store::create(path, &meta)?)
-        }
+        Some(path) => Some(create_store(path, &room_config, format!("sim seed={} config={config_name}", world.seed))?),
         None => None,
     };
     Ok(Engine::new(Room::new(room_config), sim, store))
+}
+
+/// A new event log at `path` (its folder made if needed).
+fn create_store(path: &Path, room_config: &RoomConfig, source: String) -> Result<Store> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let meta = RunMeta { room_config: room_config.clone(), source, created_with: format!("gpuroom {}", env!("CARGO_PKG_VERSION")) };
+    Ok(Store::create(path, &meta)?)
 }
 
 /// An XDG base directory: `$VAR` if set to an absolute path, else `~/fallback`.
@@ -249,10 +274,10 @@ fn xdg_dir(var: &str, home_fallback: &str) -> Option<PathBuf> {
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(home_fallback)))
 }
 
-fn default_log_path(seed: u64) -> Option<PathBuf> {
+fn default_log_path(kind: &str) -> Option<PathBuf> {
     let base = xdg_dir("XDG_STATE_HOME", ".local/state")?;
     let stamp = chrono::Utc::now().format("%Y%m%d-%H%M%S");
-    Some(base.join("gpuroom").join(format!("sim-seed{seed}-{stamp}.db")))
+    Some(base.join("gpuroom").join(format!("{kind}-{stamp}.db")))
 }
 
 /// Errors end the program with one readable line (the chain of causes), not a
@@ -291,6 +316,8 @@ fn run(cli: Cli) -> Result<()> {
             let shot = Shot { width, height, hours: h, theme, pane, wall, dialog };
             run_screenshot(&world, &out, &shot)
         }
+        Some(Command::Doctor { policy, dcgm }) => run_doctor(&policy, dcgm),
+        None if cli.live => run_live_console(&cli),
         None => run_console(&cli),
     }
 }
@@ -461,17 +488,9 @@ fn run_screenshot(world: &WorldArgs, out: &Path, shot: &Shot) -> Result<()> {
     Ok(())
 }
 
-fn run_console(cli: &Cli) -> Result<()> {
-    if !(cli.speed.is_finite() && cli.speed > 0.0 && cli.speed <= 100_000.0) {
-        bail!("--speed must be within (0, 100000], got {}", cli.speed);
-    }
-    let log_path = if cli.no_log { None } else { cli.db.clone().or_else(|| default_log_path(cli.world.seed)) };
-    let mut engine = build(&cli.world, &cli.policy, log_path.as_deref())?;
-    let start = engine.world.config().start;
-    engine.run_until(start + hours(cli.warmup)?)?;
-    // Short: the header gives the source a narrow slot. The log's path is printed on exit.
-    let recording = if engine.store.is_some() { " REC" } else { "" };
-    let source = format!("SIM ×{} seed {}{recording}", cli.speed, cli.world.seed);
+/// The console's drawing context, actor and screen from the flags; the
+/// theme's error, if the theme could not be used, to repeat on exit.
+fn console_setup(cli: &Cli, source: String) -> (gpuroom::tui::DrawContext, gpuroom::core::Actor, Screen, Option<gpuroom::tui::theme_file::ThemeError>) {
     let mut ctx = gpuroom::tui::DrawContext::new(source);
     ctx.stale_after = Duration::from_secs(cli.stale_after.max(1));
     let role = if cli.wall { Role::Viewer } else { Role::Operator };
@@ -491,6 +510,32 @@ fn run_console(cli: &Cli) -> Result<()> {
         eprintln!("gpuroom: theme not used, falling back to {}: {e}", ctx.theme.name);
         std::thread::sleep(Duration::from_secs(2));
     }
+    (ctx, actor, screen, theme_error)
+}
+
+/// The console's end: the summary, the theme's error again, the log's path.
+fn console_epilogue(view: &View, stats: Option<&gpuroom::sim::WorldStats>, theme_error: Option<gpuroom::tui::theme_file::ThemeError>, store: Option<&Store>) -> Result<()> {
+    print!("{}", report::summary(view, stats));
+    if let Some(e) = theme_error {
+        eprintln!("gpuroom: the theme was not used: {e}");
+    }
+    if let Some(store) = store {
+        println!("event log {} ({} events); replay with: gpuroom replay {}", store.path().display(), store.event_count()?, store.path().display());
+    }
+    Ok(())
+}
+
+fn run_console(cli: &Cli) -> Result<()> {
+    if !(cli.speed.is_finite() && cli.speed > 0.0 && cli.speed <= 100_000.0) {
+        bail!("--speed must be within (0, 100000], got {}", cli.speed);
+    }
+    let log_path = if cli.no_log { None } else { cli.db.clone().or_else(|| default_log_path(&format!("sim-seed{}", cli.world.seed))) };
+    let mut engine = build(&cli.world, &cli.policy, log_path.as_deref())?;
+    let start = engine.world.config().start;
+    engine.run_until(start + hours(cli.warmup)?)?;
+    // Short: the header gives the source a narrow slot. The log's path is printed on exit.
+    let recording = if engine.store.is_some() { " REC" } else { "" };
+    let (ctx, actor, screen, theme_error) = console_setup(cli, format!("SIM ×{} seed {}{recording}", cli.speed, cli.world.seed));
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let speed = cli.speed;
     let engine = runtime.block_on(async move {
@@ -531,13 +576,70 @@ fn run_console(cli: &Cli) -> Result<()> {
         console?;
         anyhow::Ok(engine)
     })?;
-    let view: View = engine.room.view();
-    print!("{}", report::summary(&view, Some(&engine.world.stats)));
-    if let Some(e) = theme_error {
-        eprintln!("gpuroom: the theme was not used: {e}");
+    console_epilogue(&engine.room.view(), Some(&engine.world.stats), theme_error, engine.store.as_ref())
+}
+
+fn run_live_console(cli: &Cli) -> Result<()> {
+    use gpuroom::live::{catalogue::Catalogue, config::JobsFile, run, Live};
+    let mut config = engine_config(&cli.policy)?;
+    config.sources.dcgm.urls.extend(cli.dcgm.iter().cloned());
+    if cli.no_nvml {
+        config.sources.nvml.enabled = false;
     }
-    if let Some(store) = &engine.store {
-        println!("event log {} ({} events); replay with: gpuroom replay {}", store.path().display(), store.event_count()?, store.path().display());
+    let jobs = match &cli.jobs {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            Some(JobsFile::parse(&path.display().to_string(), &text).map_err(anyhow::Error::msg)?)
+        }
+        None => None,
+    };
+    if jobs.is_some() && config.sources.local.is_none() {
+        config.sources.local = Some(Default::default());
+    }
+    let host = config.sources.nvml.host.clone().unwrap_or_else(gpuroom::sources::nvml::host_name);
+    let room_config = config.room_config();
+    let log_path = if cli.no_log { None } else { cli.db.clone().or_else(|| default_log_path("live")) };
+    let store = match log_path.as_deref() {
+        Some(path) => Some(create_store(path, &room_config, format!("live host={host}"))?),
+        None => None,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let (live, theme_error) = runtime.block_on(async move {
+        let adapters = run::spawn_sources(&config.sources, &host);
+        let recording = if store.is_some() { " REC" } else { "" };
+        let running = if adapters.running.is_empty() { "no sources".to_string() } else { adapters.running.join("·") };
+        let (ctx, actor, screen, theme_error) = console_setup(cli, format!("LIVE {running}{recording}"));
+        let catalogue = Catalogue::new(config.sources.instance_types.clone(), config.sources.nodes.clone());
+        let mut live = Live::new(Room::new(room_config), store, catalogue, host, chrono::Utc::now(), adapters.executor.clone());
+        live.begin(chrono::Utc::now(), jobs.as_ref())?;
+        let (views, rx) = tokio::sync::watch::channel(Arc::new(live.engine.room.view()));
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let (actions_tx, actions) = tokio::sync::mpsc::channel::<Action>(16);
+        let (outcomes, outcomes_rx) = tokio::sync::mpsc::channel(16);
+        let links = run::Links { views, actions, outcomes, stopped };
+        let driver = tokio::spawn(run::drive(live, adapters.reports, links, actor));
+        let link = OperatorLink { actions: actions_tx, outcomes: outcomes_rx };
+        let console = gpuroom::tui::run_console(rx, ctx, Some(link), screen).await;
+        let _ = stop.send(());
+        let live = driver.await.context("engine task")??;
+        console?;
+        anyhow::Ok((live, theme_error))
+    })?;
+    // Adapters' threads and tasks end with the runtime.
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    console_epilogue(&live.engine.room.view(), None, theme_error, live.engine.store.as_ref())
+}
+
+fn run_doctor(policy: &PolicyArgs, dcgm: Vec<String>) -> Result<()> {
+    let mut config = engine_config(policy)?;
+    config.sources.dcgm.urls.extend(dcgm);
+    let host = config.sources.nvml.host.clone().unwrap_or_else(gpuroom::sources::nvml::host_name);
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let checks = runtime.block_on(gpuroom::live::doctor::checks(&config.sources, &host));
+    print!("{}", gpuroom::live::doctor::render(&checks));
+    let failed = checks.iter().filter(|c| !c.ok).count();
+    if failed > 0 {
+        bail!("{failed} of {} sources did not answer", checks.len());
     }
     Ok(())
 }

@@ -1,0 +1,102 @@
+//! Starting the live adapters and driving the engine from their reports:
+//! each adapter is a task (NVML a thread: its calls block) sending `Report`s
+//! down one channel; the driver applies them at the wall-clock time, runs
+//! the operator's actions, and publishes views. Nothing here blocks the
+//! console: adapters wait on the network, the driver only on channels.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::config::SourcesConfig;
+use super::Live;
+use crate::core::event::{Action, Actor};
+use crate::core::View;
+use crate::sources::local::ExecutorInput;
+use crate::sources::report::Report;
+use crate::sources::{aws, dcgm, imds, local, nvml};
+
+/// The running adapters: one channel of reports from all of them, and the
+/// local executor's inbox if it runs.
+pub struct Adapters {
+    pub reports: mpsc::Receiver<Report>,
+    pub executor: Option<mpsc::Sender<ExecutorInput>>,
+    /// What runs, for the header and the log ("nvml", "dcgm ×3", …).
+    pub running: Vec<String>,
+}
+
+/// Starts every configured adapter. Call inside a tokio runtime.
+pub fn spawn_sources(config: &SourcesConfig, host: &str) -> Adapters {
+    let (tx, reports) = mpsc::channel(1024);
+    let mut running = Vec::new();
+    if config.nvml.enabled {
+        let cfg = nvml::NvmlConfig { host: Some(host.to_string()), ..config.nvml.clone() };
+        drop(nvml::spawn(cfg, tx.clone()));
+        running.push("nvml".to_string());
+    }
+    if !config.dcgm.urls.is_empty() {
+        drop(dcgm::spawn(config.dcgm.clone(), tx.clone()));
+        running.push(format!("dcgm ×{}", config.dcgm.urls.len()));
+    }
+    if let Some(cfg) = &config.aws {
+        drop(aws::spawn(cfg.clone(), tx.clone()));
+        running.push("ec2".to_string());
+    }
+    if let Some(cfg) = &config.imds {
+        drop(imds::spawn(cfg.clone(), host.to_string(), tx.clone()));
+        running.push("imds".to_string());
+    }
+    let executor = config.local.as_ref().map(|cfg| {
+        let (etx, erx) = mpsc::channel(1024);
+        drop(local::spawn(cfg.clone(), erx, tx.clone()));
+        running.push("local".to_string());
+        etx
+    });
+    Adapters { reports, executor, running }
+}
+
+/// What the console and the driver share.
+pub struct Links {
+    pub views: watch::Sender<Arc<View>>,
+    pub actions: mpsc::Receiver<Action>,
+    pub outcomes: mpsc::Sender<Result<String, String>>,
+    pub stopped: oneshot::Receiver<()>,
+}
+
+/// Applies reports as they come, ticks the clock every second (budgets,
+/// alarms, checkpoints fall due without news), carries out actions, and
+/// publishes a view at most every 250 ms. Returns the engine when the
+/// console closes.
+pub async fn drive(mut live: Live, mut reports: mpsc::Receiver<Report>, mut links: Links, actor: Actor) -> anyhow::Result<Live> {
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut dirty = true;
+    let mut quiet_ticks = 0u32;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                quiet_ticks += 1;
+                if dirty || quiet_ticks >= 4 {
+                    live.tick(chrono::Utc::now())?;
+                    if links.views.send(Arc::new(live.engine.room.view())).is_err() {
+                        break;
+                    }
+                    dirty = false;
+                    quiet_ticks = 0;
+                }
+            }
+            Some(report) = reports.recv() => {
+                live.report(chrono::Utc::now(), report)?;
+                dirty = true;
+            }
+            Some(action) = links.actions.recv() => {
+                let outcome = live.engine.operate(&actor, action)?;
+                let _ = links.outcomes.send(outcome).await;
+                let _ = links.views.send(Arc::new(live.engine.room.view()));
+            }
+            _ = &mut links.stopped => break,
+        }
+    }
+    Ok(live)
+}
