@@ -199,3 +199,70 @@ fn the_wall_display_does_nothing_with_action_keys() {
         .unwrap();
     assert_eq!(operator_events, 0);
 }
+
+/// `gpuroom --live` in a real terminal: a declared node (no GPU here), the
+/// local executor running a real process, NVML's absence and a dead
+/// dcgm-exporter shown as named alarms, and an operator preemption that the
+/// executor carries out (checkpoint, then stop) before the job runs again.
+#[test]
+fn the_live_console_runs_a_real_job_and_names_failed_sources() {
+    if !tmux_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[sources.local]\nwork_dir = {:?}\nstop_grace_secs = 2\npoll_ms = 100\n[sources.dcgm]\nurls = [\"http://127.0.0.1:{dead}/metrics\"]\n\
+             [sources.nvml]\nhost = \"e2e-node\"\n[[sources.nodes]]\nhost = \"e2e-node\"\ngpus = 2\ngpu_memory_mib = 16384\ngpu_model = \"test GPU\"\n",
+            dir.path().join("jobs").display().to_string()
+        ),
+    )
+    .expect("write the config");
+    let jobs = dir.path().join("jobs.toml");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/jobs/train.sh");
+    std::fs::write(
+        &jobs,
+        format!(
+            "[[tenant]]\nid = \"research\"\nquota_gpus = 2\nmonthly_budget = \"100\"\n[[job]]\nname = \"e2e-train\"\ntenant = \"research\"\n\
+             gpus = 1\ngpu_mem_mib = 1000\nsteps = 100000\ncheckpoint_mib = 1\ncommand = [\"sh\", {script:?}]\nenv_vars = {{ STEPS = \"100000\", STEP_SECS = \"0.05\" }}\n"
+        ),
+    )
+    .expect("write the jobs");
+    let db = dir.path().join("live.db");
+    let bin = env!("CARGO_BIN_EXE_gpuroom");
+    let command = format!(
+        "USER=e2e-ana {bin} --live --config {} --jobs {} --db {}; echo \"gpuroom exited with $?\"; sleep 60",
+        config.display(),
+        jobs.display(),
+        db.display()
+    );
+    let tmux = Tmux::start("live", 200, 60, &command);
+    let screen = tmux.wait_for("the live console with its job running", Duration::from_secs(30), |s| {
+        s.contains("LIVE") && s.contains("e2e-node") && s.contains("e2e-train") && s.contains("running")
+    });
+    assert!(screen.contains("LIVE nvml·dcgm ×1·local"), "the header names the live sources:\n{screen}");
+    if !Path::new("/dev/nvidiactl").exists() {
+        tmux.wait_for("NVML's absence as an alarm", Duration::from_secs(20), |s| s.contains("no NVIDIA driver"));
+    }
+    tmux.wait_for("the dead exporter as an alarm", Duration::from_secs(20), |s| s.contains(&format!("127.0.0.1:{dead}")));
+
+    // Preempt the running job from the queue: saved, stopped, queued, running again.
+    tmux.keys(&["3", "p"]);
+    tmux.wait_for("the confirmation", Duration::from_secs(10), |s| s.contains("Preempt"));
+    tmux.keys(&["y"]);
+    tmux.wait_for("the job saved and back to running", Duration::from_secs(30), |s| {
+        s.lines().any(|l| l.contains("e2e-train") && l.contains("running")) && s.contains("preempt")
+    });
+    quit(&tmux);
+    let store = Store::open_read_only(&db).expect("the live event log");
+    let audit = store.audit_records().expect("the audit table");
+    assert!(audit.iter().any(|a| a.user == "e2e-ana" && a.verb == "preempt" && a.outcome == "done"), "{audit:?}");
+    let mut kinds = Vec::new();
+    store.for_each_event(0, |_, _, e| kinds.push(e.kind())).expect("the events");
+    for kind in ["node-up", "submit", "started", "checkpoint-done", "stopped", "source"] {
+        assert!(kinds.contains(&kind), "no {kind} event in the live log: {kinds:?}");
+    }
+}

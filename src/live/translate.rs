@@ -70,7 +70,8 @@ impl Translator {
             Report::Gpus { source, readings } => self.gpus(&source, readings),
             Report::Failed { source, hosts, why } => {
                 let stale = hosts.iter().flat_map(|h| self.gpu_refs(h)).collect();
-                vec![Event::SourceStatus { source, ok: false, detail: why, stale }]
+                let detail = without_echo(&source, &why).to_string();
+                vec![Event::SourceStatus { source, ok: false, detail, stale }]
             }
             Report::Healthy { source, detail } => vec![Event::SourceStatus { source, ok: true, detail, stale: Vec::new() }],
             Report::Prices { points } => self.prices(points),
@@ -250,6 +251,15 @@ impl Translator {
     }
 }
 
+/// The reason without its leading "URL: " when the source's name already
+/// says the URL ("dcgm http://a:9400/metrics").
+fn without_echo<'a>(source: &str, why: &'a str) -> &'a str {
+    match source.split_once(' ') {
+        Some((_, place)) => why.strip_prefix(place).and_then(|rest| rest.strip_prefix(": ")).unwrap_or(why),
+        None => why,
+    }
+}
+
 fn mean(values: impl Iterator<Item = f32>) -> Option<f32> {
     let (sum, n) = values.fold((0.0f32, 0u32), |(s, n), v| (s + v, n + 1));
     (n > 0).then(|| sum / n as f32)
@@ -302,9 +312,11 @@ mod tests {
     fn a_failed_source_names_the_stale_gpus_of_its_hosts() {
         let mut tr = Translator::new(Catalogue::default());
         tr.translate(t(0), gpus_report("dcgm", vec![reading("a", 0, 1.0), reading("a", 1, 1.0)]));
-        let events = tr.translate(t(1), Report::Failed { source: "dcgm http://a:9400/metrics".into(), hosts: vec!["a".into(), "never-seen".into()], why: "timed out".into() });
-        let Event::SourceStatus { ok, stale, .. } = &events[0] else { panic!() };
+        let why = "http://a:9400/metrics: timeout: no complete answer within 500 ms".to_string();
+        let events = tr.translate(t(1), Report::Failed { source: "dcgm http://a:9400/metrics".into(), hosts: vec!["a".into(), "never-seen".into()], why });
+        let Event::SourceStatus { ok, stale, detail, .. } = &events[0] else { panic!() };
         assert!(!ok);
+        assert_eq!(detail, "timeout: no complete answer within 500 ms", "the URL is said once, by the source's name");
         assert_eq!(stale.len(), 2);
     }
 
