@@ -120,6 +120,8 @@ mod tests {
         assert!(err.message.starts_with("line 2:"), "{err}");
         let err = EngineConfig::parse("c.toml", "[sched]\nbackfil = true\n").unwrap_err();
         assert!(err.message.contains("backfil"), "{err}");
+        // The span of an unknown key starts its line; that line is the one named.
+        assert!(err.message.starts_with("line 2:"), "{err}");
     }
 
     #[test]

@@ -32,7 +32,8 @@ pub struct ParseError {
 /// A TOML error as `line N: message`, the line found from the error's span
 /// (configuration and theme files report their errors this way).
 pub fn toml_message(text: &str, err: &toml::de::Error) -> String {
-    let line = err.span().map(|span| text[..span.start.min(text.len())].lines().count().max(1));
+    // Count newlines before the span: `lines()` would miss the line a span starts.
+    let line = err.span().map(|span| 1 + text.as_bytes()[..span.start.min(text.len())].iter().filter(|b| **b == b'\n').count());
     let at = line.map(|l| format!("line {l}: ")).unwrap_or_default();
     format!("{at}{}", err.message())
 }

@@ -31,10 +31,18 @@ pub struct SpotTrace {
     pub samples: Vec<u32>,
 }
 
+/// A trace sampled less often than weekly says nothing about spot lifetimes;
+/// the bound also keeps `run * gap` far from overflow.
+const MAX_GAP_SECS: i64 = 7 * 86_400;
+
 pub fn parse(source_name: &str, text: &str) -> Result<SpotTrace, ParseError> {
     let raw: Raw = serde_json::from_str(text).map_err(|e| ParseError::from_json(source_name, &e))?;
-    if raw.metadata.gap_seconds <= 0 {
-        return Err(ParseError::new(source_name, "metadata", format!("gap_seconds must be positive, got {}", raw.metadata.gap_seconds)));
+    if !(1..=MAX_GAP_SECS).contains(&raw.metadata.gap_seconds) {
+        return Err(ParseError::new(
+            source_name,
+            "metadata",
+            format!("gap_seconds must be between 1 and {MAX_GAP_SECS} (a week), got {}", raw.metadata.gap_seconds),
+        ));
     }
     let mut samples = Vec::with_capacity(raw.data.len());
     for (i, value) in raw.data.iter().enumerate() {
@@ -63,12 +71,12 @@ impl SpotTrace {
             if s > 0 {
                 run += 1;
             } else if run > 0 {
-                out.push(Lifetime { secs: Secs(run * self.gap.0), interrupted: true });
+                out.push(Lifetime { secs: Secs(run.saturating_mul(self.gap.0)), interrupted: true });
                 run = 0;
             }
         }
         if run > 0 {
-            out.push(Lifetime { secs: Secs(run * self.gap.0), interrupted: false });
+            out.push(Lifetime { secs: Secs(run.saturating_mul(self.gap.0)), interrupted: false });
         }
         out
     }
@@ -100,6 +108,8 @@ mod tests {
         let err = parse("t.json", r#"{"metadata": {"gap_seconds": 0}, "data": [1]}"#).unwrap_err();
         assert_eq!(err.position, "metadata");
         assert!(parse("t.json", r#"{"metadata": {"gap_seconds": 32}, "data": []}"#).is_err());
+        let err = parse("t.json", r#"{"metadata": {"gap_seconds": 9223372036854775807}, "data": [1, 1]}"#).unwrap_err();
+        assert!(err.to_string().contains("a week"), "{err}");
         assert!(parse("t.json", "not json").unwrap_err().position.starts_with("line 1"));
     }
 }

@@ -83,7 +83,8 @@ pub fn parse_page(source: &str, text: &str) -> Result<Page, ParseError> {
         if reading.model.is_none() {
             reading.model = label(sample, "modelName").map(str::to_string);
         }
-        let value = (value.is_finite() && value >= 0.0).then_some(value);
+        // A figure an f32 cannot hold (1e39 W) is as meaningless as a negative one.
+        let value = (value.is_finite() && value >= 0.0 && value <= f64::from(f32::MAX)).then_some(value);
         match field {
             Field::Util => reading.util_pct = value.filter(|v| *v <= 100.0).map(|v| v as f32),
             Field::FbUsed => reading.mem_used = value.and_then(whole).map(Mib),
