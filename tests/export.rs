@@ -26,7 +26,7 @@ fn a_recorded_run_exports_focus_csv_that_reconciles() {
     let traces = Traces::embedded().unwrap();
     let config = SimConfig::default_embedded();
     let start = config.start;
-    let meta = RunMeta { room_config: RoomConfig::default(), source: "export test".into(), created_with: "test".into() };
+    let meta = RunMeta { room_config: RoomConfig::default(), source: "export test".into(), created_with: "test".into(), world: None };
     let store = Store::create(&path, &meta).unwrap();
     let world = Simulation::new(config, &traces, 3).unwrap();
     let mut engine = Engine::new(Room::new(RoomConfig::default()), world, Some(store));
@@ -109,7 +109,7 @@ fn a_recorded_run_exports_focus_csv_that_reconciles() {
 fn the_ledger_is_append_only() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("run.db");
-    let meta = RunMeta { room_config: RoomConfig::default(), source: "t".into(), created_with: "t".into() };
+    let meta = RunMeta { room_config: RoomConfig::default(), source: "t".into(), created_with: "t".into(), world: None };
     drop(Store::create(&path, &meta).unwrap());
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute(

@@ -18,7 +18,7 @@ fn engine(path: &std::path::Path) -> Engine {
     let traces = Traces::embedded().unwrap();
     let config = SimConfig::default_embedded();
     let start = config.start;
-    let meta = RunMeta { room_config: RoomConfig::default(), source: "operator test".into(), created_with: "test".into() };
+    let meta = RunMeta { room_config: RoomConfig::default(), source: "operator test".into(), created_with: "test".into(), world: None };
     let store = Store::create(path, &meta).unwrap();
     let world = Simulation::new(config, &traces, 4).unwrap();
     let mut engine = Engine::new(Room::new(RoomConfig::default()), world, Some(store));

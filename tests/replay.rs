@@ -15,7 +15,7 @@ fn record(path: &Path, hours: i64, seed: u64, snapshot_every: u64) -> Room {
     let traces = Traces::embedded().unwrap();
     let config = SimConfig::default_embedded();
     let start = config.start;
-    let meta = RunMeta { room_config: RoomConfig::default(), source: format!("test seed={seed}"), created_with: "test".into() };
+    let meta = RunMeta { room_config: RoomConfig::default(), source: format!("test seed={seed}"), created_with: "test".into(), world: None };
     let store = Store::create(path, &meta).unwrap();
     let world = Simulation::new(config, &traces, seed).unwrap();
     let mut engine = Engine::new(Room::new(RoomConfig::default()), world, Some(store));
@@ -63,7 +63,7 @@ fn a_recorded_run_is_never_overwritten() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("run.db");
     record(&path, 1, 1, 0);
-    let meta = RunMeta { room_config: RoomConfig::default(), source: "again".into(), created_with: "test".into() };
+    let meta = RunMeta { room_config: RoomConfig::default(), source: "again".into(), created_with: "test".into(), world: None };
     let err = Store::create(&path, &meta).err().expect("refused");
     assert!(err.to_string().contains("refusing to overwrite"), "{err}");
     assert!(Store::open_read_only(&path).unwrap().event_count().unwrap() > 0, "still intact");

@@ -7,13 +7,22 @@
 //! * `meta` — the `RoomConfig` the run started with and what produced it.
 //! * `ledger` — append-only cost lines (see `ledger`).
 //! * `audit` — append-only operator actions with their outcome (see `audit`).
+//! * `lease` — which engine process owns the log (see `lease`).
+//! * `commands`, `views` — actions from attached consoles and the view
+//!   published for them (see `commands`).
 //!
 //! Durability: `synchronous=NORMAL` under WAL. A commit survives a crash of
-//! the process; an OS crash or power loss may drop the last commits, never
-//! corrupt the file. Events are appended inside a transaction that the engine
-//! commits once per batch (once per wall-clock tick in the console), so a
-//! killed process loses at most the batch it had not committed, and none of
-//! that batch's effects were acknowledged by the store.
+//! the process (it is in the WAL, which the next open replays); an OS crash or
+//! power loss may drop the last commits, never corrupt the file. `FULL`
+//! would fsync every commit to survive power loss too; the engine commits
+//! once per batch (once per wall-clock tick in the console, four times a
+//! second), and what a lost batch held is re-derived: the simulated world is
+//! re-run from the log on resume, a live source reports again, and an
+//! attached console's command stays pending until its batch is on disk.
+//! Everything a batch writes — events, ledger lines, audit rows, command
+//! acknowledgements, the heartbeat, the published view — is one transaction,
+//! so a killed process loses at most the batch it had not committed, and
+//! none of that batch's effects were acknowledged by the store.
 //!
 //! Owns SQL; knows nothing of the TUI or of how events are produced.
 
@@ -27,11 +36,18 @@ use crate::core::room::{Room, RoomConfig};
 use crate::core::units::At;
 
 pub mod audit;
+pub mod commands;
+pub mod lease;
 pub mod ledger;
+
+pub use commands::{Attached, CommandState, PendingCommand, Published};
+pub use lease::{Acquired, Lease, LeaseHolder};
 
 /// 2 added the ledger table; a version-1 log opens with an empty ledger.
 /// 3 added the audit table; older logs open with an empty one.
-const SCHEMA_VERSION: i64 = 3;
+/// 4 added the lease, commands and views tables; older logs open read-only
+/// with empty ones, and cannot be resumed or attached to.
+const SCHEMA_VERSION: i64 = 4;
 
 /// What started a recorded run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -40,6 +56,18 @@ pub struct RunMeta {
     /// e.g. "sim seed=1 config=fixtures/sim/default.toml".
     pub source: String,
     pub created_with: String,
+    /// The simulated world, exactly, so a crashed run can be resumed.
+    #[serde(default)]
+    pub world: Option<SimWorld>,
+}
+
+/// A simulated world as it was started: its seed and configuration text.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SimWorld {
+    pub seed: u64,
+    /// Where the configuration came from ("default" or a path), for messages.
+    pub config_name: String,
+    pub config_toml: String,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -50,6 +78,23 @@ pub enum StoreError {
     BadEvent { path: String, seq: i64, message: String },
     #[error("{path}: {message}")]
     Format { path: String, message: String },
+    #[error("{path}: held by the engine {holder}")]
+    Leased { path: String, holder: String },
+}
+
+/// SQLite's error in words an operator can act on, with its own text after.
+fn explain(e: &rusqlite::Error) -> String {
+    use rusqlite::ErrorCode::*;
+    let hint = match e.sqlite_error_code() {
+        Some(DiskFull) => "the disk is full (or the file reached its size limit): the batch being written was not saved, everything before it is intact",
+        Some(ReadOnly) => "the database is read-only here: gpuroom cannot write its log (open it with --wall to view it)",
+        Some(CannotOpen) => "cannot open the file (does its folder exist, may this user write there?)",
+        Some(NotADatabase) => "not an SQLite database: not a gpuroom log, or a corrupt one",
+        Some(DatabaseCorrupt) => "the database file is corrupt; nothing was written to it",
+        Some(DatabaseBusy) | Some(DatabaseLocked) => "another process holds the database locked",
+        _ => return e.to_string(),
+    };
+    format!("{hint} ({e})")
 }
 
 pub struct Store {
@@ -57,6 +102,8 @@ pub struct Store {
     path: PathBuf,
     in_tx: bool,
     next_seq: i64,
+    /// A write failed: the open batch is rolled back, never committed.
+    failed: std::cell::Cell<bool>,
 }
 
 fn at_text(at: At) -> String {
@@ -65,11 +112,12 @@ fn at_text(at: At) -> String {
 
 impl Store {
     fn sql_err(&self, e: rusqlite::Error) -> StoreError {
-        StoreError::Sqlite { path: self.path.display().to_string(), message: e.to_string() }
+        self.failed.set(true);
+        Self::wrap(&self.path, e)
     }
 
     fn wrap(path: &Path, e: rusqlite::Error) -> StoreError {
-        StoreError::Sqlite { path: path.display().to_string(), message: e.to_string() }
+        StoreError::Sqlite { path: path.display().to_string(), message: explain(&e) }
     }
 
     /// Creates a new event log. Refuses to touch an existing file, so no
@@ -79,7 +127,7 @@ impl Store {
             return Err(StoreError::Format { path: path.display().to_string(), message: "already exists; refusing to overwrite a recorded run".into() });
         }
         let conn = Connection::open(path).map_err(|e| Self::wrap(path, e))?;
-        let mut store = Store { conn, path: path.to_path_buf(), in_tx: false, next_seq: 1 };
+        let mut store = Store { conn, path: path.to_path_buf(), in_tx: false, next_seq: 1, failed: Default::default() };
         store.pragmas()?;
         let meta_json = serde_json::to_string(meta).map_err(|e| StoreError::Format { path: path.display().to_string(), message: e.to_string() })?;
         store
@@ -92,6 +140,8 @@ impl Store {
             .map_err(|e| store.sql_err(e))?;
         store.conn.execute_batch(&ledger::schema()).map_err(|e| store.sql_err(e))?;
         store.conn.execute_batch(&audit::schema()).map_err(|e| store.sql_err(e))?;
+        store.conn.execute_batch(lease::SCHEMA).map_err(|e| store.sql_err(e))?;
+        store.conn.execute_batch(commands::SCHEMA).map_err(|e| store.sql_err(e))?;
         store
             .conn
             .execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?1), ('run', ?2)", params![SCHEMA_VERSION.to_string(), meta_json])
@@ -105,33 +155,102 @@ impl Store {
             return Err(StoreError::Format { path: path.display().to_string(), message: "no such file".into() });
         }
         let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(|e| Self::wrap(path, e))?;
-        let store = Store { conn, path: path.to_path_buf(), in_tx: false, next_seq: 0 };
-        let version: Option<String> = store
-            .conn
-            .query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0))
-            .optional()
-            .map_err(|e| StoreError::Format { path: path.display().to_string(), message: format!("not a gpuroom event log ({e})") })?;
-        match version.as_deref().map(str::parse::<i64>) {
-            Some(Ok(SCHEMA_VERSION)) => Ok(store),
-            Some(Ok(2)) => Ok(store.with_legacy_tables(false)),
-            Some(Ok(1)) => Ok(store.with_legacy_tables(true)),
-            other => Err(StoreError::Format { path: path.display().to_string(), message: format!("unsupported schema version {other:?}") }),
+        let store = Store { conn, path: path.to_path_buf(), in_tx: false, next_seq: 0, failed: Default::default() };
+        match store.schema_version()? {
+            SCHEMA_VERSION => Ok(store),
+            3 => Ok(store.with_legacy_tables(3)),
+            2 => Ok(store.with_legacy_tables(2)),
+            1 => Ok(store.with_legacy_tables(1)),
+            other => Err(StoreError::Format { path: path.display().to_string(), message: format!("unsupported schema version {other}") }),
         }
     }
 
+    /// Opens an existing log to go on writing it: the engine resuming a run
+    /// whose engine died. The lease is the caller's next step.
+    pub fn open_for_writing(path: &Path) -> Result<Store, StoreError> {
+        let shown = path.display().to_string();
+        let metadata = std::fs::metadata(path).map_err(|e| StoreError::Format { path: shown.clone(), message: e.to_string() })?;
+        // Checked here as well as by SQLite: as root, SQLite would write a file marked read-only.
+        if metadata.permissions().readonly() {
+            return Err(StoreError::Format {
+                path: shown,
+                message: "the file is read-only: gpuroom cannot go on writing its log (open it with --wall to view it)".into(),
+            });
+        }
+        let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE).map_err(|e| Self::wrap(path, e))?;
+        let mut store = Store { conn, path: path.to_path_buf(), in_tx: false, next_seq: 0, failed: Default::default() };
+        match store.schema_version()? {
+            SCHEMA_VERSION => {}
+            other => {
+                return Err(StoreError::Format {
+                    path: shown,
+                    message: format!("schema version {other} was written by an older gpuroom and cannot be resumed (replay or view it instead)"),
+                });
+            }
+        }
+        // Nothing is written to a damaged file, not even the lease.
+        store.check_integrity()?;
+        store.pragmas()?;
+        let last: Option<i64> = store.conn.query_row("SELECT MAX(seq) FROM events", [], |r| r.get(0)).map_err(|e| store.sql_err(e))?;
+        store.next_seq = last.unwrap_or(0) + 1;
+        Ok(store)
+    }
+
+    /// SQLite's quick check of every page: a damaged file is named as such
+    /// before anything reads half of it or writes to it.
+    pub fn check_integrity(&self) -> Result<(), StoreError> {
+        let first: String = self.conn.query_row("PRAGMA quick_check(1)", [], |r| r.get(0)).map_err(|e| self.sql_err(e))?;
+        if first == "ok" {
+            return Ok(());
+        }
+        Err(StoreError::Format { path: self.path.display().to_string(), message: format!("the database file is corrupt ({first}); nothing was written to it") })
+    }
+
+    fn schema_version(&self) -> Result<i64, StoreError> {
+        let format = |message: String| StoreError::Format { path: self.path.display().to_string(), message };
+        let version: Option<String> = self
+            .conn
+            .query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0))
+            .optional()
+            .map_err(|e| format(format!("not a gpuroom event log: {}", explain(&e))))?;
+        let version = version.ok_or_else(|| format("not a gpuroom event log (no schema version)".into()))?;
+        version.parse().map_err(|_| format(format!("unsupported schema version {version:?}")))
+    }
+
     /// Older logs lack tables added since: read them through empty temporary ones.
-    fn with_legacy_tables(self, no_ledger: bool) -> Store {
-        if no_ledger {
+    fn with_legacy_tables(self, version: i64) -> Store {
+        if version < 2 {
             let _ = self.conn.execute_batch(&ledger::legacy_schema());
         }
-        let _ = self.conn.execute_batch(&audit::legacy_schema());
+        if version < 3 {
+            let _ = self.conn.execute_batch(&audit::legacy_schema());
+        }
+        let _ = self.conn.execute_batch(&lease::SCHEMA.replace("CREATE TABLE", "CREATE TEMP TABLE"));
+        let _ = self.conn.execute_batch(commands::LEGACY_SCHEMA);
         self
     }
 
     fn pragmas(&mut self) -> Result<(), StoreError> {
         self.conn.pragma_update(None, "journal_mode", "WAL").map_err(|e| self.sql_err(e))?;
         self.conn.pragma_update(None, "synchronous", "NORMAL").map_err(|e| self.sql_err(e))?;
+        // Attached consoles write commands between the engine's batches.
+        self.conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(|e| self.sql_err(e))?;
         Ok(())
+    }
+
+    /// Caps the file at `pages` pages (a disk that fills up, for tests).
+    pub fn limit_pages(&mut self, pages: i64) -> Result<(), StoreError> {
+        self.conn.pragma_update(None, "max_page_count", pages).map_err(|e| self.sql_err(e))
+    }
+
+    /// Whether a batch is open.
+    pub fn in_batch(&self) -> bool {
+        self.in_tx
+    }
+
+    /// The sequence number of the newest event (0 when there is none).
+    pub fn last_seq(&self) -> i64 {
+        self.next_seq - 1
     }
 
     pub fn path(&self) -> &Path {
@@ -153,7 +272,12 @@ impl Store {
 
     pub fn commit(&mut self) -> Result<(), StoreError> {
         if self.in_tx {
-            self.conn.execute_batch("COMMIT").map_err(|e| self.sql_err(e))?;
+            if let Err(e) = self.conn.execute_batch("COMMIT") {
+                // A failed commit (disk full) leaves nothing half-written: roll the batch back.
+                let _ = self.conn.execute_batch("ROLLBACK");
+                self.in_tx = false;
+                return Err(self.sql_err(e));
+            }
             self.in_tx = false;
         }
         Ok(())
@@ -236,8 +360,14 @@ impl Store {
 
 impl Drop for Store {
     fn drop(&mut self) {
-        // An open batch is committed on a clean shutdown; a crash loses only it.
-        let _ = self.commit();
+        // An open batch is committed on a clean shutdown; a crash loses only
+        // it; after a failed write it is rolled back whole, so no event is
+        // kept without its ledger lines or acknowledgements.
+        if self.failed.get() && self.in_tx {
+            let _ = self.conn.execute_batch("ROLLBACK");
+        } else {
+            let _ = self.commit();
+        }
     }
 }
 

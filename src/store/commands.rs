@@ -1,0 +1,232 @@
+//! What passes between the engine and the consoles attached to its log:
+//!
+//! * `commands` — operator actions written by attached consoles, applied by
+//!   the engine in id order, each exactly once: a row goes from `pending` to
+//!   `applied` or `refused` in the same transaction that appends its
+//!   `Event::Operator`, and records that event's sequence number. A crash
+//!   before that commit leaves it pending (applied after the restart); after
+//!   it, the row and the event are both on disk. Triggers refuse deleting a
+//!   row and changing one that is done.
+//! * `views` — the newest `View` the engine published, as JSON, for attached
+//!   and wall consoles to draw.
+//!
+//! `Attached` is an attached console's connection: it may submit commands
+//! and read views and outcomes, and nothing else; a wall display reads views
+//! through a read-only `Store` and has no way to submit at all.
+//!
+//! Owns this SQL. Whether an action is allowed is the room's decision.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::lease::{Lease, lease_of};
+use super::{Store, StoreError};
+use crate::core::event::{Action, Actor};
+use crate::core::view::View;
+
+pub(super) const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS commands (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    submitted_ms INTEGER NOT NULL, actor TEXT NOT NULL, action TEXT NOT NULL,
+    state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'applied', 'refused')),
+    outcome TEXT, event_seq INTEGER UNIQUE, done_ms INTEGER);
+CREATE INDEX IF NOT EXISTS commands_pending ON commands (state, id);
+CREATE TRIGGER IF NOT EXISTS commands_no_delete BEFORE DELETE ON commands
+    BEGIN SELECT RAISE(ABORT, 'commands are kept'); END;
+CREATE TRIGGER IF NOT EXISTS commands_done_once BEFORE UPDATE ON commands WHEN OLD.state != 'pending'
+    BEGIN SELECT RAISE(ABORT, 'a command is applied once'); END;
+CREATE TABLE IF NOT EXISTS views (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    seq INTEGER NOT NULL, published_ms INTEGER NOT NULL, view TEXT NOT NULL);";
+
+/// Logs from before version 4, opened read-only: empty temporary tables.
+pub(super) const LEGACY_SCHEMA: &str = "
+CREATE TEMP TABLE IF NOT EXISTS commands (id INTEGER PRIMARY KEY, submitted_ms INTEGER, actor TEXT, action TEXT, state TEXT, outcome TEXT, event_seq INTEGER, done_ms INTEGER);
+CREATE TEMP TABLE IF NOT EXISTS views (id INTEGER PRIMARY KEY, seq INTEGER, published_ms INTEGER, view TEXT);";
+
+/// How far a command has got.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CommandState {
+    Pending,
+    /// Carried out: what was done, and the sequence number of its event.
+    Applied { detail: String, event_seq: i64 },
+    /// Refused by the engine: why (the event, if it got that far).
+    Refused { reason: String, event_seq: Option<i64> },
+}
+
+/// A command waiting for the engine. `action` is `Err` when the row does not
+/// decode (a console of another version, a hand-written row): the engine
+/// refuses it with that reason instead of stopping.
+#[derive(Clone, Debug)]
+pub struct PendingCommand {
+    pub id: i64,
+    pub actor: Result<Actor, String>,
+    pub action: Result<Action, String>,
+}
+
+/// A view as published, with the event it is current to.
+#[derive(Clone, Debug)]
+pub struct Published {
+    pub seq: i64,
+    pub published_ms: i64,
+    pub view: View,
+}
+
+fn state_of(state: &str, outcome: Option<String>, event_seq: Option<i64>) -> CommandState {
+    match (state, event_seq) {
+        ("applied", Some(event_seq)) => CommandState::Applied { detail: outcome.unwrap_or_default(), event_seq },
+        ("refused", seq) => CommandState::Refused { reason: outcome.unwrap_or_default(), event_seq: seq },
+        _ => CommandState::Pending,
+    }
+}
+
+fn command_state(conn: &Connection, id: i64) -> rusqlite::Result<Option<CommandState>> {
+    conn.query_row("SELECT state, outcome, event_seq FROM commands WHERE id = ?1", params![id], |r| {
+        Ok(state_of(&r.get::<_, String>(0)?, r.get(1)?, r.get(2)?))
+    })
+    .optional()
+}
+
+/// The newest view if it is newer than `after_ms`.
+fn latest_view(conn: &Connection, path: &Path, after_ms: i64) -> Result<Option<Published>, StoreError> {
+    let row: Option<(i64, i64, String)> = conn
+        .query_row("SELECT seq, published_ms, view FROM views WHERE id = 1 AND published_ms > ?1", params![after_ms], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .optional()
+        .map_err(|e| Store::wrap(path, e))?;
+    row.map(|(seq, published_ms, json)| {
+        serde_json::from_str(&json)
+            .map(|view| Published { seq, published_ms, view })
+            .map_err(|e| StoreError::Format { path: path.display().to_string(), message: format!("published view: {e}") })
+    })
+    .transpose()
+}
+
+impl Store {
+    /// The commands waiting, oldest first.
+    pub fn pending_commands(&self, limit: usize) -> Result<Vec<PendingCommand>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT id, actor, action FROM commands WHERE state = 'pending' ORDER BY id LIMIT ?1")
+            .map_err(|e| self.sql_err(e))?;
+        let rows = stmt
+            .query_map(params![limit as i64], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?)))
+            .map_err(|e| self.sql_err(e))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, actor, action) = row.map_err(|e| self.sql_err(e))?;
+            out.push(PendingCommand {
+                id,
+                actor: serde_json::from_str(&actor).map_err(|e| format!("command {id}: unreadable actor ({e})")),
+                action: serde_json::from_str(&action).map_err(|e| format!("command {id}: unreadable action ({e})")),
+            });
+        }
+        Ok(out)
+    }
+
+    /// Marks a command done (inside the batch that appended its event).
+    pub fn finish_command(&mut self, id: i64, event_seq: Option<i64>, outcome: &Result<String, String>, now_ms: i64) -> Result<(), StoreError> {
+        let (state, text) = match outcome {
+            Ok(done) => ("applied", done),
+            Err(why) => ("refused", why),
+        };
+        self.conn
+            .prepare_cached("UPDATE commands SET state = ?1, outcome = ?2, event_seq = ?3, done_ms = ?4 WHERE id = ?5 AND state = 'pending'")
+            .and_then(|mut stmt| stmt.execute(params![state, text, event_seq, now_ms, id]))
+            .map_err(|e| self.sql_err(e))?;
+        Ok(())
+    }
+
+    /// Publishes the view for attached consoles (inside the open batch, if any).
+    pub fn publish_view(&mut self, seq: i64, view: &View, now_ms: i64) -> Result<(), StoreError> {
+        let json = serde_json::to_string(view).map_err(|e| StoreError::Format { path: self.path.display().to_string(), message: e.to_string() })?;
+        self.conn
+            .prepare_cached("INSERT OR REPLACE INTO views (id, seq, published_ms, view) VALUES (1, ?1, ?2, ?3)")
+            .and_then(|mut stmt| stmt.execute(params![seq, now_ms, json]))
+            .map_err(|e| self.sql_err(e))?;
+        Ok(())
+    }
+
+    /// The newest published view if newer than `after_ms` (the wall display's read).
+    pub fn latest_view(&self, after_ms: i64) -> Result<Option<Published>, StoreError> {
+        latest_view(&self.conn, &self.path, after_ms)
+    }
+
+    /// A command's state (tests and the crash check).
+    pub fn command_state(&self, id: i64) -> Result<Option<CommandState>, StoreError> {
+        command_state(&self.conn, id).map_err(|e| self.sql_err(e))
+    }
+
+    /// Every command: id, state, event sequence number.
+    pub fn commands(&self) -> Result<Vec<(i64, CommandState)>, StoreError> {
+        let mut stmt = self.conn.prepare("SELECT id, state, outcome, event_seq FROM commands ORDER BY id").map_err(|e| self.sql_err(e))?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get::<_, i64>(0)?, state_of(&r.get::<_, String>(1)?, r.get(2)?, r.get(3)?))))
+            .map_err(|e| self.sql_err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.sql_err(e))
+    }
+}
+
+/// Retries a locked write every millisecond for about five seconds.
+fn retry_briefly(attempt: i32) -> bool {
+    std::thread::sleep(std::time::Duration::from_millis(1));
+    attempt < 5_000
+}
+
+/// An attached console's connection to an engine's log.
+pub struct Attached {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl Attached {
+    /// Opens the log of a running engine. Refuses a file that is not a
+    /// gpuroom log of this version (it would not have the tables).
+    pub fn open(path: &Path) -> Result<Attached, StoreError> {
+        let mut conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE).map_err(|e| Store::wrap(path, e))?;
+        // The engine holds the write lock for a batch at a time; a fine-grained
+        // retry catches the gap between two batches (SQLite's own busy timeout
+        // backs off to 100 ms sleeps and can miss a busy engine's gaps for good).
+        conn.busy_handler(Some(retry_briefly)).map_err(|e| Store::wrap(path, e))?;
+        let has_commands: bool = conn
+            .query_row("SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'commands')", [], |r| r.get(0))
+            .map_err(|e| Store::wrap(path, e))?;
+        if !has_commands {
+            return Err(StoreError::Format { path: path.display().to_string(), message: "this log predates attached consoles (no commands table)".into() });
+        }
+        Ok(Attached { conn, path: path.to_path_buf() })
+    }
+
+    /// Queues an action for the engine; returns the command's id.
+    pub fn submit(&self, actor: &Actor, action: &Action, now_ms: i64) -> Result<i64, StoreError> {
+        let fmt = |e: serde_json::Error| StoreError::Format { path: self.path.display().to_string(), message: e.to_string() };
+        let actor = serde_json::to_string(actor).map_err(fmt)?;
+        let action = serde_json::to_string(action).map_err(fmt)?;
+        self.conn
+            .execute("INSERT INTO commands (submitted_ms, actor, action) VALUES (?1, ?2, ?3)", params![now_ms, actor, action])
+            .map_err(|e| Store::wrap(&self.path, e))?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    pub fn state(&self, id: i64) -> Result<Option<CommandState>, StoreError> {
+        command_state(&self.conn, id).map_err(|e| Store::wrap(&self.path, e))
+    }
+
+    pub fn latest_view(&self, after_ms: i64) -> Result<Option<Published>, StoreError> {
+        latest_view(&self.conn, &self.path, after_ms)
+    }
+
+    pub fn lease(&self) -> Result<Option<Lease>, StoreError> {
+        lease_of(&self.conn).map_err(|e| Store::wrap(&self.path, e))
+    }
+
+    /// Writes a raw row, as a console of another version might (tests of bad input).
+    pub fn submit_raw(&self, actor_json: &str, action_json: &str, now_ms: i64) -> Result<i64, StoreError> {
+        self.conn
+            .execute("INSERT INTO commands (submitted_ms, actor, action) VALUES (?1, ?2, ?3)", params![now_ms, actor_json, action_json])
+            .map_err(|e| Store::wrap(&self.path, e))?;
+        Ok(self.conn.last_insert_rowid())
+    }
+}
