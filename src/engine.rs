@@ -4,7 +4,8 @@
 //! code path for the console, the batch simulation, the tests, live
 //! operation and (with `store::replay`) replays.
 //!
-//! Owns the order "append, then apply, then carry out the effects". Holds no
+//! Owns the order "append, then apply, then carry out the effects", and
+//! resuming a run from its log after a crash (`Engine::resume`). Holds no
 //! policy and draws nothing.
 
 use crate::core::event::{Action, Actor, Effect, Event};
@@ -22,6 +23,13 @@ pub trait World {
     fn handle(&mut self, at: At, effects: &[Effect]);
     /// When the world began: the clock of an action taken before any event.
     fn start(&self) -> At;
+    /// Resuming a crashed run: the world catches up with one logged event
+    /// and the effects the room gave it. A world that can regenerate its
+    /// events checks the log against them (`Err` names the difference); a
+    /// live world has nothing to redo (its sources report afresh).
+    fn recover(&mut self, _at: At, _event: &Event, _effects: &[Effect]) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 impl World for Simulation {
@@ -34,6 +42,29 @@ impl World for Simulation {
     fn start(&self) -> At {
         self.config().start
     }
+    /// Ticks and operator actions came from the engine, not the world; every
+    /// other logged event must be the one the seeded world produces next.
+    fn recover(&mut self, at: At, event: &Event, effects: &[Effect]) -> Result<(), String> {
+        if !matches!(event, Event::Tick | Event::Operator { .. }) {
+            let expected = serde_json::to_string(event).unwrap_or_default();
+            match Simulation::next_event(self, at) {
+                Some((got_at, got)) if got_at == at && serde_json::to_string(&got).unwrap_or_default() == expected => {}
+                Some((got_at, got)) => return Err(format!("the log has {} at {at}, the simulation gives {} at {got_at}", event.kind(), got.kind())),
+                None => return Err(format!("the log has {} at {at}, the simulation has nothing then", event.kind())),
+            }
+        }
+        Simulation::handle(self, at, effects);
+        Ok(())
+    }
+}
+
+/// What resuming a crashed run found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Recovery {
+    /// Events re-applied from the log.
+    pub events: u64,
+    /// Commands still pending (the engine applies them next).
+    pub pending_commands: usize,
 }
 
 pub struct Engine<W: World = Simulation> {
@@ -74,11 +105,93 @@ impl<W: World> Engine<W> {
         Ok(effects)
     }
 
+    /// Rebuilds the room and the world from `store`'s log (a run whose
+    /// engine died) and goes on writing it. Every event is applied again in
+    /// order; ledger lines and audit rows are not written again (they were
+    /// committed with their events). The world checks the log against what
+    /// it regenerates, so a log from another seed or configuration is refused.
+    pub fn resume(room: Room, world: W, store: Store) -> Result<(Engine<W>, Recovery), StoreError> {
+        let mut engine = Engine::new(room, world, None);
+        let mut diverged = None;
+        let events = store.for_each_event(0, |seq, at, event| {
+            if diverged.is_some() {
+                return;
+            }
+            let effects = engine.room.apply(at, &event);
+            if let Err(why) = engine.world.recover(at, &event, &effects) {
+                diverged = Some(StoreError::BadEvent { path: store.path().display().to_string(), seq, message: format!("cannot resume: {why}") });
+            }
+        })?;
+        if let Some(e) = diverged {
+            return Err(e);
+        }
+        let pending_commands = store.pending_commands(usize::MAX >> 1)?.len();
+        engine.last_seq = store.last_seq();
+        engine.store = Some(store);
+        Ok((engine, Recovery { events, pending_commands }))
+    }
+
+    /// Applies the attached consoles' pending commands, oldest first, each in
+    /// the batch that acknowledges it. Returns each command's outcome.
+    pub fn apply_commands(&mut self, now_ms: i64) -> Result<Vec<(i64, Result<String, String>)>, StoreError> {
+        let Some(store) = self.store.as_ref() else { return Ok(Vec::new()) };
+        let pending = store.pending_commands(256)?;
+        if pending.is_empty() {
+            return Ok(Vec::new());
+        }
+        // The event, its audit row and the acknowledgement commit together.
+        let own_batch = self.begin_batch()?;
+        let mut outcomes = Vec::with_capacity(pending.len());
+        for command in pending {
+            let (outcome, seq) = match (command.actor, command.action) {
+                (Ok(actor), Ok(action)) => {
+                    let outcome = self.operate_in_batch(&actor, action)?;
+                    (outcome, Some(self.last_seq))
+                }
+                (Err(why), _) | (_, Err(why)) => (Err(why), None),
+            };
+            if let Some(store) = self.store.as_mut() {
+                store.finish_command(command.id, seq, &outcome, now_ms)?;
+            }
+            outcomes.push((command.id, outcome));
+        }
+        if own_batch {
+            self.end_batch()?;
+        }
+        Ok(outcomes)
+    }
+
     /// Carries out an operator's action now (at the room's clock): logged,
     /// applied, its effects handed to the executor, and recorded in the
     /// audit table whatever the outcome. Returns what was done, or why the
     /// room refused it (`Err` inside `Ok`); the outer error is the store's.
+    /// Event and audit row are one batch (the open one, if any).
     pub fn operate(&mut self, actor: &Actor, action: Action) -> Result<Result<String, String>, StoreError> {
+        let own_batch = self.begin_batch()?;
+        let outcome = self.operate_in_batch(actor, action)?;
+        if own_batch {
+            self.end_batch()?;
+        }
+        Ok(outcome)
+    }
+
+    /// Opens a batch unless one is open; says whether it opened one.
+    pub fn begin_batch(&mut self) -> Result<bool, StoreError> {
+        match self.store.as_mut() {
+            Some(store) if !store.in_batch() => store.begin().map(|_| true),
+            _ => Ok(false),
+        }
+    }
+
+    /// Commits the open batch.
+    pub fn end_batch(&mut self) -> Result<(), StoreError> {
+        match self.store.as_mut() {
+            Some(store) => store.commit(),
+            None => Ok(()),
+        }
+    }
+
+    fn operate_in_batch(&mut self, actor: &Actor, action: Action) -> Result<Result<String, String>, StoreError> {
         let at = self.room.now().unwrap_or_else(|| self.world.start());
         let event = Event::Operator { actor: actor.clone(), action: action.clone() };
         let effects = self.feed(at, &event)?;
@@ -101,9 +214,7 @@ impl<W: World> Engine<W> {
     /// there, with one `Tick` if nothing else happened at `until`. Returns the
     /// number of events applied. The batch is one transaction.
     pub fn run_until(&mut self, until: At) -> Result<u64, StoreError> {
-        if let Some(store) = self.store.as_mut() {
-            store.begin()?;
-        }
+        let own_batch = self.begin_batch()?;
         let mut applied = 0;
         while let Some((at, event)) = self.world.next_event(until) {
             let _ = self.feed(at, &event)?;
@@ -113,8 +224,8 @@ impl<W: World> Engine<W> {
             let _ = self.feed(until, &Event::Tick)?;
             applied += 1;
         }
-        if let Some(store) = self.store.as_mut() {
-            store.commit()?;
+        if own_batch {
+            self.end_batch()?;
         }
         Ok(applied)
     }

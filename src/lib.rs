@@ -5,6 +5,7 @@
 //! `predict`) that never does IO, and adapters at its edges (`sim`, `sources`,
 //! `store`, `tui`, `engine`, and `live` for real sources).
 
+pub mod bench;
 pub mod ckpt;
 pub mod config;
 pub mod core;
@@ -12,6 +13,7 @@ pub mod cost;
 pub mod efficiency;
 pub mod engine;
 pub mod export;
+pub mod host;
 pub mod live;
 pub mod market;
 pub mod mix_report;

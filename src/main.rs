@@ -18,7 +18,8 @@ use gpuroom::engine::Engine;
 use gpuroom::report;
 use gpuroom::sim::config::SimConfig;
 use gpuroom::sim::{Simulation, Traces};
-use gpuroom::store::{self, RunMeta, Store};
+use gpuroom::host;
+use gpuroom::store::{self, RunMeta, SimWorld, Store};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -42,8 +43,9 @@ struct Cli {
     /// Hours simulated at full speed before the console opens, so the cluster is busy.
     #[arg(long, default_value_t = 24.0, value_name = "HOURS")]
     warmup: f64,
-    /// Event log to record to (a new file). Default: a new file under
-    /// $XDG_STATE_HOME/gpuroom (or ~/.local/state/gpuroom).
+    /// Event log. A new file: this console's engine records to it. A log whose
+    /// engine runs: attach to it. A log whose engine died: resume it. Default: a
+    /// new file under $XDG_STATE_HOME/gpuroom (or ~/.local/state/gpuroom).
     #[arg(long, value_name = "PATH")]
     db: Option<PathBuf>,
     /// Do not record an event log.
@@ -165,6 +167,26 @@ enum Command {
         #[command(flatten)]
         args: gpuroom::mix_report::MixArgs,
     },
+    /// Run the engine with no console, owning its log: other `gpuroom --db` consoles
+    /// attach to it. A log whose engine died is resumed where it stopped.
+    Engine {
+        /// The event log: a new file, or one whose engine died (resumed).
+        #[arg(long, value_name = "PATH")]
+        db: PathBuf,
+        #[command(flatten)]
+        world: WorldArgs,
+        #[command(flatten)]
+        policy: PolicyArgs,
+        /// Simulated seconds per wall-clock second, or "max" for as fast as it runs.
+        #[arg(long, default_value = "60", value_name = "FACTOR|max", value_parser = parse_pace)]
+        speed: Pace,
+        /// Stop after this many simulated hours since the world's start (default: run until stopped).
+        #[arg(long, value_name = "HOURS")]
+        until_hours: Option<f64>,
+        /// With --speed max: simulated minutes per batch (commands are taken between batches).
+        #[arg(long, default_value_t = 60.0, value_name = "MINUTES")]
+        step_minutes: f64,
+    },
     /// Ask each configured live source whether it answers, and say why not.
     Doctor {
         #[command(flatten)]
@@ -172,6 +194,20 @@ enum Command {
         /// A dcgm-exporter endpoint to check too (repeatable).
         #[arg(long, value_name = "URL")]
         dcgm: Vec<String>,
+    },
+    /// Measure the product at scale (Room::apply events/s, a simulated month of
+    /// 1,000 GPUs and 100,000 jobs, frame time and console memory at 1,000 GPUs /
+    /// 10,000 jobs) and print figures with their ratio to the targets.
+    Bench {
+        /// Tiny sizes, for a smoke run (seconds instead of minutes).
+        #[arg(long)]
+        quick: bool,
+        /// Where to write the report page (default: docs/benchmarks.md, not written with --quick).
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// The console measurement's child process (started by the bench itself).
+        #[arg(long = "probe-memory", hide = true)]
+        probe_memory: bool,
     },
     /// Render the console after a simulated warm-up to an SVG file.
     Screenshot {
@@ -202,13 +238,18 @@ enum Command {
     },
 }
 
-fn load_config(path: Option<&Path>) -> Result<(SimConfig, String)> {
+/// The simulated cluster's configuration: its parsed form, its name for
+/// messages, and its text (kept in the log so a crashed run can be resumed).
+fn load_config(path: Option<&Path>) -> Result<(SimConfig, String, String)> {
     match path {
-        None => Ok((SimConfig::default_embedded(), "default".to_string())),
+        None => {
+            let (_, text) = gpuroom::sim::data::DEFAULT_CONFIG;
+            Ok((SimConfig::default_embedded(), "default".to_string(), text.to_string()))
+        }
         Some(path) => {
             let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
             let config = SimConfig::parse(&path.display().to_string(), &text)?;
-            Ok((config, path.display().to_string()))
+            Ok((config, path.display().to_string(), text))
         }
     }
 }
@@ -244,25 +285,36 @@ fn engine_config(policy: &PolicyArgs) -> Result<EngineConfig> {
     Ok(config)
 }
 
-/// Builds the engine on the simulated world, recording to `db` if given.
+/// Builds the engine on the simulated world, recording to `db` (a new file) if given.
 fn build(world: &WorldArgs, policy: &PolicyArgs, db: Option<&Path>) -> Result<Engine> {
-    let (config, config_name) = load_config(world.sim_config.as_deref())?;
+    let (config, config_name, config_toml) = load_config(world.sim_config.as_deref())?;
     let traces = Traces::embedded().context("parsing the embedded traces")?;
     let sim = Simulation::new(config, &traces, world.seed)?;
     let room_config = room_config(policy)?;
     let store = match db {
-        Some(path) => Some(create_store(path, &room_config, format!("sim seed={} config={config_name}", world.seed))?),
+        Some(path) => {
+            let sim_world = SimWorld { seed: world.seed, config_name: config_name.clone(), config_toml };
+            Some(create_store(path, &room_config, format!("sim seed={} config={config_name}", world.seed), Some(sim_world))?)
+        }
         None => None,
     };
     Ok(Engine::new(Room::new(room_config), sim, store))
 }
 
+/// `--db FILE` for an engine on the simulated world: a new run, the run of
+/// an engine that died (resumed), or an engine's that lives (to attach to).
+fn open_sim_log(world: &WorldArgs, policy: &PolicyArgs, path: &Path, traces: &Traces) -> Result<host::Opened> {
+    let (config, config_name, config_toml) = load_config(world.sim_config.as_deref())?;
+    let new = host::NewSim { config, config_name, config_toml, seed: world.seed, traces, room: Room::new(room_config(policy)?) };
+    host::open_sim(path, new, &format!("gpuroom {}", env!("CARGO_PKG_VERSION")))
+}
+
 /// A new event log at `path` (its folder made if needed).
-fn create_store(path: &Path, room_config: &RoomConfig, source: String) -> Result<Store> {
+fn create_store(path: &Path, room_config: &RoomConfig, source: String, world: Option<SimWorld>) -> Result<Store> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
-    let meta = RunMeta { room_config: room_config.clone(), source, created_with: format!("gpuroom {}", env!("CARGO_PKG_VERSION")) };
+    let meta = RunMeta { room_config: room_config.clone(), source, created_with: format!("gpuroom {}", env!("CARGO_PKG_VERSION")), world };
     Ok(Store::create(path, &meta)?)
 }
 
@@ -317,6 +369,14 @@ fn run(cli: Cli) -> Result<()> {
             run_screenshot(&world, &out, &shot)
         }
         Some(Command::Doctor { policy, dcgm }) => run_doctor(&policy, dcgm),
+        Some(Command::Bench { probe_memory: true, quick, .. }) => gpuroom::bench::console_memory_probe(quick),
+        Some(Command::Bench { quick, out, .. }) => {
+            let out = out.or_else(|| (!quick).then(|| PathBuf::from("docs/benchmarks.md")));
+            let report = gpuroom::bench::run(&gpuroom::bench::BenchOptions { quick, out })?;
+            print!("{}", report.text());
+            Ok(())
+        }
+        Some(Command::Engine { db, world, policy, speed, until_hours, step_minutes }) => run_engine(&world, &policy, &db, speed, until_hours, step_minutes),
         None if cli.live => run_live_console(&cli),
         None => run_console(&cli),
     }
@@ -394,6 +454,7 @@ fn run_sim(world: &WorldArgs, policy: &PolicyArgs, h: f64, db: Option<&Path>) ->
 
 fn run_replay(db: &Path, from_snapshot: bool) -> Result<()> {
     let store = Store::open_read_only(db)?;
+    store.check_integrity()?;
     let meta = store.meta()?;
     let wall = Instant::now();
     let (room, applied) = store::replay(&store, from_snapshot)?;
@@ -530,9 +591,25 @@ fn run_console(cli: &Cli) -> Result<()> {
         bail!("--speed must be within (0, 100000], got {}", cli.speed);
     }
     let log_path = if cli.no_log { None } else { cli.db.clone().or_else(|| default_log_path(&format!("sim-seed{}", cli.world.seed))) };
-    let mut engine = build(&cli.world, &cli.policy, log_path.as_deref())?;
-    let start = engine.world.config().start;
-    engine.run_until(start + hours(cli.warmup)?)?;
+    // A wall on an existing log only ever reads it, whatever its engine's state.
+    if let Some(path) = log_path.as_deref().filter(|p| cli.wall && p.exists()) {
+        return run_attached(cli, path, None);
+    }
+    let traces = Traces::embedded().context("parsing the embedded traces")?;
+    let (mut engine, duty, resumed) = match log_path.as_deref() {
+        None => (build(&cli.world, &cli.policy, None)?, host::Duty::new(host::this_process()), None),
+        Some(path) => match open_sim_log(&cli.world, &cli.policy, path, &traces)? {
+            host::Opened::Attach { lease } => return run_attached(cli, path, Some(lease)),
+            host::Opened::Owner { engine, duty, resumed } => (engine, duty, resumed),
+        },
+    };
+    match (&resumed, log_path.as_deref()) {
+        (Some(resumed), Some(path)) => eprintln!("gpuroom: {}", resumed.describe(path)),
+        _ => {
+            let start = engine.world.config().start;
+            engine.run_until(start + hours(cli.warmup)?)?;
+        }
+    }
     // Short: the header gives the source a narrow slot. The log's path is printed on exit.
     let recording = if engine.store.is_some() { " REC" } else { "" };
     let (ctx, actor, screen, theme_error) = console_setup(cli, format!("SIM ×{} seed {}{recording}", cli.speed, cli.world.seed));
@@ -544,9 +621,10 @@ fn run_console(cli: &Cli) -> Result<()> {
         let (actions_tx, mut actions) = tokio::sync::mpsc::channel::<Action>(16);
         let (outcomes, outcomes_rx) = tokio::sync::mpsc::channel(16);
         let link = OperatorLink { actions: actions_tx, outcomes: outcomes_rx };
+        let mut duty = duty;
         let driver = tokio::spawn(async move {
             let wall0 = Instant::now();
-            let sim0 = engine.room.now().unwrap_or(start);
+            let sim0 = engine.room.now().unwrap_or_else(|| engine.world.config().start);
             let mut tick = tokio::time::interval(Duration::from_millis(250));
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
             loop {
@@ -554,8 +632,9 @@ fn run_console(cli: &Cli) -> Result<()> {
                     _ = tick.tick() => {
                         let elapsed = wall0.elapsed().as_secs_f64() * speed;
                         let target = sim0 + TimeDelta::milliseconds((elapsed * 1000.0) as i64);
-                        engine.run_until(target)?;
-                        if views.send(Arc::new(engine.room.view())).is_err() {
+                        // Attached consoles' commands, the heartbeat and the published view ride in the batch.
+                        let view = duty.step(&mut engine, target, true)?.unwrap_or_else(|| engine.room.view());
+                        if views.send(Arc::new(view)).is_err() {
                             break;
                         }
                     }
@@ -568,6 +647,7 @@ fn run_console(cli: &Cli) -> Result<()> {
                     _ = &mut stopped => break,
                 }
             }
+            duty.finish(&mut engine)?;
             anyhow::Ok(engine)
         });
         let console = gpuroom::tui::run_console(rx, ctx, Some(link), screen).await;
@@ -577,6 +657,123 @@ fn run_console(cli: &Cli) -> Result<()> {
         anyhow::Ok(engine)
     })?;
     console_epilogue(&engine.room.view(), Some(&engine.world.stats), theme_error, engine.store.as_ref())
+}
+
+/// A console on the log of an engine that runs elsewhere (`lease`), or a
+/// wall display reading it (`lease: None` when it was not looked at).
+fn run_attached(cli: &Cli, path: &Path, lease: Option<store::Lease>) -> Result<()> {
+    let (ctx, actor, screen, theme_error) = console_setup(cli, String::new());
+    let operator = (!cli.wall).then_some(actor);
+    let attached = host::attach::attach(path, operator)?;
+    let mut ctx = ctx;
+    let holder = lease.or_else(|| attached.lease.clone()).map_or_else(|| "no engine".to_string(), |l| format!("pid {}", l.holder.pid));
+    ctx.source = if cli.wall { format!("WALL {holder}") } else { format!("ATTACHED {holder}") };
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
+    let mut attached = attached;
+    let views = attached.views.clone();
+    let link = attached.operator.take();
+    runtime.block_on(gpuroom::tui::run_console(views, ctx, link, screen))?;
+    let last = attached.views.borrow().clone();
+    drop(attached);
+    print!("{}", report::summary(&last, None));
+    if let Some(e) = theme_error {
+        eprintln!("gpuroom: the theme was not used: {e}");
+    }
+    println!("detached from {} (the engine goes on)", path.display());
+    Ok(())
+}
+
+/// How fast a headless engine runs the simulated world.
+#[derive(Copy, Clone, Debug)]
+enum Pace {
+    /// Simulated seconds per wall-clock second.
+    Factor(f64),
+    /// As fast as it can, a step of simulated time per batch.
+    Max,
+}
+
+fn parse_pace(text: &str) -> Result<Pace, String> {
+    if text == "max" {
+        return Ok(Pace::Max);
+    }
+    match text.parse::<f64>() {
+        Ok(f) if f.is_finite() && f > 0.0 && f <= 1e7 => Ok(Pace::Factor(f)),
+        _ => Err(format!("expected a factor in (0, 10000000] or \"max\", got {text:?}")),
+    }
+}
+
+/// `gpuroom engine`: the engine with no console, owning `db` (new, or
+/// resumed after a crash) until it is stopped (SIGTERM, Ctrl-C) or reaches
+/// `until_hours` of simulated time since the world's start.
+fn run_engine(world: &WorldArgs, policy: &PolicyArgs, db: &Path, pace: Pace, until_hours: Option<f64>, step_minutes: f64) -> Result<()> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    if !(step_minutes.is_finite() && step_minutes > 0.0 && step_minutes <= 24.0 * 60.0) {
+        bail!("--step-minutes must be within (0, 1440], got {step_minutes}");
+    }
+    let traces = Traces::embedded().context("parsing the embedded traces")?;
+    let (mut engine, mut duty, resumed) = match open_sim_log(world, policy, db, &traces)? {
+        host::Opened::Attach { lease } => bail!("{}: already owned by the engine {} (attach a console with gpuroom --db {})", db.display(), lease.holder, db.display()),
+        host::Opened::Owner { engine, duty, resumed } => (engine, duty, resumed),
+    };
+    match &resumed {
+        Some(r) => eprintln!("engine: {}", r.describe(db)),
+        None => eprintln!("engine: new run in {}", db.display()),
+    }
+    eprintln!("engine: owns {} as {}", db.display(), duty.holder);
+    let stop = Arc::new(AtomicBool::new(false));
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
+    {
+        let stop = stop.clone();
+        runtime.spawn(async move {
+            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+            let terminated = async {
+                match term.as_mut() {
+                    Some(t) => t.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = terminated => {}
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+    }
+    let start = engine.world.config().start;
+    let end = until_hours.map(hours).transpose()?.map(|h| start + h);
+    let step = TimeDelta::milliseconds((step_minutes * 60_000.0) as i64);
+    let wall0 = Instant::now();
+    let sim0 = engine.room.now().unwrap_or(start);
+    let mut last_report = Instant::now();
+    while !stop.load(Ordering::Relaxed) {
+        let now = engine.room.now().unwrap_or(start);
+        let mut target = match pace {
+            Pace::Max => now + step,
+            Pace::Factor(f) => {
+                std::thread::sleep(Duration::from_millis(250));
+                sim0 + TimeDelta::milliseconds((wall0.elapsed().as_secs_f64() * f * 1000.0) as i64)
+            }
+        };
+        if let Some(end) = end {
+            target = target.min(end);
+        }
+        duty.step(&mut engine, target, false)?;
+        if matches!(pace, Pace::Max) {
+            // A gap between batches, for attached consoles to queue commands.
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        if last_report.elapsed() >= Duration::from_secs(10) {
+            last_report = Instant::now();
+            eprintln!("engine: at {} ({} events)", target.format("%Y-%m-%d %H:%M"), engine.store.as_ref().map_or(0, |s| s.last_seq()));
+        }
+        if end.is_some_and(|end| target >= end) {
+            break;
+        }
+    }
+    duty.finish(&mut engine)?;
+    let events = engine.store.as_ref().map_or(0, |s| s.last_seq());
+    eprintln!("engine: stopped at {} with {events} events; lease released", engine.room.now().unwrap_or(start).format("%Y-%m-%d %H:%M"));
+    Ok(())
 }
 
 fn run_live_console(cli: &Cli) -> Result<()> {
@@ -599,9 +796,16 @@ fn run_live_console(cli: &Cli) -> Result<()> {
     let host = config.sources.nvml.host.clone().unwrap_or_else(gpuroom::sources::nvml::host_name);
     let room_config = config.room_config();
     let log_path = if cli.no_log { None } else { cli.db.clone().or_else(|| default_log_path("live")) };
-    let store = match log_path.as_deref() {
-        Some(path) => Some(create_store(path, &room_config, format!("live host={host}"))?),
-        None => None,
+    // The live engine owns its log like a simulated one: other consoles attach
+    // with `gpuroom --db FILE` and act through the commands table.
+    let (store, duty) = match log_path.as_deref() {
+        Some(path) => {
+            let mut store = create_store(path, &room_config, format!("live host={host}"), None)?;
+            let me = gpuroom::host::this_process();
+            store.acquire_lease(&me, gpuroom::host::now_ms(), &gpuroom::host::is_alive)?;
+            (Some(store), Some(gpuroom::host::Duty::new(me)))
+        }
+        None => (None, None),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let (live, theme_error) = runtime.block_on(async move {
@@ -617,11 +821,14 @@ fn run_live_console(cli: &Cli) -> Result<()> {
         let (actions_tx, actions) = tokio::sync::mpsc::channel::<Action>(16);
         let (outcomes, outcomes_rx) = tokio::sync::mpsc::channel(16);
         let links = run::Links { views, actions, outcomes, stopped };
-        let driver = tokio::spawn(run::drive(live, adapters.reports, links, actor));
+        let driver = tokio::spawn(run::drive(live, adapters.reports, links, actor, duty));
         let link = OperatorLink { actions: actions_tx, outcomes: outcomes_rx };
         let console = gpuroom::tui::run_console(rx, ctx, Some(link), screen).await;
         let _ = stop.send(());
-        let live = driver.await.context("engine task")??;
+        let (mut live, duty) = driver.await.context("engine task")??;
+        if let Some(mut duty) = duty {
+            duty.finish(&mut live.engine)?;
+        }
         console?;
         anyhow::Ok((live, theme_error))
     })?;

@@ -9,76 +9,17 @@
 //! Needs tmux. Without it the test says so and passes, unless
 //! `GPUROOM_REQUIRE_TMUX` is set (as `.ci/run` does), where it fails.
 
+#[path = "support/tmux.rs"]
+mod tmux;
+
 use std::path::Path;
-use std::process::Command;
 use std::thread::sleep;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tmux::{Tmux, tmux_available};
 
 use gpuroom::core::event::Role;
 use gpuroom::store::Store;
-
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn start(name: &str, w: u16, h: u16, command: &str) -> Tmux {
-        let tmux = Tmux { socket: format!("gpuroom-{name}-{}", std::process::id()) };
-        tmux.run(&["new-session", "-d", "-s", "console", "-x", &w.to_string(), "-y", &h.to_string(), "sh", "-c", command]);
-        tmux
-    }
-
-    fn run(&self, args: &[&str]) -> String {
-        let out = Command::new("tmux").arg("-L").arg(&self.socket).arg("-f").arg("/dev/null").args(args).output().expect("run tmux");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn screen(&self) -> String {
-        self.run(&["capture-pane", "-p", "-t", "console"])
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        for k in keys {
-            self.run(&["send-keys", "-t", "console", k]);
-            sleep(Duration::from_millis(60));
-        }
-    }
-
-    /// Literal text (no key names).
-    fn type_text(&self, text: &str) {
-        self.run(&["send-keys", "-t", "console", "-l", text]);
-        sleep(Duration::from_millis(60));
-    }
-
-    fn wait_for(&self, what: &str, limit: Duration, pred: impl Fn(&str) -> bool) -> String {
-        let start = Instant::now();
-        loop {
-            let screen = self.screen();
-            if pred(&screen) {
-                return screen;
-            }
-            if start.elapsed() > limit {
-                panic!("waited {limit:?} for {what}; the screen:\n{screen}");
-            }
-            sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux").arg("-L").arg(&self.socket).arg("kill-server").output();
-    }
-}
-
-fn tmux_available() -> bool {
-    let ok = Command::new("tmux").arg("-V").output().is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(std::env::var_os("GPUROOM_REQUIRE_TMUX").is_none(), "tmux is required (GPUROOM_REQUIRE_TMUX is set) but not installed");
-        eprintln!("SKIPPED: tmux is not installed; set GPUROOM_REQUIRE_TMUX=1 to make this a failure");
-    }
-    ok
-}
 
 /// The id of the job on the selected (`▶`) row of the queue table.
 fn selected_job(screen: &str) -> String {

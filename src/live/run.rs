@@ -13,6 +13,7 @@ use super::config::SourcesConfig;
 use super::Live;
 use crate::core::event::{Action, Actor};
 use crate::core::View;
+use crate::host::{self, Duty};
 use crate::sources::local::ExecutorInput;
 use crate::sources::report::Report;
 use crate::sources::{aws, dcgm, imds, local, nvml};
@@ -66,9 +67,11 @@ pub struct Links {
 
 /// Applies reports as they come, ticks the clock every second (budgets,
 /// alarms, checkpoints fall due without news), carries out actions, and
-/// publishes a view at most every 250 ms. Returns the engine when the
-/// console closes.
-pub async fn drive(mut live: Live, mut reports: mpsc::Receiver<Report>, mut links: Links, actor: Actor) -> anyhow::Result<Live> {
+/// publishes a view at most every 250 ms. With a `duty` (the engine owns a
+/// log) each tick also beats the lease's heartbeat, applies the attached
+/// consoles' commands and publishes their view, in the tick's one batch.
+/// Returns the engine when the console closes; the caller finishes the duty.
+pub async fn drive(mut live: Live, mut reports: mpsc::Receiver<Report>, mut links: Links, actor: Actor, mut duty: Option<Duty>) -> anyhow::Result<(Live, Option<Duty>)> {
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut dirty = true;
@@ -77,6 +80,9 @@ pub async fn drive(mut live: Live, mut reports: mpsc::Receiver<Report>, mut link
         tokio::select! {
             _ = tick.tick() => {
                 quiet_ticks += 1;
+                if let Some(duty) = duty.as_mut() {
+                    dirty |= owner_tick(&mut live, duty)?;
+                }
                 if dirty || quiet_ticks >= 4 {
                     live.tick(chrono::Utc::now())?;
                     if links.views.send(Arc::new(live.engine.room.view())).is_err() {
@@ -98,5 +104,22 @@ pub async fn drive(mut live: Live, mut reports: mpsc::Receiver<Report>, mut link
             _ = &mut links.stopped => break,
         }
     }
-    Ok(live)
+    Ok((live, duty))
+}
+
+/// The owner's share of a tick, as one batch: heartbeat, commands, the view
+/// for attached consoles when due. Returns whether a command was applied.
+fn owner_tick(live: &mut Live, duty: &mut Duty) -> anyhow::Result<bool> {
+    let now_ms = host::now_ms();
+    let own_batch = live.engine.begin_batch()?;
+    let applied = duty.intake(&mut live.engine, now_ms)?;
+    live.tick(chrono::Utc::now())?;
+    if duty.publish_due(now_ms) || applied > 0 {
+        let view = live.engine.room.view();
+        duty.publish(&mut live.engine, &view, now_ms)?;
+    }
+    if own_batch {
+        live.engine.end_batch()?;
+    }
+    Ok(applied > 0)
 }

@@ -9,6 +9,7 @@ use gpuroom::core::Room;
 
 /// No GPU over-committed, allocations and placements agree, progress within
 /// bounds, money reconciled, and every tenant within quota plus borrowing.
+#[allow(dead_code)]
 pub fn check(room: &Room, context: &str) {
     let mut placed_on: BTreeSet<(JobId, GpuRef)> = BTreeSet::new();
     for node in room.nodes() {

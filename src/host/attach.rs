@@ -1,0 +1,164 @@
+//! A console on another engine's log: the link that feeds it the published
+//! views and, for an operator, carries its actions into the `commands`
+//! table and the engine's answers back. A wall display opens the log
+//! read-only and gets no command path at all (and its actor is a viewer, so
+//! the engine would refuse it anyway).
+//!
+//! Runs on its own thread: SQLite calls block, and the console must not.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{mpsc, watch};
+
+use super::now_ms;
+use crate::core::event::{Action, Actor};
+use crate::core::view::View;
+use crate::store::{Attached, CommandState, Lease, Published, Store, StoreError};
+use crate::tui::run::OperatorLink;
+
+/// How often the link looks for a newer view and for answers.
+const POLL: Duration = Duration::from_millis(200);
+/// How long to wait for an engine's first view.
+const FIRST_VIEW: Duration = Duration::from_secs(5);
+
+/// What an attached console gets.
+pub struct AttachedConsole {
+    pub views: watch::Receiver<Arc<View>>,
+    /// `None` for a wall display.
+    pub operator: Option<OperatorLink>,
+    /// The engine's lease when the link opened, for the header.
+    pub lease: Option<Lease>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Drop for AttachedConsole {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The two ways in: read-write for commands, or read-only.
+enum Conn {
+    Operator(Attached),
+    Wall(Store),
+}
+
+impl Conn {
+    fn latest_view(&self, after_ms: i64) -> Result<Option<Published>, StoreError> {
+        match self {
+            Conn::Operator(a) => a.latest_view(after_ms),
+            Conn::Wall(s) => s.latest_view(after_ms),
+        }
+    }
+    fn lease(&self) -> Result<Option<Lease>, StoreError> {
+        match self {
+            Conn::Operator(a) => a.lease(),
+            Conn::Wall(s) => s.lease(),
+        }
+    }
+}
+
+/// Attaches to the log at `path`: as `actor` (an operator console), or read
+/// only when `actor` is `None` (a wall). Waits for the engine's first view.
+pub fn attach(path: &Path, actor: Option<Actor>) -> anyhow::Result<AttachedConsole> {
+    let conn = match &actor {
+        Some(_) => Conn::Operator(Attached::open(path)?),
+        None => Conn::Wall(Store::open_read_only(path)?),
+    };
+    let lease = conn.lease()?;
+    let deadline = Instant::now() + FIRST_VIEW;
+    let first = loop {
+        if let Some(published) = conn.latest_view(i64::MIN)? {
+            break published;
+        }
+        if Instant::now() > deadline {
+            let who = lease.as_ref().map_or_else(|| "no engine holds it".to_string(), |l| format!("its engine is {}", l.holder));
+            anyhow::bail!("{}: no view has been published ({who}); is the engine running?", path.display());
+        }
+        std::thread::sleep(POLL);
+    };
+    let (views_tx, views) = watch::channel(Arc::new(first.view));
+    let stop = Arc::new(AtomicBool::new(false));
+    let (operator, orders) = match actor {
+        Some(actor) => {
+            let (actions, actions_rx) = mpsc::channel(16);
+            let (outcomes_tx, outcomes) = mpsc::channel(16);
+            (Some(OperatorLink { actions, outcomes }), Some(Orders { actor, actions: actions_rx, outcomes: outcomes_tx, waiting: Vec::new() }))
+        }
+        None => (None, None),
+    };
+    let link = Link { conn, path: path.to_path_buf(), views: views_tx, last_ms: first.published_ms, orders, stop: stop.clone() };
+    std::thread::Builder::new().name("gpuroom-attach".into()).spawn(move || link.run())?;
+    Ok(AttachedConsole { views, operator, lease, stop })
+}
+
+/// An operator's actions in flight.
+struct Orders {
+    actor: Actor,
+    actions: mpsc::Receiver<Action>,
+    outcomes: mpsc::Sender<Result<String, String>>,
+    /// Submitted commands not yet answered.
+    waiting: Vec<i64>,
+}
+
+struct Link {
+    conn: Conn,
+    path: PathBuf,
+    views: watch::Sender<Arc<View>>,
+    last_ms: i64,
+    orders: Option<Orders>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Link {
+    fn run(mut self) {
+        while !self.stop.load(Ordering::Relaxed) && !self.views.is_closed() {
+            match self.conn.latest_view(self.last_ms) {
+                Ok(Some(published)) => {
+                    self.last_ms = published.published_ms;
+                    let _ = self.views.send(Arc::new(published.view));
+                }
+                Ok(None) => {}
+                // A view that does not decode is skipped; the console shows the data aging.
+                Err(_) => {}
+            }
+            if let (Some(orders), Conn::Operator(attached)) = (self.orders.as_mut(), &self.conn) {
+                orders.exchange(attached, &self.path);
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+}
+
+impl Orders {
+    /// Submits new actions and hands back the answers that arrived.
+    fn exchange(&mut self, attached: &Attached, path: &Path) {
+        while let Ok(action) = self.actions.try_recv() {
+            match attached.submit(&self.actor, &action, now_ms()) {
+                Ok(id) => self.waiting.push(id),
+                Err(e) => {
+                    let _ = self.outcomes.try_send(Err(format!("not queued for the engine: {e}")));
+                }
+            }
+        }
+        let outcomes = &self.outcomes;
+        self.waiting.retain(|&id| match attached.state(id) {
+            Ok(Some(CommandState::Applied { detail, .. })) => {
+                let _ = outcomes.try_send(Ok(detail));
+                false
+            }
+            Ok(Some(CommandState::Refused { reason, .. })) => {
+                let _ = outcomes.try_send(Err(reason));
+                false
+            }
+            Ok(Some(CommandState::Pending)) => true,
+            Ok(None) | Err(_) => {
+                let _ = outcomes.try_send(Err(format!("command {id} is no longer in {}", path.display())));
+                false
+            }
+        });
+    }
+}

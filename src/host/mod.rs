@@ -1,0 +1,194 @@
+//! The engine's process side: who owns a log, and what the owner does for
+//! the consoles attached to it. One engine per database (the lease); every
+//! batch it commits also refreshes the lease, applies the commands attached
+//! consoles queued, and (about once a second) publishes the view they draw.
+//!
+//! * `open_sim` decides what `gpuroom --db FILE` means: a new file starts a
+//!   new run; a file whose engine is alive is attached to; a file whose
+//!   engine died is resumed from its log (`Engine::resume`).
+//! * `Duty` is the owner's share of each batch, for the simulated and the
+//!   live engine alike.
+//! * `attach` is the other side: an attached console's or a wall's link.
+//!
+//! Reads the wall clock (for heartbeats) and the process table (is a lease's
+//! holder alive?), so it lives here, outside the core.
+
+use std::path::Path;
+
+use crate::core::room::Room;
+use crate::core::view::View;
+use crate::engine::{Engine, Recovery, World};
+use crate::sim::config::SimConfig;
+use crate::sim::{Simulation, Traces};
+use crate::store::{Acquired, Lease, LeaseHolder, RunMeta, SimWorld, Store, StoreError};
+
+pub mod attach;
+
+/// How often the view is published for attached consoles.
+pub const PUBLISH_EVERY_MS: i64 = 1_000;
+
+/// Milliseconds since the epoch, from the wall clock.
+pub fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// This process, as a lease holder.
+pub fn this_process() -> LeaseHolder {
+    LeaseHolder { pid: std::process::id(), host: crate::sources::nvml::host_name(), started_ms: now_ms() }
+}
+
+/// Whether a lease's holder still runs. Only a process on this host can be
+/// checked; another host's holder is presumed alive until its heartbeat
+/// times out.
+pub fn is_alive(holder: &LeaseHolder) -> bool {
+    if holder.host != crate::sources::nvml::host_name() {
+        return true;
+    }
+    let Ok(pid) = i32::try_from(holder.pid) else { return false };
+    // Signal 0 checks without sending; EPERM means it exists as another user.
+    !matches!(nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None), Err(nix::errno::Errno::ESRCH))
+}
+
+/// The owner's share of each batch: the lease's heartbeat, the commands, and
+/// the published view.
+pub struct Duty {
+    pub holder: LeaseHolder,
+    last_publish_ms: i64,
+}
+
+impl Duty {
+    pub fn new(holder: LeaseHolder) -> Duty {
+        Duty { holder, last_publish_ms: i64::MIN }
+    }
+
+    /// Heartbeat, then the pending commands (inside the open batch). Returns
+    /// how many commands were applied.
+    pub fn intake<W: World>(&mut self, engine: &mut Engine<W>, now_ms: i64) -> Result<usize, StoreError> {
+        let Some(store) = engine.store.as_mut() else { return Ok(0) };
+        store.heartbeat(&self.holder, now_ms)?;
+        Ok(engine.apply_commands(now_ms)?.len())
+    }
+
+    /// Whether a view is due for the attached consoles.
+    pub fn publish_due(&self, now_ms: i64) -> bool {
+        now_ms.saturating_sub(self.last_publish_ms) >= PUBLISH_EVERY_MS
+    }
+
+    pub fn publish<W: World>(&mut self, engine: &mut Engine<W>, view: &View, now_ms: i64) -> Result<(), StoreError> {
+        let Some(store) = engine.store.as_mut() else { return Ok(()) };
+        store.publish_view(store.last_seq(), view, now_ms)?;
+        self.last_publish_ms = now_ms;
+        Ok(())
+    }
+
+    /// One batch of a simulated engine: heartbeat and commands, the world up
+    /// to `until`, and the view if the caller wants it or it is due. The
+    /// view is returned when one was built.
+    pub fn step<W: World>(&mut self, engine: &mut Engine<W>, until: crate::core::units::At, want_view: bool) -> Result<Option<View>, StoreError> {
+        let now = now_ms();
+        let own_batch = engine.begin_batch()?;
+        let commands = self.intake(engine, now)?;
+        engine.run_until(until)?;
+        let publish = engine.store.is_some() && (self.publish_due(now) || commands > 0);
+        let view = (want_view || publish).then(|| engine.room.view());
+        if let (true, Some(view)) = (publish, view.as_ref()) {
+            self.publish(engine, view, now)?;
+        }
+        if own_batch {
+            engine.end_batch()?;
+        }
+        Ok(view)
+    }
+
+    /// A clean stop: the open batch committed, a snapshot, the lease released.
+    pub fn finish<W: World>(&mut self, engine: &mut Engine<W>) -> Result<(), StoreError> {
+        engine.end_batch()?;
+        if let Some(store) = engine.store.as_mut() {
+            store.snapshot(store.last_seq(), &engine.room)?;
+            store.release_lease(&self.holder)?;
+        }
+        Ok(())
+    }
+}
+
+/// What `--db FILE` opened.
+pub enum Opened {
+    /// A new run (`resumed: None`), or an earlier one resumed.
+    Owner { engine: Engine<Simulation>, duty: Duty, resumed: Option<Resumed> },
+    /// An engine is alive on this file: attach to it.
+    Attach { lease: Lease },
+}
+
+/// An earlier run taken up again from its log.
+pub struct Resumed {
+    /// The engine that died holding the lease; `None` if it stopped cleanly.
+    pub from: Option<Lease>,
+    pub recovery: Recovery,
+}
+
+impl Resumed {
+    /// One line for the operator.
+    pub fn describe(&self, path: &Path) -> String {
+        let how = match &self.from {
+            Some(lease) => format!("its engine ({}) stopped without releasing it", lease.holder),
+            None => "its engine stopped cleanly".to_string(),
+        };
+        format!(
+            "resuming {} ({how}): {} events re-applied, {} queued commands to apply",
+            path.display(),
+            self.recovery.events,
+            self.recovery.pending_commands
+        )
+    }
+}
+
+/// A simulated world to start a new run with.
+pub struct NewSim<'a> {
+    pub config: SimConfig,
+    pub config_name: String,
+    pub config_toml: String,
+    pub seed: u64,
+    pub traces: &'a Traces,
+    pub room: Room,
+}
+
+/// Opens `path` for a simulated engine: creates it with `new` if it does not
+/// exist, attaches if its engine lives, resumes the run if its engine died.
+pub fn open_sim(path: &Path, new: NewSim<'_>, created_with: &str) -> anyhow::Result<Opened> {
+    use anyhow::Context as _;
+    let me = this_process();
+    if !path.exists() {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        let world = SimWorld { seed: new.seed, config_name: new.config_name.clone(), config_toml: new.config_toml };
+        let meta = RunMeta {
+            room_config: new.room.config().clone(),
+            source: format!("sim seed={} config={}", new.seed, new.config_name),
+            created_with: created_with.to_string(),
+            world: Some(world),
+        };
+        let mut store = Store::create(path, &meta)?;
+        store.acquire_lease(&me, now_ms(), &is_alive)?;
+        let sim = Simulation::new(new.config, new.traces, new.seed)?;
+        return Ok(Opened::Owner { engine: Engine::new(new.room, sim, Some(store)), duty: Duty::new(me), resumed: None });
+    }
+    let mut store = Store::open_for_writing(path)?;
+    let old = match store.acquire_lease(&me, now_ms(), &is_alive) {
+        Ok(Acquired::Free) => None,
+        Ok(Acquired::TakenOver(lease)) => Some(lease),
+        Err(StoreError::Leased { .. }) => {
+            let lease = store.lease()?.context("the lease vanished while checking it")?;
+            return Ok(Opened::Attach { lease });
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let meta = store.meta()?;
+    let Some(world) = meta.world.clone() else {
+        anyhow::bail!("{}: this log was not written by a simulated engine ({}); it cannot be resumed here", path.display(), meta.source);
+    };
+    let config = SimConfig::parse(&world.config_name, &world.config_toml)?;
+    let sim = Simulation::new(config, new.traces, world.seed)?;
+    let (engine, recovery) = Engine::resume(Room::new(meta.room_config), sim, store)?;
+    Ok(Opened::Owner { engine, duty: Duty::new(me), resumed: Some(Resumed { from: old, recovery }) })
+}

@@ -1,0 +1,227 @@
+//! Crash recovery, with real processes: `gpuroom engine` runs a busy
+//! simulated cluster into a real SQLite log while commands are queued into
+//! it as an attached console queues them; the test kills it with SIGKILL
+//! mid-run, starts it again on the same file, and then proves from the
+//! database alone that nothing was lost or applied twice:
+//!
+//! * the event log is contiguous, and replaying it gives the state the
+//!   resumed engine saved when it stopped;
+//! * every job submitted is in that state exactly once, and the scheduler's
+//!   invariants hold;
+//! * every command was applied or refused exactly once, and the ones done
+//!   before the kill kept their event (not applied again after it);
+//! * the ledger still reconciles to the micro-unit with the books;
+//! * and a run killed and resumed writes the very log of a run never killed.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use gpuroom::core::event::{Action, Actor, Event, Role};
+use gpuroom::core::job::Phase;
+use gpuroom::store::{self, Attached, CommandState, Store};
+
+const BIN: &str = env!("CARGO_BIN_EXE_gpuroom");
+
+fn engine(db: &Path, until_hours: u32) -> Child {
+    Command::new(BIN)
+        .args(["engine", "--seed", "3", "--speed", "max", "--step-minutes", "20", "--until-hours", &until_hours.to_string(), "--db"])
+        .arg(db)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start gpuroom engine")
+}
+
+fn finish(child: Child) -> String {
+    let out = child.wait_with_output().expect("wait for the engine");
+    let text = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "the engine failed: {text}");
+    text
+}
+
+fn kill(mut child: Child) {
+    child.kill().expect("SIGKILL the engine");
+    let _ = child.wait();
+}
+
+/// Waits until the engine has published a view with running jobs, then returns it.
+fn busy_view(attached: &Attached, limit: Duration) -> gpuroom::core::View {
+    let start = Instant::now();
+    loop {
+        if let Ok(Some(p)) = attached.latest_view(i64::MIN) {
+            if p.view.jobs.iter().filter(|j| j.phase == Phase::Running).count() >= 6 && p.seq > 2_000 {
+                return p.view;
+            }
+        }
+        assert!(start.elapsed() < limit, "the engine published no busy view in {limit:?}");
+        sleep(Duration::from_millis(50));
+    }
+}
+
+fn operator() -> Actor {
+    Actor { user: "crash-test".into(), origin: "local".into(), role: Role::Operator }
+}
+
+/// The log's events, in order: (seq, event).
+fn events(store: &Store) -> Vec<(i64, Event)> {
+    let mut out = Vec::new();
+    store.for_each_event(0, |seq, _, e| out.push((seq, e))).unwrap();
+    out
+}
+
+fn submitted_actions(store: &Store) -> BTreeMap<i64, String> {
+    // The command rows as written, to compare with the events they became.
+    let conn = rusqlite::Connection::open_with_flags(store.path(), rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+    let mut stmt = conn.prepare("SELECT id, action FROM commands").unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect()
+}
+
+#[test]
+fn an_engine_killed_mid_run_resumes_with_nothing_lost_or_applied_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("run.db");
+    let first = engine(&db, 100);
+    let start = Instant::now();
+    while !db.exists() {
+        assert!(start.elapsed() < Duration::from_secs(30), "the engine made no log");
+        sleep(Duration::from_millis(20));
+    }
+    sleep(Duration::from_millis(300));
+    let attached = Attached::open(&db).unwrap();
+    let view = busy_view(&attached, Duration::from_secs(60));
+    let running: Vec<_> = view.jobs.iter().filter(|j| j.phase == Phase::Running).map(|j| j.id).collect();
+
+    // A burst of commands, as consoles would queue them, then the kill.
+    let now = chrono::Utc::now().timestamp_millis();
+    let mut ids = Vec::new();
+    for (i, job) in running.iter().take(6).enumerate() {
+        let action = match i % 3 {
+            0 => Action::Preempt { job: *job },
+            1 => Action::Requeue { job: *job },
+            _ => Action::Cancel { job: *job },
+        };
+        ids.push(attached.submit(&operator(), &action, now).unwrap());
+    }
+    let viewer = Actor { user: "wall".into(), origin: "ops-room".into(), role: Role::Viewer };
+    let refused_viewer = attached.submit(&viewer, &Action::Cancel { job: running[0] }, now).unwrap();
+    let garbage = attached.submit_raw("{\"user\": 1}", "{\"Explode\": {}}", now).unwrap();
+    // Wait until some, not necessarily all, are done: the kill lands mid-stream.
+    let waited = Instant::now();
+    while attached.state(ids[0]).unwrap() == Some(CommandState::Pending) && waited.elapsed() < Duration::from_secs(30) {
+        sleep(Duration::from_millis(5));
+    }
+    for (i, job) in running.iter().skip(6).take(4).enumerate() {
+        let action = if i % 2 == 0 { Action::Preempt { job: *job } } else { Action::Requeue { job: *job } };
+        ids.push(attached.submit(&operator(), &action, now).unwrap());
+    }
+    kill(first);
+
+    let before = Store::open_read_only(&db).unwrap();
+    let events_before = before.event_count().unwrap();
+    let done_before: BTreeMap<i64, CommandState> = before.commands().unwrap().into_iter().filter(|(_, s)| *s != CommandState::Pending).collect();
+    let lease = before.lease().unwrap().expect("a killed engine leaves its lease behind");
+    drop(before);
+    assert!(events_before > 2_000, "killed after {events_before} events");
+    eprintln!("killed holding {} after {events_before} events; {} of {} commands done", lease.holder, done_before.len(), ids.len() + 2);
+
+    // Start again on the same file: it takes the lease over and goes on to the end.
+    let log = finish(engine(&db, 100));
+    assert!(log.contains("resuming") && log.contains("stopped without releasing it"), "{log}");
+
+    let store = Store::open_read_only(&db).unwrap();
+    assert_eq!(store.lease().unwrap(), None, "a clean stop releases the lease");
+    let log = events(&store);
+    assert!(log.len() as i64 > events_before);
+    for (i, (seq, _)) in log.iter().enumerate() {
+        assert_eq!(*seq, i as i64 + 1, "the log has a gap or a repeat at {seq}");
+    }
+
+    // Every command exactly once; those done before the kill were not redone.
+    let commands: BTreeMap<i64, CommandState> = store.commands().unwrap().into_iter().collect();
+    let rows = submitted_actions(&store);
+    let mut seqs = BTreeSet::new();
+    for (id, state) in &commands {
+        if let Some(before) = done_before.get(id) {
+            assert_eq!(before, state, "command {id} changed after the restart");
+        }
+        let seq = match state {
+            CommandState::Pending => panic!("command {id} is still pending after the resumed engine ran"),
+            CommandState::Applied { event_seq, .. } => Some(*event_seq),
+            CommandState::Refused { event_seq, .. } => *event_seq,
+        };
+        if let Some(seq) = seq {
+            assert!(seqs.insert(seq), "two commands share event {seq}");
+            let Event::Operator { action, .. } = &log[seq as usize - 1].1 else { panic!("command {id}'s event {seq} is not an operator action") };
+            assert_eq!(serde_json::to_string(action).unwrap(), rows[id], "command {id}'s event holds another action");
+        }
+    }
+    let operator_events = log.iter().filter(|(_, e)| matches!(e, Event::Operator { .. })).count();
+    assert_eq!(operator_events, seqs.len(), "an operator event with no command, or a command applied twice");
+    assert_eq!(store.audit_records().unwrap().len(), operator_events, "one audit row per operator action");
+    let CommandState::Refused { reason, .. } = &commands[&refused_viewer] else { panic!("a viewer's command was not refused") };
+    assert!(reason.contains("viewer") || reason.contains("read-only") || reason.contains("operator"), "{reason}");
+    let CommandState::Refused { reason, event_seq: None } = &commands[&garbage] else { panic!("an unreadable command was not refused") };
+    assert!(reason.contains("unreadable"), "{reason}");
+    assert!(ids.iter().any(|id| matches!(commands[id], CommandState::Applied { .. })), "{commands:?}");
+
+    // Every job once; the state the engine saved is the log's; money reconciles.
+    let (room, _) = store::replay(&store, false).unwrap();
+    let submits: Vec<_> = log.iter().filter_map(|(_, e)| if let Event::JobSubmitted { spec } = e { Some(spec.id) } else { None }).collect();
+    let unique: BTreeSet<_> = submits.iter().copied().collect();
+    assert_eq!(unique.len(), submits.len(), "a job was submitted twice");
+    for id in &unique {
+        assert!(room.job(*id).is_some(), "job {id:?} is lost");
+    }
+    common::check(&room, "after the resumed run");
+    let (snapshot_seq, saved) = store.latest_snapshot().unwrap().expect("a final snapshot");
+    assert_eq!(snapshot_seq, log.len() as i64);
+    assert_eq!(serde_json::to_string(&saved).unwrap(), serde_json::to_string(&room).unwrap(), "the resumed engine's state is not its log's");
+    let far = chrono::DateTime::<chrono::Utc>::MAX_UTC;
+    common::check_ledger(&room, &store.ledger_lines(chrono::DateTime::<chrono::Utc>::MIN_UTC, far).unwrap(), "after the resumed run");
+}
+
+#[test]
+fn a_run_killed_and_resumed_writes_the_log_of_a_run_never_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = dir.path().join("whole.db");
+    let broken = dir.path().join("broken.db");
+    let hours = 120;
+    let reference = engine(&whole, hours);
+    let killed = engine(&broken, hours);
+    // Kill the second somewhere in the middle.
+    let start = Instant::now();
+    loop {
+        let count = Store::open_read_only(&broken).and_then(|s| s.event_count()).unwrap_or(0);
+        if count > 3_000 {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "the engine made no progress");
+        sleep(Duration::from_millis(20));
+    }
+    kill(killed);
+    finish(reference);
+    let log = finish(engine(&broken, hours));
+    assert!(log.contains("resuming"), "{log}");
+
+    let rows = |path: &Path| -> Vec<(i64, String, String)> {
+        let conn = rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+        let mut stmt = conn.prepare("SELECT seq, at, body FROM events ORDER BY seq").unwrap();
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap().map(Result::unwrap).collect()
+    };
+    let (a, b) = (rows(&whole), rows(&broken));
+    assert!(a.len() > 3_000);
+    assert_eq!(a.len(), b.len(), "the resumed log has a different length");
+    if let Some(i) = (0..a.len()).find(|&i| a[i] != b[i]) {
+        panic!("the logs differ at event {}: {:?} vs {:?}", i + 1, a[i], b[i]);
+    }
+    let ledger = |path: &Path| {
+        let s = Store::open_read_only(path).unwrap();
+        (s.ledger_total().unwrap(), s.ledger_lines(chrono::DateTime::<chrono::Utc>::MIN_UTC, chrono::DateTime::<chrono::Utc>::MAX_UTC).unwrap().len())
+    };
+    assert_eq!(ledger(&whole), ledger(&broken), "the ledgers differ");
+}
