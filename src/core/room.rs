@@ -196,6 +196,15 @@ pub struct Room {
     /// One accrual per GPU (by index on its node): each GPU's share of its
     /// instance's price, with its own remainder.
     pub(crate) accruals: BTreeMap<NodeId, Vec<Accrual>>,
+    /// Every up node is charged up to here (see `room_cost::accrue_until`)…
+    #[serde(default)]
+    pub(crate) settled_at: Option<At>,
+    /// …or up to here, for the nodes charged since, before they changed.
+    #[serde(default)]
+    pub(crate) accrued_to: BTreeMap<NodeId, At>,
+    /// The fleet's hourly cost bound as of the last settle (budget checks).
+    #[serde(default)]
+    pub(crate) burn_bound: MicrosPerHour,
     pub(crate) rates: BTreeMap<JobId, ProgressRate>,
     pub(crate) alarms: BTreeMap<String, Alarm>,
     pub(crate) log: VecDeque<LogLine>,
@@ -243,6 +252,9 @@ impl Room {
             forecast: Default::default(),
             predictor: Default::default(),
             accruals: BTreeMap::new(),
+            settled_at: None,
+            accrued_to: BTreeMap::new(),
+            burn_bound: MicrosPerHour::default(),
             rates: BTreeMap::new(),
             alarms: BTreeMap::new(),
             log: VecDeque::new(),
@@ -358,17 +370,28 @@ impl Room {
             Event::Telemetry { gpus, progress } => self.on_telemetry(at, gpus, progress, &mut effects),
             Event::PriceTick { zone, instance_type, price } => self.on_price(at, zone, instance_type, *price, &mut effects),
             Event::InterruptionNotice { node, deadline } => self.on_notice(at, *node, *deadline, &mut effects),
-            Event::Operator { actor, action } => self.on_operator(at, actor, action, &mut effects),
+            Event::Operator { actor, action } => {
+                // The operator acts on figures as of now.
+                self.settle_all(at);
+                self.on_operator(at, actor, action, &mut effects)
+            }
             Event::SpotLifetimes { instance_type, lifetimes } => self.on_lifetimes(instance_type, lifetimes),
             Event::JobOutput { job, requests, tokens } => self.on_output(*job, *requests, *tokens),
             Event::GpuHealth { readings } => self.on_gpu_health(readings),
             Event::SourceStatus { source, ok, detail, stale } => self.on_source_status(at, source, *ok, detail, stale, &mut effects),
-            Event::Tick => Ok(()),
+            // Ticks come when the console wants a view: its money is exact.
+            Event::Tick => {
+                self.settle_all(at);
+                Ok(())
+            }
         };
         if let Err(reason) = outcome {
             effects.extend(self.reject(at, reason));
         }
         self.checkpoints_due(at, &mut effects);
+        if self.budgets_may_move(at) {
+            self.settle_all(at);
+        }
         self.check_budgets(at, &mut effects);
         self.check_waits(at, &mut effects);
         if self.queue_dirty {
@@ -431,6 +454,9 @@ impl Room {
             self.market.register(spec.pool(), spec.on_demand_price);
         }
         self.nodes.insert(spec.id, Node::new(spec.clone(), at));
+        // A new node costs from now; until the next settle, at most this.
+        self.accrued_to.insert(spec.id, at);
+        self.burn_bound = MicrosPerHour(self.burn_bound.0.saturating_add(self.rate_bound(spec.id)));
         let verb = if relaunch { "relaunched" } else { "joined" };
         self.note(
             at,
@@ -486,6 +512,7 @@ impl Room {
                 }
             }
         }
+        self.settle_node(node_id);
         if let Some(node) = self.nodes.get_mut(&node_id) {
             node.state = NodeState::Down { since: at };
         }
@@ -706,6 +733,9 @@ impl Room {
 
     /// Frees the job's GPUs (no state change).
     fn release(&mut self, id: JobId) {
+        if let Some(node) = self.jobs.get(&id).and_then(|j| j.placement.as_ref()).map(|p| p.node) {
+            self.settle_node(node);
+        }
         let Some(job) = self.jobs.get_mut(&id) else { return };
         self.holding.remove(&id);
         if let Some(placement) = job.placement.take()
@@ -825,6 +855,10 @@ impl Room {
     fn on_price(&mut self, at: At, zone: &str, instance_type: &str, price: MicrosPerHour, effects: &mut Vec<Effect>) -> Result<(), String> {
         let key = crate::core::ids::PoolKey { zone: zone.to_string(), instance_type: instance_type.to_string() };
         let before = self.market.price(&key);
+        if before != Some(price) {
+            // Spot nodes of this pool were charged at the old price until now.
+            self.settle_all(at);
+        }
         self.market.observe(key.clone(), at, price)?;
         if let Some(before) = before
             && before.0 > 0

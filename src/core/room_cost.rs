@@ -8,7 +8,7 @@ use super::ids::{JobId, NodeId};
 use super::job::Phase;
 use super::room::Room;
 use super::units::{At, Micros, MicrosPerHour};
-use crate::cost::ledger::{LedgerLine, LineKind};
+use crate::cost::ledger::{add_to, LedgerLine, LineKind};
 use crate::cost::{split_exact, Accrual};
 
 impl Room {
@@ -20,26 +20,97 @@ impl Room {
         }
     }
 
-    /// Charges every up node from the last event to `to`, split at month starts
-    /// so that month-to-date figures are exact, and adds attained service to
-    /// the running jobs.
-    /// Returns the ledger lines of every hour that closed on the way.
+    /// Moves the clock's money to `to`: attained service for the running jobs,
+    /// and every hour that closes on the way settled and turned into ledger
+    /// lines (returned). Nodes are not charged here otherwise: a node's price
+    /// is constant while nothing about it changes, so it is charged lazily
+    /// (`settle_node`) just before it changes, and every node at once
+    /// (`settle_all`) at hour ends, price changes, ticks, operator actions and
+    /// when a budget level could move. Totals are the same as charging on
+    /// every event; this keeps an event's cost independent of fleet size.
     pub(crate) fn accrue_until(&mut self, to: At) -> Vec<LedgerLine> {
         let mut closed = Vec::new();
         let Some(mut from) = self.now else { return closed };
         if self.period.start.is_none() {
             self.period.start = Some(from);
         }
+        if self.settled_at.is_none() {
+            // A room restored from a snapshot of before lazy charging was
+            // charged up to its clock.
+            self.settled_at = Some(from);
+        }
+        self.add_service(from, to);
         while from < to {
             let next_hour = super::units::start_of_next_hour(from);
-            let end = super::units::start_of_next_month(from).min(next_hour).min(to);
-            self.accrue_span(from, end);
-            if end == next_hour {
-                closed.extend(self.close_period(end));
+            if next_hour > to {
+                break;
             }
-            from = end;
+            self.settle_all(next_hour);
+            closed.extend(self.close_period(next_hour));
+            from = next_hour;
         }
         closed
+    }
+
+    /// Charges one node up to the room's clock, before something about it
+    /// (its allocations, its state) changes.
+    pub(crate) fn settle_node(&mut self, id: NodeId) {
+        let Some(at) = self.now else { return };
+        let from = self.accrued_to.get(&id).copied().or(self.settled_at);
+        if let Some(from) = from
+            && from < at
+            && self.nodes.get(&id).is_some_and(Node::is_up)
+        {
+            self.charge_node(id, from, at);
+        }
+        self.accrued_to.insert(id, at);
+    }
+
+    /// Charges every up node up to `at`, and measures the fleet's burn bound
+    /// for `budgets_may_move`.
+    pub(crate) fn settle_all(&mut self, at: At) {
+        let ids: Vec<NodeId> = self.nodes.iter().filter(|(_, n)| n.is_up()).map(|(id, _)| *id).collect();
+        let mut bound = 0i64;
+        for id in ids {
+            let from = self.accrued_to.get(&id).copied().or(self.settled_at);
+            if let Some(from) = from
+                && from < at
+            {
+                self.charge_node(id, from, at);
+            }
+            bound = bound.saturating_add(self.rate_bound(id));
+        }
+        self.accrued_to.clear();
+        self.settled_at = Some(at);
+        self.burn_bound = MicrosPerHour(bound);
+    }
+
+    /// The most a node can cost an hour until the next `settle_all` (which
+    /// every price change causes): its rate, or its list price if higher.
+    pub(crate) fn rate_bound(&self, id: NodeId) -> i64 {
+        self.nodes.get(&id).map_or(0, |node| self.node_rate(node).map_or(0, |r| r.0).max(node.spec.on_demand_price.0).max(0))
+    }
+
+    /// Whether the money not yet charged could move some tenant's budget
+    /// level: its spend plus an upper bound on what the fleet cost since the
+    /// last settle lands in another level than its spend alone. Levels only
+    /// rise with spend, so when this is false the stale figures give the
+    /// levels the exact ones would.
+    pub(crate) fn budgets_may_move(&self, at: At) -> bool {
+        let Some(since) = self.settled_at else { return false };
+        let millis = (at - since).num_milliseconds().max(0);
+        if millis == 0 || self.tenants.is_empty() {
+            return false;
+        }
+        let gpus: i64 = self.nodes.values().filter(|n| n.is_up()).map(|n| i64::from(n.spec.gpu_count)).sum();
+        // Each GPU's carried remainder can add one micro-unit.
+        let bound = Micros(((i128::from(self.burn_bound.0) * i128::from(millis) + 3_599_999) / 3_600_000) as i64 + gpus + 1);
+        let policy = &self.config.cost.budget;
+        self.tenants.iter().any(|(id, spec)| {
+            let spent = self.books.month_to_date(id, at);
+            let approval = self.approvals.get(id);
+            policy.level(spec.monthly_budget, spent, approval, at) != policy.level(spec.monthly_budget, spent + bound, approval, at)
+        })
     }
 
     /// Ends the open charge period at `end`: its lines, attributed, and a new
@@ -134,7 +205,8 @@ impl Room {
         }
     }
 
-    fn accrue_span(&mut self, from: At, to: At) {
+    /// Attained service for the running jobs over `[from, to)`.
+    fn add_service(&mut self, from: At, to: At) {
         let millis = (to - from).num_milliseconds();
         if millis <= 0 {
             return;
@@ -146,41 +218,60 @@ impl Room {
                 job.service_gpu_ms += i64::from(job.spec.gpus) * millis;
             }
         }
-        let ids: Vec<NodeId> = self.nodes.iter().filter(|(_, n)| n.is_up()).map(|(id, _)| *id).collect();
-        for id in ids {
-            let node = &self.nodes[&id];
+    }
+
+    /// Charges one node over `[from, to)` (within one hour) at its current
+    /// state: its GPUs' shares to the jobs on them by memory, the rest idle.
+    fn charge_node(&mut self, id: NodeId, from: At, to: At) {
+        let millis = (to - from).num_milliseconds();
+        if millis <= 0 {
+            return;
+        }
+        let Room { nodes, accruals, period, books, jobs, market, .. } = self;
+        let Some(node) = nodes.get(&id) else { return };
+        let mut charges: Vec<(JobId, i64)> = Vec::new();
+        let mut weights: Vec<u64> = Vec::new();
+        {
             let mode = node.spec.billing;
-            let Some(rate) = self.node_rate(node) else {
-                self.books.unpriced_ms += millis;
-                continue;
+            let rate = match mode {
+                // Found by a scan of the few pools: building a `PoolKey` would allocate.
+                BillingMode::Spot => market
+                    .pools
+                    .iter()
+                    .find(|(key, _)| key.zone == node.spec.zone && key.instance_type == node.spec.instance_type)
+                    .and_then(|(_, pool)| pool.price),
+                BillingMode::OnDemand | BillingMode::Reserved => Some(node.spec.contract_price),
+            };
+            let Some(rate) = rate else {
+                books.unpriced_ms += millis;
+                return;
             };
             let gpu_count = i64::from(node.spec.gpu_count);
-            let shares: Vec<(u64, u64)> = node.gpus.iter().map(|g| node.spec.share_of(g.memory, g.mig)).collect();
-            let accruals = self.accruals.entry(id).or_default();
-            accruals.resize(shares.len().max(accruals.len()), Accrual::default());
-            let per_unit: Vec<(i64, (u64, u64))> = shares
-                .into_iter()
-                .zip(accruals.iter_mut())
-                .map(|((num, den), accrual)| (accrual.accrue_fraction(rate, millis, num, den).0, (num, den)))
-                .collect();
-            let node = &self.nodes[&id];
+            let unit_accruals = accruals.entry(id).or_default();
+            if unit_accruals.len() < node.gpus.len() {
+                unit_accruals.resize(node.gpus.len(), Accrual::default());
+            }
+            let lines = period.instance.entry(id).or_default();
             let list_rate = node.spec.on_demand_price.0 as f64;
             // Each unit's share goes to the jobs on it by memory share; the rest is idle.
-            let mut charges: Vec<(JobId, i64)> = Vec::new();
+            charges.clear();
             let mut idle = 0i64;
             // GPU-milliseconds busy, a slice counting as its fraction of a GPU.
             let mut busy_ms: i128 = 0;
-            for (gpu, (share, (num, den))) in node.gpus.iter().zip(per_unit) {
+            for (gpu, accrual) in node.gpus.iter().zip(unit_accruals.iter_mut()) {
+                let (num, den) = node.spec.share_of(gpu.memory, gpu.mig);
+                let share = accrual.accrue_fraction(rate, millis, num, den).0;
                 // The unit's share of GPU time and of the list price over the span.
                 let unit_ms = (i128::from(millis) * i128::from(num) * i128::from(gpu_count) / i128::from(den.max(1))) as i64;
                 let unit_list = list_rate * millis as f64 * num as f64 / den.max(1) as f64 / 3_600_000.0;
                 if gpu.allocations.is_empty() {
                     idle += share;
-                    self.period.add((id, gpu.index, None), Micros(share), unit_list, unit_ms);
+                    add_to(lines, gpu.index, None, Micros(share), unit_list, unit_ms);
                     continue;
                 }
                 busy_ms += i128::from(unit_ms);
-                let mut weights: Vec<u64> = gpu.allocations.iter().map(|a| u64::from(a.size.0)).collect();
+                weights.clear();
+                weights.extend(gpu.allocations.iter().map(|a| u64::from(a.size.0)));
                 let free = u64::from(gpu.memory.0).saturating_sub(weights.iter().sum());
                 let exclusive = gpu.has_exclusive();
                 weights.push(if exclusive { 0 } else { free });
@@ -189,24 +280,23 @@ impl Room {
                 for ((alloc, part), weight) in gpu.allocations.iter().zip(&parts).zip(&weights) {
                     charges.push((alloc.job, *part));
                     let w = *weight as f64 / total_weight;
-                    self.period.add((id, gpu.index, Some(alloc.job)), Micros(*part), unit_list * w, (unit_ms as f64 * w).round() as i64);
+                    add_to(lines, gpu.index, Some(alloc.job), Micros(*part), unit_list * w, (unit_ms as f64 * w).round() as i64);
                 }
                 let idle_part = parts.last().copied().unwrap_or(0);
                 idle += idle_part;
                 if idle_part > 0 || !exclusive && free > 0 {
                     let w = weights.last().copied().unwrap_or(0) as f64 / total_weight;
-                    self.period.add((id, gpu.index, None), Micros(idle_part), unit_list * w, (unit_ms as f64 * w).round() as i64);
+                    add_to(lines, gpu.index, None, Micros(idle_part), unit_list * w, (unit_ms as f64 * w).round() as i64);
                 }
             }
             let allocated: i64 = charges.iter().map(|(_, c)| c).sum();
-            self.books.charge_mode(mode, Micros(allocated), Micros(idle));
-            self.books.gpu_ms_allocated[mode.index()] += busy_ms as i64;
-            self.books.gpu_ms_idle[mode.index()] += gpu_count * millis - busy_ms as i64;
-            for (job_id, part) in charges {
-                if let Some(job) = self.jobs.get_mut(&job_id) {
+            books.charge_mode(mode, Micros(allocated), Micros(idle));
+            books.gpu_ms_allocated[mode.index()] += busy_ms as i64;
+            books.gpu_ms_idle[mode.index()] += gpu_count * millis - busy_ms as i64;
+            for &(job_id, part) in &charges {
+                if let Some(job) = jobs.get_mut(&job_id) {
                     job.cost += Micros(part);
-                    let tenant = job.spec.tags.tenant.clone();
-                    self.books.charge_tenant(&tenant, from, Micros(part));
+                    books.charge_tenant(&job.spec.tags.tenant, from, Micros(part));
                 }
             }
         }

@@ -94,8 +94,15 @@ impl Room {
         let mut held: BTreeMap<TenantId, Held> = BTreeMap::new();
         for job in self.holding.iter().filter_map(|id| self.jobs.get(id)) {
             let tenant = &job.spec.tags.tenant;
-            resources.entry(tenant.clone()).or_default().add(Resources::of(&job.spec));
-            held.entry(tenant.clone()).or_default().add(Held::of(&job.spec));
+            // A tenant's name is cloned once, not once per job (every pass runs this).
+            match resources.get_mut(tenant) {
+                Some(r) => r.add(Resources::of(&job.spec)),
+                None => resources.entry(tenant.clone()).or_default().add(Resources::of(&job.spec)),
+            }
+            match held.get_mut(tenant) {
+                Some(h) => h.add(Held::of(&job.spec)),
+                None => held.entry(tenant.clone()).or_default().add(Held::of(&job.spec)),
+            }
         }
         (resources, held)
     }
@@ -147,6 +154,7 @@ impl Room {
     }
 
     fn allocate(&mut self, at: At, id: JobId, plan: Plan, effects: &mut Vec<Effect>) {
+        self.settle_node(plan.node);
         let Some(spec) = self.jobs.get(&id).map(|j| j.spec.clone()) else { return };
         let time_sharing = self.config.sched.time_sharing;
         if let Some(node) = self.nodes.get_mut(&plan.node) {
@@ -415,11 +423,16 @@ impl Room {
     /// Running jobs whose checkpoint interval has passed start saving.
     pub(crate) fn checkpoints_due(&mut self, at: At, effects: &mut Vec<Effect>) {
         let policy = &self.config.checkpoint;
+        // Every interval a job can have is its risk's, the spot maximum or the
+        // stable one; a job not due at the shortest of those is not due, and
+        // skips the node lookup (this runs on every event).
+        let shortest = policy.max_interval.min(policy.stable_interval);
         let due: Vec<JobId> = self
             .holding
             .iter()
             .filter_map(|id| self.jobs.get(id))
             .filter(|job| job.phase() == Phase::Running)
+            .filter(|job| policy.is_due(job, job.risk.as_ref().map_or(shortest, |r| r.interval.min(shortest)), at))
             .filter(|job| self.checkpoint_interval(job.spec.id).is_some_and(|interval| policy.is_due(job, interval, at)))
             .map(|job| job.spec.id)
             .collect();

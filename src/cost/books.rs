@@ -66,7 +66,12 @@ pub fn month_of(at: At) -> (i32, u32) {
 impl Books {
     pub fn charge_tenant(&mut self, tenant: &TenantId, at: At, amount: Micros) {
         let month = month_of(at);
-        let book = self.tenants.entry(tenant.clone()).or_default();
+        // Found before inserting: this runs for every job on every event, and
+        // `entry` would allocate the key each time.
+        let book = match self.tenants.get_mut(tenant) {
+            Some(book) => book,
+            None => self.tenants.entry(tenant.clone()).or_default(),
+        };
         if book.month != month {
             book.month = month;
             book.month_to_date = Micros::ZERO;

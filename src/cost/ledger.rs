@@ -103,23 +103,7 @@ pub struct OpenPeriod {
 impl OpenPeriod {
     pub fn add(&mut self, key: (NodeId, u8, Option<JobId>), amount: Micros, list: f64, gpu_ms: i64) {
         let (node, unit, job) = key;
-        let units = self.instance.entry(node).or_default();
-        let unit = usize::from(unit);
-        if units.len() <= unit {
-            units.resize_with(unit + 1, Vec::new);
-        }
-        let lines = &mut units[unit];
-        let i = match lines.iter().position(|(j, _)| *j == job) {
-            Some(i) => i,
-            None => {
-                lines.push((job, OpenLine::default()));
-                lines.len() - 1
-            }
-        };
-        let line = &mut lines[i].1;
-        line.amount += amount;
-        line.list += list;
-        line.gpu_ms += gpu_ms;
+        add_to(self.instance.entry(node).or_default(), unit, job, amount, list, gpu_ms);
     }
 
     /// Every open instance line with its (node, unit, job or idle).
@@ -133,6 +117,26 @@ impl OpenPeriod {
     pub fn total(&self) -> Micros {
         self.lines().map(|(_, l)| l.amount).sum::<Micros>() + self.services.iter().map(|l| l.amount).sum::<Micros>()
     }
+}
+
+/// `OpenPeriod::add` on one node's units, found once for all its GPUs.
+pub fn add_to(units: &mut Vec<UnitLines>, unit: u8, job: Option<JobId>, amount: Micros, list: f64, gpu_ms: i64) {
+    let unit = usize::from(unit);
+    if units.len() <= unit {
+        units.resize_with(unit + 1, Vec::new);
+    }
+    let lines = &mut units[unit];
+    let i = match lines.iter().position(|(j, _)| *j == job) {
+        Some(i) => i,
+        None => {
+            lines.push((job, OpenLine::default()));
+            lines.len() - 1
+        }
+    };
+    let line = &mut lines[i].1;
+    line.amount += amount;
+    line.list += list;
+    line.gpu_ms += gpu_ms;
 }
 
 /// `bytes` at `per_gib` a GiB, rounded to the micro-unit.
