@@ -31,7 +31,7 @@ fn record(path: &Path, hours: i64, seed: u64, snapshot_every: u64) -> Room {
 fn replaying_the_log_rebuilds_the_identical_state_and_view() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("run.db");
-    let live = record(&path, 12, 7, 2_000);
+    let live = record(&path, 12, 7, 500);
     let live_view = live.view();
     assert!(live_view.totals.stats.done > 50, "a busy run: {:?}", live_view.totals.stats);
     assert!(live_view.totals.stats.notices > 0, "interruptions happened");
@@ -42,6 +42,10 @@ fn replaying_the_log_rebuilds_the_identical_state_and_view() {
     assert_eq!(from_start.view(), live_view);
     assert_eq!(from_start, live);
 
+    // Snapshots were taken every 500 events; only the newest two are kept.
+    let conn = rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+    let kept: i64 = conn.query_row("SELECT COUNT(*) FROM snapshots", [], |r| r.get(0)).unwrap();
+    assert!(applied > 3 * 500 && kept == 2, "{kept} snapshots kept of {applied} events");
     let (from_snapshot, tail) = replay(&store, true).unwrap();
     assert!(tail < applied, "the snapshot shortened the replay ({tail} of {applied})");
     assert_eq!(from_snapshot.view(), live_view);

@@ -2,8 +2,8 @@
 //!
 //! * `events` — the append-only event log. Each event is written before it
 //!   is applied; replaying the log into a fresh `Room` rebuilds the state.
-//! * `snapshots` — the whole `Room` every so often, so a replay can start
-//!   from the latest one instead of the beginning.
+//! * `snapshots` — the whole `Room` every so often (the newest two kept), so
+//!   a replay can start from the latest one instead of the beginning.
 //! * `meta` — the `RoomConfig` the run started with and what produced it.
 //! * `ledger` — append-only cost lines (see `ledger`).
 //! * `audit` — append-only operator actions with their outcome (see `audit`).
@@ -301,6 +301,12 @@ impl Store {
         let at = room.now().map(at_text).unwrap_or_default();
         self.conn
             .execute("INSERT OR REPLACE INTO snapshots (seq, at, room) VALUES (?1, ?2, ?3)", params![seq, at, json])
+            .map_err(|e| self.sql_err(e))?;
+        // Only the newest snapshot is ever read, and the log rebuilds any
+        // other; keeping every one grew a simulated month's log by gigabytes
+        // (the room holds every job it has seen). The one before stays too.
+        self.conn
+            .execute("DELETE FROM snapshots WHERE seq < (SELECT MIN(seq) FROM (SELECT seq FROM snapshots ORDER BY seq DESC LIMIT 2))", [])
             .map_err(|e| self.sql_err(e))?;
         Ok(())
     }
