@@ -58,6 +58,9 @@ impl World for Simulation {
     }
 }
 
+/// A command's id in the commands table and what the room made of it.
+pub type CommandOutcome = (i64, Result<String, String>);
+
 /// What resuming a crashed run found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Recovery {
@@ -132,8 +135,8 @@ impl<W: World> Engine<W> {
     }
 
     /// Applies the attached consoles' pending commands, oldest first, each in
-    /// the batch that acknowledges it. Returns each command's outcome.
-    pub fn apply_commands(&mut self, now_ms: i64) -> Result<Vec<(i64, Result<String, String>)>, StoreError> {
+    /// the batch that acknowledges it. Returns each command's id and outcome.
+    pub fn apply_commands(&mut self, now_ms: i64) -> Result<Vec<CommandOutcome>, StoreError> {
         let Some(store) = self.store.as_ref() else { return Ok(Vec::new()) };
         let pending = store.pending_commands(256)?;
         if pending.is_empty() {

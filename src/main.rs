@@ -600,7 +600,7 @@ fn run_console(cli: &Cli) -> Result<()> {
         None => (build(&cli.world, &cli.policy, None)?, host::Duty::new(host::this_process()), None),
         Some(path) => match open_sim_log(&cli.world, &cli.policy, path, &traces)? {
             host::Opened::Attach { lease } => return run_attached(cli, path, Some(lease)),
-            host::Opened::Owner { engine, duty, resumed } => (engine, duty, resumed),
+            host::Opened::Owner { engine, duty, resumed } => (*engine, duty, resumed),
         },
     };
     match (&resumed, log_path.as_deref()) {
@@ -713,7 +713,7 @@ fn run_engine(world: &WorldArgs, policy: &PolicyArgs, db: &Path, pace: Pace, unt
     let traces = Traces::embedded().context("parsing the embedded traces")?;
     let (mut engine, mut duty, resumed) = match open_sim_log(world, policy, db, &traces)? {
         host::Opened::Attach { lease } => bail!("{}: already owned by the engine {} (attach a console with gpuroom --db {})", db.display(), lease.holder, db.display()),
-        host::Opened::Owner { engine, duty, resumed } => (engine, duty, resumed),
+        host::Opened::Owner { engine, duty, resumed } => (*engine, duty, resumed),
     };
     match &resumed {
         Some(r) => eprintln!("engine: {}", r.describe(db)),

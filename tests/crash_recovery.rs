@@ -53,10 +53,11 @@ fn kill(mut child: Child) {
 fn busy_view(attached: &Attached, limit: Duration) -> gpuroom::core::View {
     let start = Instant::now();
     loop {
-        if let Ok(Some(p)) = attached.latest_view(i64::MIN) {
-            if p.view.jobs.iter().filter(|j| j.phase == Phase::Running).count() >= 6 && p.seq > 2_000 {
-                return p.view;
-            }
+        if let Ok(Some(p)) = attached.latest_view(i64::MIN)
+            && p.view.jobs.iter().filter(|j| j.phase == Phase::Running).count() >= 6
+            && p.seq > 2_000
+        {
+            return p.view;
         }
         assert!(start.elapsed() < limit, "the engine published no busy view in {limit:?}");
         sleep(Duration::from_millis(50));

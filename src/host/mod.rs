@@ -114,7 +114,8 @@ impl Duty {
 /// What `--db FILE` opened.
 pub enum Opened {
     /// A new run (`resumed: None`), or an earlier one resumed.
-    Owner { engine: Engine<Simulation>, duty: Duty, resumed: Option<Resumed> },
+    /// (Boxed: an engine is kilobytes, an attach is a lease row.)
+    Owner { engine: Box<Engine<Simulation>>, duty: Duty, resumed: Option<Resumed> },
     /// An engine is alive on this file: attach to it.
     Attach { lease: Lease },
 }
@@ -171,7 +172,7 @@ pub fn open_sim(path: &Path, new: NewSim<'_>, created_with: &str) -> anyhow::Res
         let mut store = Store::create(path, &meta)?;
         store.acquire_lease(&me, now_ms(), &is_alive)?;
         let sim = Simulation::new(new.config, new.traces, new.seed)?;
-        return Ok(Opened::Owner { engine: Engine::new(new.room, sim, Some(store)), duty: Duty::new(me), resumed: None });
+        return Ok(Opened::Owner { engine: Box::new(Engine::new(new.room, sim, Some(store))), duty: Duty::new(me), resumed: None });
     }
     let mut store = Store::open_for_writing(path)?;
     let old = match store.acquire_lease(&me, now_ms(), &is_alive) {
@@ -190,5 +191,5 @@ pub fn open_sim(path: &Path, new: NewSim<'_>, created_with: &str) -> anyhow::Res
     let config = SimConfig::parse(&world.config_name, &world.config_toml)?;
     let sim = Simulation::new(config, new.traces, world.seed)?;
     let (engine, recovery) = Engine::resume(Room::new(meta.room_config), sim, store)?;
-    Ok(Opened::Owner { engine, duty: Duty::new(me), resumed: Some(Resumed { from: old, recovery }) })
+    Ok(Opened::Owner { engine: Box::new(engine), duty: Duty::new(me), resumed: Some(Resumed { from: old, recovery }) })
 }

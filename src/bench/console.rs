@@ -1,0 +1,235 @@
+//! The console at scale: `Room::view()` and whole-console frames
+//! (`tui::draw_buffer`) on `tui::fixture_large::large_room`, and what the
+//! process then holds in memory (VmRSS, VmHWM of /proc/self/status).
+//!
+//! Memory is only meaningful in a process that did nothing else, so the
+//! whole console measurement runs in a child: `gpuroom bench --probe-memory`
+//! calls [`console_memory_probe`], which prints one line, `MARKER` and the
+//! figures as JSON, that [`measure`] reads back. If no child can be run,
+//! the figures are taken in this process and say so.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use serde::{Deserialize, Serialize};
+
+use super::progress;
+use crate::tui::fixture_large::large_room;
+use crate::tui::{App, DrawContext, Theme};
+
+/// Starts the probe's line on the child's standard output.
+pub const MARKER: &str = "gpuroom-console-probe ";
+
+/// The argument `gpuroom bench` re-invokes itself with.
+pub const PROBE_ARG: &str = "--probe-memory";
+
+/// The fixture's seed.
+const SEED: u64 = 1;
+
+/// Median and 95th percentile of a set of timings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    pub n: usize,
+    pub median_ms: f64,
+    pub p95_ms: f64,
+}
+
+impl Spread {
+    pub fn of(mut ms: Vec<f64>) -> Spread {
+        ms.sort_by(f64::total_cmp);
+        let n = ms.len();
+        let at = |q: f64| ms.get(((n as f64 * q).ceil() as usize).saturating_sub(1).min(n.saturating_sub(1))).copied().unwrap_or(0.0);
+        let median = if n == 0 {
+            0.0
+        } else if n % 2 == 1 {
+            ms[n / 2]
+        } else {
+            (ms[n / 2 - 1] + ms[n / 2]) / 2.0
+        };
+        Spread { n, median_ms: median, p95_ms: at(0.95) }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FrameFigures {
+    pub width: u16,
+    pub height: u16,
+    pub time: Spread,
+}
+
+/// VmRSS and VmHWM, in MB (10^6 bytes).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MemoryFigures {
+    pub rss_mb: f64,
+    pub hwm_mb: f64,
+}
+
+/// Everything measured on the large room.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConsoleFigures {
+    /// What the fixture was asked for.
+    pub gpus: usize,
+    pub jobs: usize,
+    /// What its view shows.
+    pub view_gpus: u32,
+    pub view_nodes: usize,
+    pub view_queued: u32,
+    pub view_running: u32,
+    pub view_done: u64,
+    /// Building the room through `Room::apply`.
+    pub build_secs: f64,
+    pub view: Spread,
+    pub frames: Vec<FrameFigures>,
+    /// `None`: no /proc/self/status here.
+    pub memory: Option<MemoryFigures>,
+}
+
+/// Sizes of the measurement: (GPUs, jobs, views, frames per size).
+fn sizes(quick: bool) -> (usize, usize, usize, usize) {
+    if quick { (100, 1_000, 5, 10) } else { (1_000, 10_000, 20, 50) }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// VmRSS and VmHWM of this process, if /proc says.
+pub fn read_memory() -> Option<MemoryFigures> {
+    parse_status(&std::fs::read_to_string("/proc/self/status").ok()?)
+}
+
+pub(crate) fn parse_status(status: &str) -> Option<MemoryFigures> {
+    let kb = |key: &str| -> Option<f64> {
+        let v = status.lines().find_map(|l| l.strip_prefix(key))?;
+        v.trim().strip_suffix("kB")?.trim().parse::<f64>().ok()
+    };
+    Some(MemoryFigures { rss_mb: kb("VmRSS:")? * 1024.0 / 1e6, hwm_mb: kb("VmHWM:")? * 1024.0 / 1e6 })
+}
+
+/// Builds the large room and its view, times views and frames, then reads
+/// what the process holds. In this process.
+pub fn measure_here(quick: bool) -> ConsoleFigures {
+    let (gpus, jobs, views, frames) = sizes(quick);
+    progress(format_args!("console: building the room ({gpus} GPUs, {jobs} jobs) through Room::apply"));
+    let started = Instant::now();
+    let room = large_room(gpus, jobs, SEED);
+    let build_secs = started.elapsed().as_secs_f64();
+    progress(format_args!("console: built in {build_secs:.1} s; timing {views} views"));
+    let mut view_ms = Vec::with_capacity(views);
+    let mut view = room.view();
+    for _ in 0..views {
+        let started = Instant::now();
+        view = std::hint::black_box(room.view());
+        view_ms.push(ms(started.elapsed()));
+    }
+    let app = App::new();
+    let ctx = DrawContext { theme: Theme::dark(), data_age: Some(Duration::from_millis(250)), ..DrawContext::new("SIM ×60 seed 1") };
+    let mut figures = Vec::new();
+    for (width, height) in [(120u16, 40u16), (200, 60)] {
+        progress(format_args!("console: drawing {frames} frames at {width}×{height}"));
+        let area = Rect::new(0, 0, width, height);
+        let mut buf = Buffer::empty(area);
+        let mut times = Vec::with_capacity(frames);
+        for _ in 0..frames {
+            let started = Instant::now();
+            buf.reset();
+            crate::tui::draw_buffer(&app, &view, &ctx, area, &mut buf);
+            std::hint::black_box(&buf);
+            times.push(ms(started.elapsed()));
+        }
+        figures.push(FrameFigures { width, height, time: Spread::of(times) });
+    }
+    // The room, its view and the frame are all alive here, as in the console.
+    let memory = read_memory();
+    std::hint::black_box((&room, &view));
+    ConsoleFigures {
+        gpus,
+        jobs,
+        view_gpus: view.cluster.gpus_total,
+        view_nodes: view.nodes.len(),
+        view_queued: view.queue.depth,
+        view_running: view.queue.running,
+        view_done: view.totals.stats.done,
+        build_secs,
+        view: Spread::of(view_ms),
+        frames: figures,
+        memory,
+    }
+}
+
+/// The child's side (`gpuroom bench --probe-memory [--quick]`): measures the
+/// console in this fresh process and prints the figures on one line for the
+/// parent. Progress goes to standard error.
+pub fn console_memory_probe(quick: bool) -> anyhow::Result<()> {
+    let figures = measure_here(quick);
+    println!("\n{MARKER}{}", serde_json::to_string(&figures)?);
+    Ok(())
+}
+
+/// How the parent gets a child to run the probe.
+#[derive(Clone, Debug)]
+pub enum Probe {
+    /// This executable with `bench --probe-memory` (the `gpuroom` binary).
+    SelfExe,
+    /// This executable with these arguments and environment (a test binary
+    /// running its probe test).
+    Exe { args: Vec<String>, env: Vec<(String, String)> },
+    /// No child: measure in this process.
+    InProcess,
+}
+
+/// The figures and where they were taken.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConsoleRun {
+    pub figures: ConsoleFigures,
+    /// "a child process" or why not.
+    pub measured_in: String,
+}
+
+/// The figures from a line of the child's output, wherever the marker is on it.
+pub(crate) fn parse_probe_output(stdout: &str) -> Option<ConsoleFigures> {
+    stdout.lines().rev().find_map(|line| {
+        let at = line.find(MARKER)?;
+        serde_json::from_str(&line[at + MARKER.len()..]).ok()
+    })
+}
+
+fn run_child(probe: &Probe, quick: bool) -> Result<ConsoleFigures, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("no path to this executable: {e}"))?;
+    let mut cmd = Command::new(&exe);
+    match probe {
+        Probe::SelfExe => {
+            cmd.args(["bench", PROBE_ARG]);
+            if quick {
+                cmd.arg("--quick");
+            }
+        }
+        Probe::Exe { args, env } => {
+            cmd.args(args);
+            cmd.envs(env.iter().map(|(k, v)| (k, v)));
+        }
+        Probe::InProcess => return Err("asked to measure in this process".into()),
+    }
+    let out = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit()).output().map_err(|e| format!("{}: {e}", exe.display()))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    match parse_probe_output(&stdout) {
+        Some(figures) if out.status.success() => Ok(figures),
+        _ => Err(format!("{} did not print the probe's figures ({})", exe.display(), out.status)),
+    }
+}
+
+/// The console's figures, from a child process if `probe` can run one, else
+/// from this process (its memory then includes whatever ran before).
+pub fn measure(probe: &Probe, quick: bool) -> ConsoleRun {
+    match run_child(probe, quick) {
+        Ok(figures) => ConsoleRun { figures, measured_in: "a child process that does nothing else".into() },
+        Err(why) => {
+            if !matches!(probe, Probe::InProcess) {
+                progress(format_args!("console: measuring in this process instead: {why}"));
+            }
+            ConsoleRun { figures: measure_here(quick), measured_in: format!("this process ({why}); memory includes the benchmarks before it") }
+        }
+    }
+}

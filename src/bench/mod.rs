@@ -1,0 +1,100 @@
+//! `gpuroom bench`: measures the product at scale and prints figures and
+//! their ratio to the targets (issue 8); it asserts nothing about time.
+//!
+//! * events applied per second by `Room::apply` on a recorded simulated day
+//!   (`throughput::apply_rate`);
+//! * 30 simulated days of 1,000 GPUs and about 100,000 jobs end to end
+//!   through `engine::Engine`, without and with the SQLite event log
+//!   (`throughput::run_month`), against 30 s;
+//! * `Room::view()` and whole-console frames at 1,000 GPUs and 10,000 jobs
+//!   against the 100 ms frame budget, and the memory the console process
+//!   then holds against 100 MB (`console`, in a child process).
+//!
+//! `run` does it all and returns a [`Report`] (terminal text, and a
+//! docs/benchmarks.md page written to `BenchOptions::out`). Progress goes to
+//! standard error. Quick mode uses tiny sizes, for tests and CI.
+
+mod console;
+mod machine;
+mod report;
+mod throughput;
+
+#[cfg(test)]
+mod tests;
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::Context;
+
+pub use console::{console_memory_probe, ConsoleFigures, ConsoleRun, FrameFigures, MemoryFigures, Probe, Spread, PROBE_ARG};
+pub use machine::Machine;
+pub use throughput::{ApplyFigures, MonthFigures};
+
+use crate::sim::Traces;
+
+/// The month's target: wall seconds.
+pub const MONTH_TARGET_SECS: f64 = 30.0;
+/// A frame (and a view) against the console's frame budget.
+pub const FRAME_BUDGET_MS: f64 = 100.0;
+/// The console process's memory target.
+pub const MEMORY_TARGET_MB: f64 = 100.0;
+
+#[derive(Clone, Debug, Default)]
+pub struct BenchOptions {
+    /// Tiny sizes (a day on the default cluster, 100 GPUs / 1,000 jobs in the
+    /// console) for tests and CI smoke runs.
+    pub quick: bool,
+    /// Where to write the markdown report (e.g. docs/benchmarks.md).
+    pub out: Option<PathBuf>,
+}
+
+/// Every figure of a run, and the machine it ran on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Report {
+    pub machine: Machine,
+    pub quick: bool,
+    pub apply: ApplyFigures,
+    pub month: MonthFigures,
+    /// The same span with the SQLite event log on a temporary file.
+    pub month_logged: MonthFigures,
+    pub console: ConsoleRun,
+    /// Wall seconds of the whole bench.
+    pub total_secs: f64,
+}
+
+/// A progress line on standard error.
+pub(crate) fn progress(what: std::fmt::Arguments<'_>) {
+    eprintln!("bench: {what}");
+}
+
+/// Runs every benchmark (the console's in a child `gpuroom bench
+/// --probe-memory`) and writes the markdown to `opts.out` if given.
+pub fn run(opts: &BenchOptions) -> anyhow::Result<Report> {
+    run_with(opts, &Probe::SelfExe)
+}
+
+/// `run`, with the way the console's child process is started given.
+pub fn run_with(opts: &BenchOptions, probe: &Probe) -> anyhow::Result<Report> {
+    let started = Instant::now();
+    let machine = Machine::detect();
+    let quick = opts.quick;
+    progress(format_args!("{} run, {} build, {} cores", if quick { "quick" } else { "full" }, machine.profile, machine.cores));
+    // First, so that an in-process fallback's memory is mostly the console's.
+    let console = console::measure(probe, quick);
+    let traces = Traces::embedded().context("parsing the embedded traces")?;
+    let apply = if quick { throughput::apply_rate(&traces, 3, 2)? } else { throughput::apply_rate(&traces, 24, 5)? };
+    let plan = throughput::month_plan(&traces, quick)?;
+    let month = throughput::run_month(&plan, &traces, false)?;
+    let month_logged = throughput::run_month(&plan, &traces, true)?;
+    let report = Report { machine, quick, apply, month, month_logged, console, total_secs: started.elapsed().as_secs_f64() };
+    if let Some(path) = &opts.out {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        std::fs::write(path, report.markdown()).with_context(|| format!("writing {}", path.display()))?;
+        progress(format_args!("wrote {}", path.display()));
+    }
+    progress(format_args!("done in {:.1} s", report.total_secs));
+    Ok(report)
+}

@@ -1,0 +1,147 @@
+//! The bench end to end in quick mode (every figure present and positive,
+//! the markdown's table and machine section), the parsers, and the ignored
+//! full run. No wall-clock thresholds: times are only required to be > 0.
+
+use super::console::{parse_probe_output, parse_status, MARKER};
+use super::*;
+
+/// Set in the child that `probe_child` runs the console probe in.
+const CHILD_ENV: &str = "GPUROOM_BENCH_PROBE_CHILD";
+
+/// The test binary re-invoked on `probe_child` alone: the console's child
+/// process when the bench runs under `cargo test`.
+fn test_probe(quick: bool) -> Probe {
+    Probe::Exe {
+        args: ["bench::tests::probe_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"].map(String::from).to_vec(),
+        env: vec![(CHILD_ENV.into(), if quick { "quick" } else { "full" }.into())],
+    }
+}
+
+/// Not a test of its own: the child side of `test_probe`. Does nothing
+/// unless the parent set `CHILD_ENV`.
+#[test]
+#[ignore = "the console probe's child process; run by the bench tests"]
+fn probe_child() {
+    if let Ok(mode) = std::env::var(CHILD_ENV) {
+        console_memory_probe(mode == "quick").unwrap();
+    }
+}
+
+fn positive(what: &str, x: f64) {
+    assert!(x.is_finite() && x > 0.0, "{what} = {x}");
+}
+
+fn check_month(m: &MonthFigures) {
+    positive("month wall", m.wall_secs);
+    positive("month speedup", m.speedup);
+    positive("month events/s", m.events_per_sec);
+    positive("target load", m.target_load);
+    assert!(m.days > 0 && m.gpus > 0);
+    assert!(m.events > 0 && m.jobs_submitted > 0 && m.jobs_finished > 0, "{m:?}");
+    assert!(m.jobs_finished <= m.jobs_submitted);
+}
+
+#[test]
+fn quick_bench_reports_every_figure_and_a_markdown_page() {
+    let dir = std::env::temp_dir().join(format!("gpuroom-bench-test-{}", std::process::id()));
+    let out = dir.join("benchmarks.md");
+    let report = run_with(&BenchOptions { quick: true, out: Some(out.clone()) }, &test_probe(true)).unwrap();
+
+    let a = &report.apply;
+    assert!(a.events > 0 && a.reps >= 1);
+    positive("apply best", a.best_secs);
+    positive("apply events/s", a.events_per_sec);
+    check_month(&report.month);
+    check_month(&report.month_logged);
+    assert!(report.month.log_bytes.is_none());
+    assert!(report.month_logged.log_bytes.unwrap() > 0, "the log was written");
+    // Same seed, same plan: the log changes nothing but the time.
+    assert_eq!(report.month.events, report.month_logged.events);
+    assert_eq!(report.month.jobs_submitted, report.month_logged.jobs_submitted);
+
+    let c = &report.console.figures;
+    assert_eq!(report.console.measured_in, "a child process that does nothing else", "the child ran");
+    assert!(c.view_gpus > 0 && c.view_nodes > 0 && c.view_queued + c.view_running > 0);
+    positive("build", c.build_secs);
+    positive("view median", c.view.median_ms);
+    positive("view p95", c.view.p95_ms);
+    assert_eq!(c.frames.iter().map(|f| (f.width, f.height)).collect::<Vec<_>>(), [(120, 40), (200, 60)]);
+    for f in &c.frames {
+        assert!(f.time.n > 0);
+        positive("frame median", f.time.median_ms);
+        positive("frame p95", f.time.p95_ms);
+    }
+    if std::path::Path::new("/proc/self/status").exists() {
+        let m = c.memory.as_ref().expect("memory measured where /proc is");
+        positive("rss", m.rss_mb);
+        assert!(m.hwm_mb >= m.rss_mb);
+    }
+    positive("total", report.total_secs);
+
+    let md = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(md, report.markdown());
+    assert!(md.starts_with("# Benchmarks"));
+    for needle in ["## Machine", "* CPU: ", "* cores: ", "* memory: ", "* OS: ", "* rustc: ", "* build profile: ", "* git revision: ", "* date: "] {
+        assert!(md.contains(needle), "markdown has {needle:?}");
+    }
+    assert!(md.contains("| measure | figure | target | ratio |\n|---|---|---|---|\n"));
+    let rows = report.rows();
+    assert_eq!(rows.len(), 8, "apply, 2 months, view, 2 frame sizes, RSS, HWM");
+    for r in &rows {
+        assert!(md.contains(&format!("| {} | {} | {} | {} |", r.measure, r.figure, r.target, r.ratio)));
+        assert!(!r.figure.is_empty());
+    }
+    assert!(md.contains("## How to rerun") && md.contains("cargo run --release -- bench"));
+    let text = report.text();
+    assert!(text.contains("events/s") && text.contains("VmRSS") && text.contains("ratio"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn probe_output_is_found_wherever_the_marker_is() {
+    let figures = ConsoleFigures {
+        gpus: 1,
+        jobs: 2,
+        view_gpus: 1,
+        view_nodes: 1,
+        view_queued: 0,
+        view_running: 1,
+        view_done: 0,
+        build_secs: 0.5,
+        view: Spread::of(vec![1.0]),
+        frames: vec![FrameFigures { width: 120, height: 40, time: Spread::of(vec![2.0, 4.0]) }],
+        memory: None,
+    };
+    let json = serde_json::to_string(&figures).unwrap();
+    // libtest prints "test name ... " on the line the child's output starts.
+    let out = format!("running 1 test\ntest bench::tests::probe_child ... \n{MARKER}{json}\nok\n");
+    assert_eq!(parse_probe_output(&out), Some(figures.clone()));
+    assert_eq!(parse_probe_output(&format!("test x ... {MARKER}{json}")), Some(figures));
+    assert_eq!(parse_probe_output("error: unexpected argument '--probe-memory'\n"), None);
+}
+
+#[test]
+fn spreads_and_proc_status() {
+    let s = Spread::of((1..=100).rev().map(f64::from).collect());
+    assert_eq!((s.n, s.median_ms, s.p95_ms), (100, 50.5, 95.0));
+    assert_eq!(Spread::of(vec![3.0, 1.0, 2.0]).median_ms, 2.0);
+    assert_eq!(Spread::of(vec![]).n, 0);
+    let m = parse_status("Name:\tgpuroom\nVmHWM:\t   51200 kB\nVmRSS:\t   40960 kB\n").unwrap();
+    assert!((m.rss_mb - 41.94304).abs() < 1e-9 && (m.hwm_mb - 52.4288).abs() < 1e-9);
+    assert_eq!(parse_status("Name: x\n"), None);
+}
+
+/// The full bench once, in this process's test binary (release:
+/// `cargo test --release --lib bench -- --ignored --nocapture`). Prints
+/// the report; writes the page to the temporary directory.
+#[test]
+#[ignore = "the full bench: minutes; run by hand"]
+fn full_bench() {
+    if std::env::var(CHILD_ENV).is_ok() {
+        return;
+    }
+    let out = std::env::temp_dir().join("gpuroom-benchmarks.md");
+    let report = run_with(&BenchOptions { quick: false, out: Some(out.clone()) }, &test_probe(false)).unwrap();
+    println!("{}", report.text());
+    println!("markdown written to {}", out.display());
+}
