@@ -126,3 +126,21 @@ fn the_mix_command_shows_the_curve_and_refuses_nonsense() {
     assert!(!out.status.success());
     assert!(stderr(&out).to_lowercase().contains("floor"), "{}", stderr(&out));
 }
+
+/// `gpuroom bench --quick` as a user runs it: every figure with its target,
+/// the console measured in its own child process (`bench --probe-memory`),
+/// and the page written where `--out` says. No time is asserted.
+#[test]
+fn the_quick_bench_prints_figures_and_writes_its_page() {
+    let dir = std::env::temp_dir().join(format!("gpuroom-cli-bench-{}", std::process::id()));
+    let page = dir.join("benchmarks.md");
+    let out = gpuroom(&["bench", "--quick", "--out", page.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    for needle in ["Room::apply", "events/s", "simulated day", "frame 120×40", "VmRSS", "ratio", "child process that does nothing else"] {
+        assert!(text.contains(needle), "bench output lacks {needle:?}:\n{text}");
+    }
+    let md = std::fs::read_to_string(&page).expect("the page was written");
+    assert!(md.starts_with("# Benchmarks") && md.contains("## Machine"), "{md}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

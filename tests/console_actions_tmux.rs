@@ -197,6 +197,21 @@ fn the_live_console_runs_a_real_job_and_names_failed_sources() {
     tmux.wait_for("the job saved and back to running", Duration::from_secs(30), |s| {
         s.lines().any(|l| l.contains("e2e-train") && l.contains("running")) && s.contains("preempt")
     });
+    // The screen can show "running" before the save and the stop are done
+    // (the job is still running while it checkpoints): wait for the log to
+    // hold the whole preemption, and the job started again, before quitting.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let mut kinds = Vec::new();
+        if let Ok(store) = Store::open_read_only(&db) {
+            let _ = store.for_each_event(0, |_, _, e| kinds.push(e.kind()));
+        }
+        let started = kinds.iter().filter(|k| **k == "started").count();
+        if (kinds.contains(&"checkpoint-done") && kinds.contains(&"stopped") && started >= 2) || std::time::Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
     quit(&tmux);
     let store = Store::open_read_only(&db).expect("the live event log");
     let audit = store.audit_records().expect("the audit table");
