@@ -190,6 +190,19 @@ fn the_live_console_runs_a_real_job_and_names_failed_sources() {
     }
     tmux.wait_for("the dead exporter as an alarm", Duration::from_secs(20), |s| s.contains(&format!("127.0.0.1:{dead}")));
 
+    // The live engine owns its log like a simulated one: it holds the lease,
+    // beats its heartbeat and publishes views for attached consoles.
+    let attached = gpuroom::store::Attached::open(&db).expect("attach to the live log");
+    let lease = attached.lease().expect("the lease table").expect("the live engine holds the lease");
+    let view = attached.latest_view(i64::MIN).expect("the views table").expect("the live engine publishes views");
+    assert!(view.view.jobs.iter().any(|j| j.name == "e2e-train"), "the published view shows the job");
+    let beat = lease.heartbeat_ms;
+    sleep(Duration::from_millis(1500));
+    let later = attached.lease().expect("the lease table").expect("still held");
+    assert_eq!(later.holder, lease.holder);
+    assert!(later.heartbeat_ms > beat, "the heartbeat moves: {beat} then {}", later.heartbeat_ms);
+    drop(attached);
+
     // Preempt the running job from the queue: saved, stopped, queued, running again.
     tmux.keys(&["3", "p"]);
     tmux.wait_for("the confirmation", Duration::from_secs(10), |s| s.contains("Preempt"));
