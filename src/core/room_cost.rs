@@ -1,6 +1,8 @@
-//! The `Room`'s cost accrual: every up node's price, from the last event to
-//! this one, charged to the jobs on its GPUs (by memory share) or to idle,
-//! into the open hour of the ledger; closing an hour turns it into lines.
+//! The `Room`'s cost accrual: every up node's price, charged to the jobs on
+//! its GPUs (by memory share) or to idle, into the open hour of the ledger;
+//! closing an hour turns it into lines. A node is charged when it is about
+//! to change and at every settle point (see `accrue_until`), not on every
+//! event, so an event's cost does not grow with the fleet.
 //! The arithmetic lives in `cost/`; this is where it meets the cluster.
 
 use super::cluster::{BillingMode, Node};
