@@ -205,6 +205,10 @@ pub struct Room {
     /// The fleet's hourly cost bound as of the last settle (budget checks).
     #[serde(default)]
     pub(crate) burn_bound: MicrosPerHour,
+    /// The GPUs up since the last settle, counted with `burn_bound`: each may
+    /// release one carried micro-unit.
+    #[serde(default)]
+    pub(crate) bound_gpus: i64,
     pub(crate) rates: BTreeMap<JobId, ProgressRate>,
     pub(crate) alarms: BTreeMap<String, Alarm>,
     pub(crate) log: VecDeque<LogLine>,
@@ -255,6 +259,7 @@ impl Room {
             settled_at: None,
             accrued_to: BTreeMap::new(),
             burn_bound: MicrosPerHour::default(),
+            bound_gpus: 0,
             rates: BTreeMap::new(),
             alarms: BTreeMap::new(),
             log: VecDeque::new(),
@@ -457,6 +462,7 @@ impl Room {
         // A new node costs from now; until the next settle, at most this.
         self.accrued_to.insert(spec.id, at);
         self.burn_bound = MicrosPerHour(self.burn_bound.0.saturating_add(self.rate_bound(spec.id)));
+        self.bound_gpus += i64::from(spec.gpu_count);
         let verb = if relaunch { "relaunched" } else { "joined" };
         self.note(
             at,

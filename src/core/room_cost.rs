@@ -16,10 +16,7 @@ use crate::cost::{split_exact, Accrual};
 impl Room {
     /// The hourly price a node costs now: its contract, or the spot market.
     pub(crate) fn node_rate(&self, node: &Node) -> Option<MicrosPerHour> {
-        match node.spec.billing {
-            BillingMode::Spot => self.market.price(&node.spec.pool()),
-            BillingMode::OnDemand | BillingMode::Reserved => Some(node.spec.contract_price),
-        }
+        rate_of(&self.market, node)
     }
 
     /// Moves the clock's money to `to`: attained service for the running jobs,
@@ -72,8 +69,9 @@ impl Room {
     /// for `budgets_may_move`.
     pub(crate) fn settle_all(&mut self, at: At) {
         let ids: Vec<NodeId> = self.nodes.iter().filter(|(_, n)| n.is_up()).map(|(id, _)| *id).collect();
-        let mut bound = 0i64;
+        let (mut bound, mut gpus) = (0i64, 0i64);
         for id in ids {
+            gpus += self.nodes.get(&id).map_or(0, |n| i64::from(n.spec.gpu_count));
             let from = self.accrued_to.get(&id).copied().or(self.settled_at);
             if let Some(from) = from
                 && from < at
@@ -85,6 +83,7 @@ impl Room {
         self.accrued_to.clear();
         self.settled_at = Some(at);
         self.burn_bound = MicrosPerHour(bound);
+        self.bound_gpus = gpus;
     }
 
     /// The most a node can cost an hour until the next `settle_all` (which
@@ -104,9 +103,8 @@ impl Room {
         if millis == 0 || self.tenants.is_empty() {
             return false;
         }
-        let gpus: i64 = self.nodes.values().filter(|n| n.is_up()).map(|n| i64::from(n.spec.gpu_count)).sum();
         // Each GPU's carried remainder can add one micro-unit.
-        let bound = Micros(((i128::from(self.burn_bound.0) * i128::from(millis) + 3_599_999) / 3_600_000) as i64 + gpus + 1);
+        let bound = Micros(((i128::from(self.burn_bound.0) * i128::from(millis) + 3_599_999) / 3_600_000) as i64 + self.bound_gpus + 1);
         let policy = &self.config.cost.budget;
         self.tenants.iter().any(|(id, spec)| {
             let spent = self.books.month_to_date(id, at);
@@ -235,16 +233,7 @@ impl Room {
         let mut weights: Vec<u64> = Vec::new();
         {
             let mode = node.spec.billing;
-            let rate = match mode {
-                // Found by a scan of the few pools: building a `PoolKey` would allocate.
-                BillingMode::Spot => market
-                    .pools
-                    .iter()
-                    .find(|(key, _)| key.zone == node.spec.zone && key.instance_type == node.spec.instance_type)
-                    .and_then(|(_, pool)| pool.price),
-                BillingMode::OnDemand | BillingMode::Reserved => Some(node.spec.contract_price),
-            };
-            let Some(rate) = rate else {
+            let Some(rate) = rate_of(market, node) else {
                 books.unpriced_ms += millis;
                 return;
             };
@@ -302,5 +291,19 @@ impl Room {
                 }
             }
         }
+    }
+}
+
+/// A node's hourly price: its contract, or its pool's spot price. The pool
+/// is found by a scan of the few pools, as building a `PoolKey` would
+/// allocate, and this runs for every node at every settle.
+fn rate_of(market: &crate::market::Market, node: &Node) -> Option<MicrosPerHour> {
+    match node.spec.billing {
+        BillingMode::Spot => market
+            .pools
+            .iter()
+            .find(|(key, _)| key.zone == node.spec.zone && key.instance_type == node.spec.instance_type)
+            .and_then(|(_, pool)| pool.price),
+        BillingMode::OnDemand | BillingMode::Reserved => Some(node.spec.contract_price),
     }
 }
