@@ -287,9 +287,14 @@ fn engine_config(policy: &PolicyArgs) -> Result<EngineConfig> {
 
 /// Builds the engine on the simulated world, recording to `db` (a new file) if given.
 fn build(world: &WorldArgs, policy: &PolicyArgs, db: Option<&Path>) -> Result<Engine> {
-    let (config, config_name, config_toml) = load_config(world.sim_config.as_deref())?;
     let traces = Traces::embedded().context("parsing the embedded traces")?;
-    let sim = Simulation::new(config, &traces, world.seed)?;
+    build_with(world, policy, db, &traces)
+}
+
+/// `build` with the traces already parsed.
+fn build_with(world: &WorldArgs, policy: &PolicyArgs, db: Option<&Path>, traces: &Traces) -> Result<Engine> {
+    let (config, config_name, config_toml) = load_config(world.sim_config.as_deref())?;
+    let sim = Simulation::new(config, traces, world.seed)?;
     let room_config = room_config(policy)?;
     let store = match db {
         Some(path) => {
@@ -311,11 +316,8 @@ fn open_sim_log(world: &WorldArgs, policy: &PolicyArgs, path: &Path, traces: &Tr
 
 /// A new event log at `path` (its folder made if needed).
 fn create_store(path: &Path, room_config: &RoomConfig, source: String, world: Option<SimWorld>) -> Result<Store> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
     let meta = RunMeta { room_config: room_config.clone(), source, created_with: format!("gpuroom {}", env!("CARGO_PKG_VERSION")), world };
-    Ok(Store::create(path, &meta)?)
+    host::create_log(path, &meta)
 }
 
 /// An XDG base directory: `$VAR` if set to an absolute path, else `~/fallback`.
@@ -597,7 +599,7 @@ fn run_console(cli: &Cli) -> Result<()> {
     }
     let traces = Traces::embedded().context("parsing the embedded traces")?;
     let (mut engine, duty, resumed) = match log_path.as_deref() {
-        None => (build(&cli.world, &cli.policy, None)?, host::Duty::new(host::this_process()), None),
+        None => (build_with(&cli.world, &cli.policy, None, &traces)?, host::Duty::new(host::this_process()), None),
         Some(path) => match open_sim_log(&cli.world, &cli.policy, path, &traces)? {
             host::Opened::Attach { lease } => return run_attached(cli, path, Some(lease)),
             host::Opened::Owner { engine, duty, resumed } => (*engine, duty, resumed),

@@ -153,15 +153,21 @@ pub struct NewSim<'a> {
     pub room: Room,
 }
 
+/// A new event log at `path`, its folder made if needed.
+pub fn create_log(path: &Path, meta: &RunMeta) -> anyhow::Result<Store> {
+    use anyhow::Context as _;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    Ok(Store::create(path, meta)?)
+}
+
 /// Opens `path` for a simulated engine: creates it with `new` if it does not
 /// exist, attaches if its engine lives, resumes the run if its engine died.
 pub fn open_sim(path: &Path, new: NewSim<'_>, created_with: &str) -> anyhow::Result<Opened> {
     use anyhow::Context as _;
     let me = this_process();
     if !path.exists() {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        }
         let world = SimWorld { seed: new.seed, config_name: new.config_name.clone(), config_toml: new.config_toml };
         let meta = RunMeta {
             room_config: new.room.config().clone(),
@@ -169,7 +175,7 @@ pub fn open_sim(path: &Path, new: NewSim<'_>, created_with: &str) -> anyhow::Res
             created_with: created_with.to_string(),
             world: Some(world),
         };
-        let mut store = Store::create(path, &meta)?;
+        let mut store = create_log(path, &meta)?;
         store.acquire_lease(&me, now_ms(), &is_alive)?;
         let sim = Simulation::new(new.config, new.traces, new.seed)?;
         return Ok(Opened::Owner { engine: Box::new(Engine::new(new.room, sim, Some(store))), duty: Duty::new(me), resumed: None });
