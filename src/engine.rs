@@ -92,8 +92,10 @@ impl<W: World> Engine<W> {
         let effects = self.room.apply(at, event);
         if let Some(store) = self.store.as_mut() {
             for effect in &effects {
-                if let Effect::Ledger { lines } = effect {
-                    store.append_ledger(lines)?;
+                match effect {
+                    Effect::Ledger { lines } => store.append_ledger(lines)?,
+                    Effect::Audit { actor, action, outcome } => store.append_audit(at, actor, action, outcome)?,
+                    _ => {}
                 }
             }
         }

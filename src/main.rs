@@ -796,7 +796,14 @@ fn run_live_console(cli: &Cli) -> Result<()> {
         config.sources.local = Some(Default::default());
     }
     let host = config.sources.nvml.host.clone().unwrap_or_else(gpuroom::sources::nvml::host_name);
-    let room_config = config.room_config();
+    let mut room_config = config.room_config();
+    let accounts = match &config.sources.slurm {
+        Some(slurm) => {
+            room_config.slurm = slurm.policy();
+            slurm.accounts().map_err(anyhow::Error::msg)?
+        }
+        None => Vec::new(),
+    };
     let log_path = if cli.no_log { None } else { cli.db.clone().or_else(|| default_log_path("live")) };
     // The live engine owns its log like a simulated one: other consoles attach
     // with `gpuroom --db FILE` and act through the commands table.
@@ -816,7 +823,7 @@ fn run_live_console(cli: &Cli) -> Result<()> {
         let running = if adapters.running.is_empty() { "no sources".to_string() } else { adapters.running.join("·") };
         let (ctx, actor, screen, theme_error) = console_setup(cli, format!("LIVE {running}{recording}"));
         let catalogue = Catalogue::new(config.sources.instance_types.clone(), config.sources.nodes.clone());
-        let mut live = Live::new(Room::new(room_config), store, catalogue, host, chrono::Utc::now(), adapters.executor.clone());
+        let mut live = Live::new(Room::new(room_config), store, catalogue, host, chrono::Utc::now(), adapters.executor.clone()).with_slurm(adapters.slurm.clone(), accounts);
         live.begin(chrono::Utc::now(), jobs.as_ref())?;
         let (views, rx) = tokio::sync::watch::channel(Arc::new(live.engine.room.view()));
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

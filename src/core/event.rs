@@ -88,6 +88,8 @@ pub enum Action {
     /// Mark an active alarm as seen and handled by the actor; it stays on
     /// the list (acknowledged) until its condition clears.
     AcknowledgeAlarm { id: String },
+    /// Ask Slurm to do something with one of its jobs (by Slurm's job id).
+    Slurm { job: u64, verb: super::slurm::SlurmVerb },
 }
 
 impl Action {
@@ -101,6 +103,7 @@ impl Action {
             Action::SetDiscipline { .. } => "switch the queue discipline",
             Action::ApproveOverrun { .. } => "approve a budget overrun",
             Action::AcknowledgeAlarm { .. } => "acknowledge an alarm",
+            Action::Slurm { verb, .. } => verb.name(),
         }
     }
 
@@ -108,7 +111,7 @@ impl Action {
     pub fn job(&self) -> Option<JobId> {
         match self {
             Action::Preempt { job } | Action::Requeue { job } | Action::Cancel { job } | Action::Migrate { job, .. } => Some(*job),
-            Action::SetDiscipline { .. } | Action::ApproveOverrun { .. } | Action::AcknowledgeAlarm { .. } => None,
+            Action::SetDiscipline { .. } | Action::ApproveOverrun { .. } | Action::AcknowledgeAlarm { .. } | Action::Slurm { .. } => None,
         }
     }
 }
@@ -147,6 +150,10 @@ pub enum Event {
     /// A live source answered (`ok`) or could not be read; the GPUs it
     /// covers are shown as stale until their next sample.
     SourceStatus { source: String, ok: bool, detail: String, stale: Vec<GpuRef> },
+    /// What Slurm reported: its partitions, nodes and jobs, all at once.
+    Slurm { snapshot: super::slurm::SlurmSnapshot },
+    /// A Slurm command (`Effect::Slurm`) ended; `message` is Slurm's own words.
+    SlurmDone { command: u64, ok: bool, message: String },
     /// Time passed with nothing else to say.
     Tick,
 }
@@ -171,6 +178,8 @@ impl Event {
             Event::JobOutput { .. } => "output",
             Event::GpuHealth { .. } => "gpu-health",
             Event::SourceStatus { .. } => "source",
+            Event::Slurm { .. } => "slurm",
+            Event::SlurmDone { .. } => "slurm-done",
             Event::Tick => "tick",
         }
     }
@@ -188,4 +197,9 @@ pub enum Effect {
     Rejected { reason: String },
     /// Charge periods that closed: append these lines to the ledger.
     Ledger { lines: Vec<crate::cost::ledger::LedgerLine> },
+    /// Run this command against Slurm (scontrol, scancel) and report back.
+    Slurm { command: super::slurm::SlurmCommand },
+    /// Append a row to the audit table: how something done for an actor
+    /// ended outside (a Slurm command's outcome).
+    Audit { actor: Actor, action: Action, outcome: Result<String, String> },
 }

@@ -18,11 +18,16 @@ pub mod room_forecast;
 pub mod room_predict;
 pub mod room_spot;
 pub(crate) mod room_sched;
+pub mod room_slurm;
+#[cfg(test)]
+mod room_slurm_tests;
 pub mod serde_pairs;
+pub mod slurm;
 pub mod testkit;
 pub mod text;
 pub mod units;
 pub mod view;
+pub mod view_slurm;
 
 pub use event::{Action, Actor, Effect, Event, Role};
 pub use room::{Room, RoomConfig};

@@ -52,6 +52,9 @@ pub struct RoomConfig {
     pub cost: crate::cost::CostConfig,
     #[serde(default)]
     pub forecast: super::room_forecast::ForecastConfig,
+    /// Advisory or control mode for a Slurm cluster, and what preempt means there.
+    #[serde(default)]
+    pub slurm: super::slurm::SlurmPolicy,
 }
 
 fn default_trend_horizon() -> Secs {
@@ -74,6 +77,7 @@ impl Default for RoomConfig {
             after_interruption: Default::default(),
             cost: Default::default(),
             forecast: Default::default(),
+            slurm: Default::default(),
         }
     }
 }
@@ -222,6 +226,9 @@ pub struct Room {
     /// Live sources and how each last answered.
     #[serde(default)]
     pub(crate) sources: BTreeMap<String, super::room_sources::SourceState>,
+    /// The Slurm cluster, when one is attached.
+    #[serde(default)]
+    pub(crate) slurm: super::room_slurm::SlurmMirror,
 }
 
 impl Default for Room {
@@ -268,6 +275,7 @@ impl Room {
             waits_checked: None,
             headroom: None,
             sources: BTreeMap::new(),
+            slurm: Default::default(),
         }
     }
 
@@ -384,6 +392,8 @@ impl Room {
             Event::JobOutput { job, requests, tokens } => self.on_output(*job, *requests, *tokens),
             Event::GpuHealth { readings } => self.on_gpu_health(readings),
             Event::SourceStatus { source, ok, detail, stale } => self.on_source_status(at, source, *ok, detail, stale, &mut effects),
+            Event::Slurm { snapshot } => self.on_slurm_snapshot(at, snapshot, &mut effects),
+            Event::SlurmDone { command, ok, message } => self.on_slurm_done(at, *command, *ok, message, &mut effects),
             // Ticks come when the console wants a view: its money is exact.
             Event::Tick => {
                 self.settle_all(at);

@@ -41,6 +41,7 @@ impl Room {
                 format!("acknowledge alarm: {}", clean(&alarm.text))
             }
             Action::Preempt { job } | Action::Requeue { job } | Action::Cancel { job } | Action::Migrate { job, .. } => self.on_job_action(at, actor, action, *job, effects)?,
+            Action::Slurm { job, verb } => self.on_slurm_action(at, actor, *job, verb, effects)?,
         };
         self.stats.operator_actions += 1;
         self.note(at, Severity::Action, format!("{who}@{origin}: {what}"));
@@ -87,7 +88,7 @@ impl Room {
                 }
                 return Ok(format!("migrate {id} {name} → {to}"));
             }
-            (Action::SetDiscipline { .. } | Action::ApproveOverrun { .. } | Action::AcknowledgeAlarm { .. }, _) => {}
+            (Action::SetDiscipline { .. } | Action::ApproveOverrun { .. } | Action::AcknowledgeAlarm { .. } | Action::Slurm { .. }, _) => {}
         }
         Ok(format!("{verb} {id} {name}"))
     }

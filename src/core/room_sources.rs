@@ -65,6 +65,9 @@ impl Room {
         let changed = self.sources.get(&name).is_none_or(|s| s.ok != ok);
         let since = if changed { at } else { self.sources.get(&name).map(|s| s.since).unwrap_or(at) };
         self.sources.insert(name.clone(), SourceState { ok, detail: detail.clone(), since });
+        if name == "slurm" && !ok {
+            self.on_slurm_unreachable(&detail);
+        }
         let id = source_alarm_id(&name);
         match (ok, changed) {
             (false, true) => {

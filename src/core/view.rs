@@ -50,6 +50,9 @@ pub struct View {
     /// last answered; empty in simulation.
     #[serde(default)]
     pub sources: Vec<SourceView>,
+    /// The Slurm cluster gpuroom reads (and drives), when one is attached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm: Option<super::view_slurm::SlurmView>,
     pub totals: Totals,
 }
 
@@ -376,6 +379,7 @@ impl Room {
             .iter()
             .map(|(name, s)| SourceView { name: name.clone(), ok: s.ok, detail: s.detail.clone(), since: s.since })
             .collect();
+        view.slurm = self.slurm_view();
         view.audit = self
             .audit
             .iter()

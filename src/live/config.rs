@@ -43,6 +43,7 @@ pub struct SourcesConfig {
     pub aws: Option<AwsConfig>,
     pub imds: Option<ImdsConfig>,
     pub local: Option<LocalConfig>,
+    pub slurm: Option<crate::sources::slurm::SlurmConfig>,
     pub instance_types: Vec<InstanceShape>,
     pub nodes: Vec<NodeDecl>,
 }

@@ -2,7 +2,7 @@
 //! `LiveWorld` is the `World` the engine pulls events from and hands effects
 //! to; `Live` feeds it the adapters' reports (through the `Translator`) at
 //! the wall-clock time the driver passes in, and sends the room's job
-//! effects to the local executor.
+//! effects to the local executor and its Slurm commands to the Slurm executor.
 //!
 //! Owns the routing between adapters, the room and executors. Reads no clock
 //! itself (the driver passes `now`), so the whole path is tested with real
@@ -20,6 +20,7 @@ use tokio::sync::mpsc;
 
 use crate::core::event::{Effect, Event};
 use crate::core::ids::{JobId, NodeId};
+use crate::core::slurm::SlurmCommand;
 use crate::core::units::At;
 use crate::core::Room;
 use crate::engine::{Engine, World};
@@ -33,6 +34,8 @@ pub struct LiveWorld {
     start: At,
     inbox: VecDeque<(At, Event)>,
     executor: Option<mpsc::Sender<ExecutorInput>>,
+    /// Where Slurm commands go, when a Slurm cluster is configured.
+    slurm: Option<mpsc::Sender<SlurmCommand>>,
     /// Nodes whose jobs the local executor runs (this machine).
     local_nodes: BTreeSet<NodeId>,
     job_nodes: BTreeMap<JobId, NodeId>,
@@ -40,8 +43,9 @@ pub struct LiveWorld {
 
 impl LiveWorld {
     pub fn new(start: At, executor: Option<mpsc::Sender<ExecutorInput>>) -> LiveWorld {
-        LiveWorld { start, inbox: VecDeque::new(), executor, local_nodes: BTreeSet::new(), job_nodes: BTreeMap::new() }
+        LiveWorld { start, inbox: VecDeque::new(), executor, slurm: None, local_nodes: BTreeSet::new(), job_nodes: BTreeMap::new() }
     }
+
 
     pub fn push(&mut self, at: At, event: Event) {
         self.inbox.push_back((at, event));
@@ -79,6 +83,17 @@ impl World for LiveWorld {
                         self.inbox.push_back((at, Event::JobExited { job: *job, ok: false, message }));
                     }
                 }
+                Effect::Slurm { command } => {
+                    let sent = self.slurm.as_ref().map(|tx| tx.try_send(command.clone()));
+                    let why = match sent {
+                        Some(Ok(())) => None,
+                        Some(Err(_)) => Some("the Slurm executor is not taking commands (stopped or overloaded); not sent"),
+                        None => Some("no Slurm executor is configured here ([sources.slurm]); not sent"),
+                    };
+                    if let Some(why) = why {
+                        self.inbox.push_back((at, Event::SlurmDone { command: command.id, ok: false, message: why.to_string() }));
+                    }
+                }
                 Effect::Checkpoint { job, .. } | Effect::StopJob { job } => {
                     if self.job_nodes.contains_key(job) {
                         self.send(at, ExecutorInput::Effect(effect.clone()), *job);
@@ -103,11 +118,20 @@ pub struct Live {
     translator: Translator,
     /// This machine's name: the node the local executor runs jobs on.
     local_host: String,
+    /// Slurm accounts declared as tenants, defined at `begin`.
+    accounts: Vec<crate::core::event::TenantSpec>,
 }
 
 impl Live {
     pub fn new(room: Room, store: Option<Store>, catalogue: catalogue::Catalogue, local_host: String, start: At, executor: Option<mpsc::Sender<ExecutorInput>>) -> Live {
-        Live { engine: Engine::new(room, LiveWorld::new(start, executor), store), translator: Translator::new(catalogue), local_host }
+        Live { engine: Engine::new(room, LiveWorld::new(start, executor), store), translator: Translator::new(catalogue), local_host, accounts: Vec::new() }
+    }
+
+    /// Routes Slurm commands to `slurm` and defines its accounts as tenants at `begin`.
+    pub fn with_slurm(mut self, slurm: Option<mpsc::Sender<SlurmCommand>>, accounts: Vec<crate::core::event::TenantSpec>) -> Live {
+        self.engine.world.slurm = slurm;
+        self.accounts = accounts;
+        self
     }
 
     /// The room's clock never goes back, even when the wall clock does.
@@ -129,6 +153,7 @@ impl Live {
     pub fn begin(&mut self, now: At, jobs: Option<&config::JobsFile>) -> Result<(), StoreError> {
         let now = self.clamp(now);
         let mut events: Vec<Event> = self.translator.declare(&self.local_host).into_iter().collect();
+        events.extend(self.accounts.drain(..).map(|spec| Event::TenantDefined { spec }));
         if let Some(jobs) = jobs {
             events.extend(jobs.tenants().into_iter().map(|spec| Event::TenantDefined { spec }));
             for (spec, command) in jobs.jobs(1) {

@@ -16,13 +16,15 @@ use crate::core::View;
 use crate::host::{self, Duty};
 use crate::sources::local::ExecutorInput;
 use crate::sources::report::Report;
-use crate::sources::{aws, dcgm, imds, local, nvml};
+use crate::sources::{aws, dcgm, imds, local, nvml, slurm};
 
 /// The running adapters: one channel of reports from all of them, and the
 /// local executor's inbox if it runs.
 pub struct Adapters {
     pub reports: mpsc::Receiver<Report>,
     pub executor: Option<mpsc::Sender<ExecutorInput>>,
+    /// The Slurm executor's inbox, if a Slurm cluster is configured.
+    pub slurm: Option<mpsc::Sender<crate::core::slurm::SlurmCommand>>,
     /// What runs, for the header and the log ("nvml", "dcgm ×3", …).
     pub running: Vec<String>,
 }
@@ -54,7 +56,14 @@ pub fn spawn_sources(config: &SourcesConfig, host: &str) -> Adapters {
         running.push("local".to_string());
         etx
     });
-    Adapters { reports, executor, running }
+    let slurm = config.slurm.as_ref().map(|cfg| {
+        running.push(format!("slurm {}", match cfg.mode {
+            crate::core::slurm::SlurmMode::Advisory => "advisory",
+            crate::core::slurm::SlurmMode::Control => "control",
+        }));
+        slurm::task::spawn(cfg.clone(), tx.clone())
+    });
+    Adapters { reports, executor, slurm, running }
 }
 
 /// What the console and the driver share.

@@ -77,6 +77,7 @@ impl Translator {
             Report::Prices { points } => self.prices(points),
             Report::Fleet { instances } => self.fleet(instances),
             Report::Notice { host, kind, deadline } => self.notice(now, &host, kind, deadline),
+            Report::Slurm { snapshot } => vec![Event::Slurm { snapshot }],
             Report::Core(event) => vec![event],
         }
     }

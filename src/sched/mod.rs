@@ -8,7 +8,8 @@
 //! * `quota` — tenant quotas, what is borrowed beyond them;
 //! * `preempt` — which running jobs to stop to make room for one;
 //! * `backfill` — the head job's reservation and who may jump ahead of it;
-//! * `fragmentation` — how fragmented the free memory is.
+//! * `fragmentation` — how fragmented the free memory is;
+//! * `slurm_advice` — the quota policy applied to a Slurm cluster's jobs.
 //!
 //! They never touch IO, the clock, the TUI or the `Room` itself: the `Room`
 //! calls them and applies the result.
@@ -19,6 +20,7 @@ pub mod fragmentation;
 pub mod placement;
 pub mod preempt;
 pub mod quota;
+pub mod slurm_advice;
 
 use serde::{Deserialize, Serialize};
 

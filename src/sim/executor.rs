@@ -169,6 +169,8 @@ impl Executor {
                 }
             }
             Effect::AlarmRaised { .. } | Effect::AlarmCleared { .. } | Effect::Rejected { .. } | Effect::Ledger { .. } => {}
+            // The simulated world has no Slurm cluster: no snapshot, so no command.
+            Effect::Slurm { .. } | Effect::Audit { .. } => {}
         }
     }
 

@@ -1,7 +1,7 @@
 //! Adapters from the outside world to the core's types: the real data files
 //! the simulator replays (AWS spot price-history dumps, spot preemption
 //! traces, the Philly, Alibaba and Helios traces), and the live sources and
-//! executors (NVML, dcgm-exporter, EC2, IMDS, local processes).
+//! executors (NVML, dcgm-exporter, EC2, IMDS, local processes, Slurm).
 //!
 //! Parsers take text and a source name and return domain values or an error
 //! that names the source and the line or entry; live adapters are tokio tasks
@@ -17,6 +17,7 @@ pub mod nvml;
 pub mod philly;
 pub mod price_history;
 pub mod report;
+pub mod slurm;
 pub mod spot_trace;
 
 /// A parse failure that says where: the file (or source) and the position.

@@ -97,6 +97,8 @@ pub enum Report {
     Fleet { instances: Vec<Instance> },
     /// The metadata service of `host` announced an interruption or rebalance.
     Notice { host: String, kind: NoticeKind, deadline: Option<At> },
+    /// What a Slurm cluster reported, all at once.
+    Slurm { snapshot: crate::core::slurm::SlurmSnapshot },
     /// Already a core event (the local executor speaks in job ids).
     Core(Event),
 }

@@ -143,6 +143,7 @@ pub fn describe(action: Action, view: &View) -> Confirm {
             c.lines.push("Its stopped jobs may be placed again; the approval is in the audit log under your name.".into());
             c.lines.push(format!("Reason: {reason}"));
         }
+        Action::Slurm { job, verb } => super::confirm_slurm::describe(*job, verb, view, &mut c),
         Action::AcknowledgeAlarm { id } => {
             c.title = "Acknowledge the alarm?".into();
             c.yes = "acknowledge";

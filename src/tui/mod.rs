@@ -16,6 +16,7 @@ mod chrome;
 pub mod command_bar;
 pub mod commands;
 pub mod confirm;
+pub mod confirm_slurm;
 mod dialog;
 mod draw;
 pub mod fixture;

@@ -1,0 +1,283 @@
+//! The room's mirror of a Slurm cluster: the newest snapshot, the commands on
+//! their way to scontrol/scancel and how each ended, gpuroom's advice (the
+//! quota policy of `sched::slurm_advice`), and the partitions' wait alarms.
+//!
+//! Slurm stays the scheduler of record: the room never places a Slurm job.
+//! Operator actions on Slurm jobs are checked against the snapshot and leave
+//! as `Effect::Slurm`; in control mode the advice leaves the same way, once
+//! per job and condition: a command that failed is not sent again until the
+//! job's state changes or an operator asks, and a command that succeeded
+//! waits for a snapshot taken after it. Owns `Room::slurm` only.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use super::event::{Action, Actor, Effect, Role};
+use super::room::{Room, Severity};
+use super::slurm::{PreemptBy, SlurmCommand, SlurmMode, SlurmSnapshot, SlurmState, SlurmVerb};
+use super::text::clean;
+use super::units::At;
+use crate::sched::slurm_advice;
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlurmMirror {
+    pub snapshot: Option<SlurmSnapshot>,
+    pub seen_at: Option<At>,
+    /// Snapshots applied so far.
+    pub seq: u64,
+    /// Why the last poll failed, while it does.
+    pub stale: Option<String>,
+    pub next_command: u64,
+    pub in_flight: BTreeMap<u64, SlurmCommand>,
+    /// The newest command for each job and how it ended.
+    pub last: BTreeMap<u64, CommandRecord>,
+    /// The policy's advice as of the newest snapshot, by job preempted.
+    pub advice: BTreeMap<u64, AdviceNote>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CommandRecord {
+    pub id: u64,
+    pub at: At,
+    pub verb: SlurmVerb,
+    pub by: String,
+    /// None while on its way.
+    pub outcome: Option<Result<String, String>>,
+    /// The job's state when the command was sent, and the snapshot count when it ended.
+    pub state: SlurmState,
+    pub restarts: u32,
+    pub seq_done: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AdviceNote {
+    pub verb: SlurmVerb,
+    pub for_job: u64,
+    pub why: String,
+}
+
+/// The actor policy commands are audited under.
+pub fn policy_actor() -> Actor {
+    Actor { user: "gpuroom".to_string(), origin: "policy".to_string(), role: Role::Operator }
+}
+
+const COMMAND_ALARM: &str = "slurm:commands";
+
+impl Room {
+    pub fn slurm(&self) -> &SlurmMirror {
+        &self.slurm
+    }
+
+    pub(crate) fn on_slurm_snapshot(&mut self, at: At, snapshot: &SlurmSnapshot, effects: &mut Vec<Effect>) -> Result<(), String> {
+        let first = self.slurm.snapshot.is_none();
+        if first || self.slurm.stale.is_some() {
+            let how = if first { "attached" } else { "answers again" };
+            self.note(at, Severity::Info, format!("slurm {}: {how} ({} jobs, {} nodes)", clean(&snapshot.cluster), snapshot.jobs.len(), snapshot.nodes.len()));
+        }
+        self.slurm.snapshot = Some(snapshot.clone());
+        self.slurm.seen_at = Some(at);
+        self.slurm.stale = None;
+        self.slurm.seq += 1;
+        self.refresh_advice(at, effects);
+        self.check_slurm_waits(at, effects);
+        Ok(())
+    }
+
+    /// The poll failed: the mirror is kept, marked stale.
+    pub(crate) fn on_slurm_unreachable(&mut self, detail: &str) {
+        self.slurm.stale = Some(clean(detail));
+    }
+
+    pub(crate) fn on_slurm_done(&mut self, at: At, id: u64, ok: bool, message: &str, effects: &mut Vec<Effect>) -> Result<(), String> {
+        let command = self.slurm.in_flight.remove(&id).ok_or_else(|| format!("slurm command #{id} ended but none is on its way under that number"))?;
+        let message = clean(message);
+        let what = format!("slurm {} job {}", command.verb, command.job);
+        let outcome = if ok { Ok(format!("{what}: done{}", if message.is_empty() { String::new() } else { format!(" ({message})") })) } else { Err(format!("{what} failed: {message}")) };
+        match &outcome {
+            Ok(text) => {
+                self.note(at, Severity::Action, format!("{}: {text}", clean(&command.by)));
+                self.clear(COMMAND_ALARM, effects);
+            }
+            Err(text) => {
+                let alarm = format!("{text} (asked by {}; not retried)", clean(&command.by));
+                self.raise(at, COMMAND_ALARM.to_string(), alarm, effects);
+            }
+        }
+        let actor = actor_of(&command.by);
+        self.audit_action(at, &actor, match &outcome {
+            Ok(t) | Err(t) => t,
+        });
+        effects.push(Effect::Audit { actor, action: Action::Slurm { job: command.job, verb: command.verb.clone() }, outcome: outcome.clone() });
+        let seq = self.slurm.seq;
+        if let Some(record) = self.slurm.last.get_mut(&command.job)
+            && record.id == id
+        {
+            record.outcome = Some(outcome);
+            record.seq_done = seq;
+        }
+        Ok(())
+    }
+
+    /// An operator's verb on a Slurm job: checked, then sent. Returns the audit text.
+    pub(crate) fn on_slurm_action(&mut self, at: At, actor: &Actor, job: u64, verb: &SlurmVerb, effects: &mut Vec<Effect>) -> Result<String, String> {
+        let who = format!("{}@{}", clean(&actor.user), clean(&actor.origin));
+        let verb = self.check_slurm_verb(job, verb)?;
+        let name = self.slurm_job_name(job);
+        self.send_slurm(at, job, verb.clone(), who, effects);
+        Ok(format!("slurm {verb} job {job} {name} (sent)"))
+    }
+
+    fn slurm_job_name(&self, job: u64) -> String {
+        let snapshot = self.slurm.snapshot.as_ref();
+        snapshot.and_then(|s| s.jobs.iter().find(|j| j.id == job)).map(|j| clean(&j.name)).unwrap_or_default()
+    }
+
+    /// Whether `verb` makes sense for the job as last seen; resolves preempt.
+    fn check_slurm_verb(&self, id: u64, verb: &SlurmVerb) -> Result<SlurmVerb, String> {
+        let snapshot = self.slurm.snapshot.as_ref().ok_or("no Slurm cluster is attached")?;
+        let job = snapshot.jobs.iter().find(|j| j.id == id).ok_or_else(|| format!("Slurm job {id} is not in the newest snapshot"))?;
+        if let Some(command) = self.slurm.in_flight.values().find(|c| c.job == id) {
+            return Err(format!("a command for job {id} is on its way ({} by {})", command.verb, clean(&command.by)));
+        }
+        let verb = match verb {
+            SlurmVerb::Preempt => match self.config.slurm.preempt_by {
+                PreemptBy::Requeue => SlurmVerb::Requeue,
+                PreemptBy::Suspend => SlurmVerb::Suspend,
+            },
+            other => other.clone(),
+        };
+        let state = &job.state;
+        let legal = match &verb {
+            SlurmVerb::Requeue => matches!(state, SlurmState::Running | SlurmState::Suspended),
+            SlurmVerb::Suspend => *state == SlurmState::Running,
+            SlurmVerb::Resume => *state == SlurmState::Suspended,
+            SlurmVerb::Cancel => job.active(),
+            SlurmVerb::Hold => *state == SlurmState::Pending && !job.held(),
+            SlurmVerb::Release => job.held(),
+            SlurmVerb::Migrate { partition, exclude } => {
+                if let Some(p) = partition
+                    && !snapshot.partitions.iter().any(|x| &x.name == p)
+                {
+                    return Err(format!("there is no partition {:?}", clean(p)));
+                }
+                if let Some(n) = exclude.iter().find(|n| !snapshot.nodes.iter().any(|x| &x.name == *n)) {
+                    return Err(format!("there is no node {:?} to exclude", clean(n)));
+                }
+                if partition.as_deref() == Some(job.partition.as_str()) && exclude.is_empty() {
+                    return Err(format!("job {id} is already in partition {}", clean(&job.partition)));
+                }
+                matches!(state, SlurmState::Pending | SlurmState::Running | SlurmState::Suspended)
+            }
+            SlurmVerb::Preempt => false,
+        };
+        if !legal {
+            let held = if job.held() { " (held)" } else { "" };
+            return Err(format!("cannot {} job {id}: it is {}{held}", verb.name(), state.label()));
+        }
+        Ok(verb)
+    }
+
+    fn send_slurm(&mut self, at: At, job: u64, verb: SlurmVerb, by: String, effects: &mut Vec<Effect>) {
+        self.slurm.next_command += 1;
+        let id = self.slurm.next_command;
+        let (state, restarts) = self
+            .slurm
+            .snapshot
+            .as_ref()
+            .and_then(|s| s.jobs.iter().find(|j| j.id == job))
+            .map(|j| (j.state.clone(), j.restarts))
+            .unwrap_or_default();
+        let command = SlurmCommand { id, job, verb: verb.clone(), by: by.clone() };
+        self.slurm.in_flight.insert(id, command.clone());
+        self.slurm.last.insert(job, CommandRecord { id, at, verb, by, outcome: None, state, restarts, seq_done: 0 });
+        effects.push(Effect::Slurm { command });
+    }
+
+    /// Recomputes the advice; in control mode sends what is new and not blocked.
+    fn refresh_advice(&mut self, at: At, effects: &mut Vec<Effect>) {
+        let Some(snapshot) = self.slurm.snapshot.as_ref() else { return };
+        let frees = |v: &SlurmVerb| matches!(v, SlurmVerb::Requeue | SlurmVerb::Cancel | SlurmVerb::Migrate { .. });
+        let busy: BTreeSet<u64> = self.slurm.in_flight.values().filter(|c| frees(&c.verb)).map(|c| c.job).collect();
+        let advice = slurm_advice::reclaim(snapshot, &self.tenants, &busy);
+        let verb = match self.config.slurm.preempt_by {
+            PreemptBy::Requeue => SlurmVerb::Requeue,
+            PreemptBy::Suspend => SlurmVerb::Suspend,
+        };
+        let fresh: BTreeMap<u64, AdviceNote> = advice.into_iter().map(|a| (a.job, AdviceNote { verb: verb.clone(), for_job: a.for_job, why: clean(&a.why) })).collect();
+        let new: Vec<(u64, AdviceNote)> = fresh.iter().filter(|(job, _)| !self.slurm.advice.contains_key(job)).map(|(j, a)| (*j, a.clone())).collect();
+        self.slurm.advice = fresh;
+        let control = self.config.slurm.mode == SlurmMode::Control;
+        for (job, note) in new {
+            let mode = if control { "control" } else { "advice" };
+            self.note(at, Severity::Info, format!("slurm {mode}: {} job {job}: {}", note.verb, note.why));
+        }
+        if !control {
+            return;
+        }
+        let due: Vec<(u64, SlurmVerb)> = self.slurm.advice.iter().filter(|(job, _)| self.may_send(**job)).map(|(j, a)| (*j, a.verb.clone())).collect();
+        for (job, verb) in due {
+            if self.check_slurm_verb(job, &verb).is_ok() {
+                self.send_slurm(at, job, verb, "policy".to_string(), effects);
+            }
+        }
+    }
+
+    /// No blind retries: a failed command blocks its job until its state
+    /// changes; a successful one until a snapshot taken after it arrived.
+    fn may_send(&self, job: u64) -> bool {
+        let Some(record) = self.slurm.last.get(&job) else { return true };
+        let current = self.slurm.snapshot.as_ref().and_then(|s| s.jobs.iter().find(|j| j.id == job));
+        match (&record.outcome, current) {
+            (None, _) => false,
+            (_, None) => false,
+            (Some(Err(_)), Some(j)) => j.state != record.state || j.restarts != record.restarts,
+            (Some(Ok(_)), Some(_)) => self.slurm.seq > record.seq_done + 1,
+        }
+    }
+
+    /// One alarm per partition whose GPU jobs have waited past the limit.
+    fn check_slurm_waits(&mut self, at: At, effects: &mut Vec<Effect>) {
+        let Some(snapshot) = self.slurm.snapshot.as_ref() else { return };
+        let limit = self.config.slurm.wait_alarm.0.max(1);
+        let mut late: BTreeMap<String, (usize, i64, u64, String)> = BTreeMap::new();
+        for job in snapshot.jobs.iter().filter(|j| j.state == SlurmState::Pending && j.gpus > 0 && !j.held()) {
+            let Some(submitted) = job.submitted else { continue };
+            let waited = (at - submitted).num_seconds();
+            if waited <= limit {
+                continue;
+            }
+            let entry = late.entry(job.partition.clone()).or_insert((0, 0, job.id, String::new()));
+            entry.0 += 1;
+            if waited > entry.1 {
+                (entry.1, entry.2, entry.3) = (waited, job.id, job.reason.clone());
+            }
+        }
+        let partitions: Vec<String> = snapshot.partitions.iter().map(|p| p.name.clone()).collect();
+        for partition in partitions {
+            let id = format!("slurm:wait:{partition}");
+            match late.get(&partition) {
+                Some((count, waited, oldest, reason)) if !self.alarms.contains_key(&id) => {
+                    let text = format!(
+                        "Slurm partition {}: {count} GPU job(s) pending over {} (oldest {oldest}, {}, {})",
+                        clean(&partition),
+                        crate::core::units::Secs(limit),
+                        crate::core::units::Secs(*waited),
+                        clean(reason)
+                    );
+                    self.raise(at, id, text, effects);
+                }
+                Some(_) => {}
+                None => self.clear(&id, effects),
+            }
+        }
+    }
+}
+
+/// Back from the `by` text a command carries to who it was.
+fn actor_of(by: &str) -> Actor {
+    match by.split_once('@') {
+        Some((user, origin)) => Actor { user: user.to_string(), origin: origin.to_string(), role: Role::Operator },
+        None => policy_actor(),
+    }
+}

@@ -1,0 +1,181 @@
+//! The room's Slurm mirror, driven by events as the adapter sends them.
+
+use crate::core::event::{Action, Actor, Effect, Event, Role, TenantSpec};
+use crate::core::ids::TenantId;
+use crate::core::slurm::{PreemptBy, SlurmJob, SlurmMode, SlurmNode, SlurmPartition, SlurmSnapshot, SlurmState, SlurmVerb};
+use crate::core::testkit::t;
+use crate::core::units::{Mib, Micros};
+use crate::core::{Room, RoomConfig};
+
+fn job(id: u64, account: &str, state: SlurmState, gpus: u32, at: i64) -> SlurmJob {
+    let running = state != SlurmState::Pending;
+    SlurmJob {
+        id,
+        name: format!("job{id}\u{1b}[31m"),
+        user: "u".into(),
+        account: account.into(),
+        partition: "gpu".into(),
+        reason: if running { "None".into() } else { "Resources".into() },
+        gpus,
+        nodes: if running { vec!["n1".into()] } else { Vec::new() },
+        gpu_idx: if running { vec![("n1".into(), (0..gpus).map(|i| i + (id as u32 % 2) * 2).collect())] } else { Vec::new() },
+        submitted: Some(t(at)),
+        started: running.then(|| t(at)),
+        state,
+        ..Default::default()
+    }
+}
+
+fn snapshot(jobs: Vec<SlurmJob>) -> Event {
+    let used = jobs.iter().filter(|j| j.holds_gpus()).map(|j| j.gpus).sum();
+    Event::Slurm {
+        snapshot: SlurmSnapshot {
+            cluster: "c".into(),
+            version: "22.05.8".into(),
+            partitions: vec![
+                SlurmPartition { name: "gpu".into(), state: "UP".into(), nodes: vec!["n1".into()], default: true },
+                SlurmPartition { name: "spare".into(), state: "UP".into(), nodes: vec!["n1".into()], default: false },
+            ],
+            nodes: vec![SlurmNode { name: "n1".into(), state: "mixed".into(), cpus: 4, gpus: 4, gpus_used: used, ..Default::default() }],
+            jobs,
+        },
+    }
+}
+
+fn room(mode: SlurmMode) -> Room {
+    let mut config = RoomConfig::default();
+    config.slurm.mode = mode;
+    let mut room = Room::new(config);
+    for (name, quota) in [("a", 2), ("b", 2)] {
+        let spec = TenantSpec { id: TenantId(name.into()), quota_gpus: quota, monthly_budget: Micros(0), quota_gpu_mem: Mib(0), borrow_limit_gpus: 4 };
+        room.apply(t(0), &Event::TenantDefined { spec });
+    }
+    room
+}
+
+fn alice() -> Actor {
+    Actor { user: "alice".into(), origin: "console".into(), role: Role::Operator }
+}
+
+fn sent(effects: &[Effect]) -> Vec<(u64, u64, SlurmVerb)> {
+    effects.iter().filter_map(|e| if let Effect::Slurm { command } = e { Some((command.id, command.job, command.verb.clone())) } else { None }).collect()
+}
+
+fn rejected(effects: &[Effect]) -> Option<String> {
+    effects.iter().find_map(|e| if let Effect::Rejected { reason } = e { Some(reason.clone()) } else { None })
+}
+
+/// a borrows all four GPUs; b waits for two within its quota.
+fn contested() -> Vec<SlurmJob> {
+    vec![job(1, "a", SlurmState::Running, 2, 10), job(2, "a", SlurmState::Running, 2, 20), job(3, "b", SlurmState::Pending, 2, 30)]
+}
+
+#[test]
+fn advisory_mode_shows_the_reclaim_and_sends_nothing() {
+    let mut room = room(SlurmMode::Advisory);
+    let effects = room.apply(t(40), &snapshot(contested()));
+    assert!(sent(&effects).is_empty());
+    let view = room.view();
+    let slurm = view.slurm.as_ref().unwrap();
+    let two = slurm.jobs.iter().find(|j| j.id == 2).unwrap();
+    assert!(two.advice.as_deref().unwrap().starts_with("requeue for job 3"), "{two:?}");
+    assert!(slurm.jobs.iter().filter(|j| j.id != 2).all(|j| j.advice.is_none()));
+    assert!(two.name.starts_with("job2") && !two.name.contains('\u{1b}'), "Slurm's texts are cleaned");
+    assert_eq!(two.placement, "n1[0-1]");
+    assert_eq!(slurm.accounts.iter().map(|a| (a.account.as_str(), a.quota, a.holding)).collect::<Vec<_>>(), [("a", Some(2), 4), ("b", Some(2), 0)]);
+    assert!(view.log.iter().any(|l| l.text.contains("slurm advice: requeue job 2")));
+}
+
+#[test]
+fn control_mode_sends_once_waits_for_news_and_never_retries_a_failure_blindly() {
+    let mut room = room(SlurmMode::Control);
+    let effects = room.apply(t(40), &snapshot(contested()));
+    assert_eq!(sent(&effects), vec![(1, 2, SlurmVerb::Requeue)]);
+    // The next poll still shows it running: nothing more while the command is out.
+    assert!(sent(&room.apply(t(41), &snapshot(contested()))).is_empty());
+    let effects = room.apply(t(42), &Event::SlurmDone { command: 1, ok: false, message: "scontrol requeue 2: permission denied (Access/permission denied)".into() });
+    assert!(effects.iter().any(|e| matches!(e, Effect::AlarmRaised { id, text } if id == "slurm:commands" && text.contains("permission denied") && text.contains("not retried"))));
+    let audit = effects.iter().find_map(|e| if let Effect::Audit { actor, outcome, .. } = e { Some((actor.clone(), outcome.clone())) } else { None }).unwrap();
+    assert_eq!((audit.0.user.as_str(), audit.0.origin.as_str()), ("gpuroom", "policy"));
+    assert!(audit.1.unwrap_err().contains("failed: scontrol requeue 2"));
+    for s in 43..50 {
+        assert!(sent(&room.apply(t(s), &snapshot(contested()))).is_empty(), "the same state: not sent again");
+    }
+    let row = room.view().slurm.unwrap().jobs.into_iter().find(|j| j.id == 2).unwrap();
+    assert!(row.command_failed && row.command.as_deref().unwrap().contains("failed: "), "{row:?}");
+    // Its state changed (it was suspended by someone and resumed, say): the policy may try again.
+    let mut moved = contested();
+    moved[1].restarts = 1;
+    assert_eq!(sent(&room.apply(t(50), &snapshot(moved))), vec![(2, 2, SlurmVerb::Requeue)]);
+}
+
+#[test]
+fn a_successful_command_waits_for_a_snapshot_taken_after_it() {
+    let mut room = room(SlurmMode::Control);
+    room.apply(t(40), &snapshot(contested()));
+    let effects = room.apply(t(41), &Event::SlurmDone { command: 1, ok: true, message: "scontrol requeue 2".into() });
+    assert!(effects.iter().any(|e| matches!(e, Effect::Audit { outcome: Ok(_), .. })));
+    // A poll that raced the command still shows it running: not sent twice.
+    assert!(sent(&room.apply(t(42), &snapshot(contested()))).is_empty());
+    let mut after = contested();
+    after[1] = job(2, "a", SlurmState::Pending, 2, 20);
+    after[1].reason = "BeginTime".into();
+    after[1].restarts = 1;
+    assert!(sent(&room.apply(t(43), &snapshot(after))).is_empty(), "b fits now: no advice");
+    assert!(room.view().slurm.unwrap().jobs.iter().all(|j| j.advice.is_none()));
+}
+
+#[test]
+fn operator_verbs_are_checked_against_the_snapshot_and_preempt_follows_the_policy() {
+    let mut config = RoomConfig::default();
+    config.slurm.preempt_by = PreemptBy::Suspend;
+    let mut room = Room::new(config);
+    let act = |room: &mut Room, at: i64, job: u64, verb: SlurmVerb| room.apply(t(at), &Event::Operator { actor: alice(), action: Action::Slurm { job, verb } });
+    assert_eq!(rejected(&act(&mut room, 1, 1, SlurmVerb::Requeue)).unwrap(), "no Slurm cluster is attached");
+    let mut jobs = contested();
+    jobs.push(SlurmJob { reason: "JobHeldUser".into(), ..job(4, "b", SlurmState::Pending, 1, 5) });
+    room.apply(t(40), &snapshot(jobs));
+    assert!(rejected(&act(&mut room, 41, 99, SlurmVerb::Cancel)).unwrap().contains("not in the newest snapshot"));
+    assert!(rejected(&act(&mut room, 41, 3, SlurmVerb::Suspend)).unwrap().contains("it is pending"));
+    assert!(rejected(&act(&mut room, 41, 1, SlurmVerb::Resume)).unwrap().contains("it is running"));
+    assert!(rejected(&act(&mut room, 41, 4, SlurmVerb::Hold)).unwrap().contains("(held)"));
+    assert!(rejected(&act(&mut room, 41, 3, SlurmVerb::Migrate { partition: Some("nope".into()), exclude: vec![] })).unwrap().contains("no partition"));
+    assert!(rejected(&act(&mut room, 41, 3, SlurmVerb::Migrate { partition: Some("gpu".into()), exclude: vec![] })).unwrap().contains("already in partition"));
+    assert_eq!(sent(&act(&mut room, 42, 1, SlurmVerb::Preempt)), vec![(1, 1, SlurmVerb::Suspend)], "preempt is suspend by this policy");
+    assert!(rejected(&act(&mut room, 43, 1, SlurmVerb::Cancel)).unwrap().contains("on its way (suspend by alice@console)"));
+    assert_eq!(sent(&act(&mut room, 44, 4, SlurmVerb::Release)).len(), 1);
+    let migrate = SlurmVerb::Migrate { partition: Some("spare".into()), exclude: vec!["n1".into()] };
+    assert_eq!(sent(&act(&mut room, 45, 2, migrate.clone())), vec![(3, 2, migrate)]);
+    assert!(room.view().audit.iter().any(|a| a.user == "alice" && a.what.contains("slurm suspend job 1")));
+    let viewer = Actor { role: Role::Viewer, ..alice() };
+    let refused = room.apply(t(46), &Event::Operator { actor: viewer, action: Action::Slurm { job: 3, verb: SlurmVerb::Hold } });
+    assert!(rejected(&refused).unwrap().contains("read-only"));
+    assert!(rejected(&room.apply(t(47), &Event::SlurmDone { command: 77, ok: true, message: String::new() })).unwrap().contains("#77"));
+}
+
+#[test]
+fn long_waits_raise_one_alarm_per_partition_and_a_failed_poll_marks_the_mirror_stale() {
+    let mut room = room(SlurmMode::Advisory);
+    let jobs = vec![job(1, "a", SlurmState::Pending, 1, 0), job(2, "b", SlurmState::Pending, 1, 100)];
+    let effects = room.apply(t(3500), &snapshot(jobs.clone()));
+    assert!(!effects.iter().any(|e| matches!(e, Effect::AlarmRaised { .. })));
+    let effects = room.apply(t(3700), &snapshot(jobs.clone()));
+    let text = effects.iter().find_map(|e| if let Effect::AlarmRaised { id, text } = e { (id == "slurm:wait:gpu").then(|| text.clone()) } else { None }).unwrap();
+    assert!(text.contains("1 GPU job(s) pending over 1h") && text.contains("oldest 1"), "{text}");
+    let effects = room.apply(t(3800), &snapshot(vec![job(1, "a", SlurmState::Running, 1, 3750)]));
+    assert!(effects.iter().any(|e| matches!(e, Effect::AlarmCleared { id } if id == "slurm:wait:gpu")));
+    room.apply(t(3900), &Event::SourceStatus { source: "slurm".into(), ok: false, detail: "squeue --json: controller unreachable".into(), stale: vec![] });
+    let view = room.view();
+    assert_eq!(view.slurm.unwrap().stale.as_deref(), Some("squeue --json: controller unreachable"));
+    room.apply(t(3905), &snapshot(vec![]));
+    assert!(room.view().slurm.unwrap().stale.is_none());
+}
+
+#[test]
+fn the_mirror_survives_a_snapshot_of_the_room() {
+    let mut room = room(SlurmMode::Control);
+    room.apply(t(40), &snapshot(contested()));
+    let json = serde_json::to_string(&room).unwrap();
+    let back: Room = serde_json::from_str(&json).unwrap();
+    assert_eq!(back.slurm(), room.slurm());
+}

@@ -1,0 +1,432 @@
+//! Slurm as the core sees it: what the cluster reported (partitions, nodes
+//! with their GRES GPUs, jobs), the verbs gpuroom can ask of it, the commands
+//! that carry them, and the policy that says whether gpuroom's own advice is
+//! only shown or also issued.
+//!
+//! Plain data: the `slurm` adapter (sources/slurm) builds snapshots from
+//! squeue/sinfo/scontrol output and carries commands out with scontrol and
+//! scancel; the `Room` mirrors the snapshot (room_slurm) and decides. Nothing
+//! here runs a command or reads a clock.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::units::{At, Secs};
+
+/// One reading of the whole cluster: everything squeue and sinfo said at once.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlurmSnapshot {
+    pub cluster: String,
+    /// The Slurm release that answered ("22.05.8").
+    pub version: String,
+    pub partitions: Vec<SlurmPartition>,
+    pub nodes: Vec<SlurmNode>,
+    pub jobs: Vec<SlurmJob>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlurmPartition {
+    pub name: String,
+    /// UP, DOWN, DRAIN, INACTIVE.
+    pub state: String,
+    pub nodes: Vec<String>,
+    pub default: bool,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlurmNode {
+    pub name: String,
+    /// Lower case, flags joined with '+': "idle", "mixed", "allocated+drain", "down".
+    pub state: String,
+    pub cpus: u32,
+    pub cpus_alloc: u32,
+    /// GRES GPUs configured on the node, and their type when one is named.
+    pub gpus: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_type: Option<String>,
+    pub gpus_used: u32,
+    /// Indices of the GPUs in use, when Slurm says (`gres_used` with IDX).
+    #[serde(default)]
+    pub gpus_used_idx: Vec<u32>,
+    pub partitions: Vec<String>,
+    /// Why the node is down or drained, as its admin wrote it.
+    #[serde(default)]
+    pub reason: String,
+}
+
+impl SlurmNode {
+    /// Takes no new work: down, drained or draining, failed, not responding.
+    pub fn unavailable(&self) -> bool {
+        ["down", "drain", "fail", "not_responding", "maint", "future", "inval", "unknown"].iter().any(|s| self.state.contains(s))
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlurmJob {
+    pub id: u64,
+    pub name: String,
+    pub user: String,
+    /// The Slurm account: gpuroom's tenant.
+    pub account: String,
+    pub partition: String,
+    pub state: SlurmState,
+    /// Slurm's reason: why it waits (Resources, Priority, JobHeldUser, …) or "None".
+    pub reason: String,
+    /// GPUs asked (pending) or held (running), over all its nodes.
+    pub gpus: u32,
+    pub nodes: Vec<String>,
+    /// The GPUs it holds on each node, by index, when Slurm says.
+    #[serde(default)]
+    pub gpu_idx: Vec<(String, Vec<u32>)>,
+    #[serde(default)]
+    pub submitted: Option<At>,
+    #[serde(default)]
+    pub started: Option<At>,
+    /// None: no limit.
+    #[serde(default)]
+    pub time_limit: Option<Secs>,
+    pub priority: u64,
+    /// How many times it was requeued.
+    pub restarts: u32,
+    #[serde(default)]
+    pub excluded: Vec<String>,
+}
+
+impl SlurmJob {
+    /// Held by its user or an admin (`scontrol hold`): waits until released.
+    pub fn held(&self) -> bool {
+        self.state == SlurmState::Pending && self.reason.starts_with("JobHeld")
+    }
+
+    /// Still to finish: pending, running, suspended or completing.
+    pub fn active(&self) -> bool {
+        matches!(self.state, SlurmState::Pending | SlurmState::Running | SlurmState::Suspended | SlurmState::Completing)
+    }
+
+    /// Holds GPUs now (a suspended job keeps its allocation).
+    pub fn holds_gpus(&self) -> bool {
+        matches!(self.state, SlurmState::Running | SlurmState::Suspended | SlurmState::Completing)
+    }
+}
+
+/// Slurm's job states (the long names squeue prints with `%T`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SlurmState {
+    #[default]
+    Pending,
+    Running,
+    Suspended,
+    Completing,
+    Completed,
+    Cancelled,
+    Failed,
+    Timeout,
+    NodeFail,
+    Preempted,
+    OutOfMemory,
+    BootFail,
+    Deadline,
+    /// A state this build does not know by name, kept as Slurm spelled it.
+    Other(String),
+}
+
+impl SlurmState {
+    /// From squeue's long (`RUNNING`) or compact (`R`) spelling, any case.
+    pub fn parse(text: &str) -> SlurmState {
+        match text.trim().to_ascii_uppercase().as_str() {
+            "PENDING" | "PD" => SlurmState::Pending,
+            "RUNNING" | "R" => SlurmState::Running,
+            "SUSPENDED" | "S" => SlurmState::Suspended,
+            "COMPLETING" | "CG" => SlurmState::Completing,
+            "COMPLETED" | "CD" => SlurmState::Completed,
+            "CANCELLED" | "CA" => SlurmState::Cancelled,
+            "FAILED" | "F" => SlurmState::Failed,
+            "TIMEOUT" | "TO" => SlurmState::Timeout,
+            "NODE_FAIL" | "NF" => SlurmState::NodeFail,
+            "PREEMPTED" | "PR" => SlurmState::Preempted,
+            "OUT_OF_MEMORY" | "OOM" => SlurmState::OutOfMemory,
+            "BOOT_FAIL" | "BF" => SlurmState::BootFail,
+            "DEADLINE" | "DL" => SlurmState::Deadline,
+            other => SlurmState::Other(other.to_string()),
+        }
+    }
+
+    pub fn label(&self) -> &str {
+        match self {
+            SlurmState::Pending => "pending",
+            SlurmState::Running => "running",
+            SlurmState::Suspended => "suspended",
+            SlurmState::Completing => "completing",
+            SlurmState::Completed => "completed",
+            SlurmState::Cancelled => "cancelled",
+            SlurmState::Failed => "failed",
+            SlurmState::Timeout => "timeout",
+            SlurmState::NodeFail => "node-fail",
+            SlurmState::Preempted => "preempted",
+            SlurmState::OutOfMemory => "out-of-memory",
+            SlurmState::BootFail => "boot-fail",
+            SlurmState::Deadline => "deadline",
+            SlurmState::Other(s) => s,
+        }
+    }
+}
+
+/// What gpuroom can ask Slurm to do with a job.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SlurmVerb {
+    /// Free its GPUs and run it later: requeue or suspend, by policy.
+    Preempt,
+    Requeue,
+    Suspend,
+    Resume,
+    Cancel,
+    Hold,
+    Release,
+    /// Run it elsewhere: another partition and/or not on these nodes
+    /// (a running job is requeued held, changed, then released).
+    Migrate {
+        #[serde(default)]
+        partition: Option<String>,
+        #[serde(default)]
+        exclude: Vec<String>,
+    },
+}
+
+impl SlurmVerb {
+    pub fn name(&self) -> &'static str {
+        match self {
+            SlurmVerb::Preempt => "preempt",
+            SlurmVerb::Requeue => "requeue",
+            SlurmVerb::Suspend => "suspend",
+            SlurmVerb::Resume => "resume",
+            SlurmVerb::Cancel => "cancel",
+            SlurmVerb::Hold => "hold",
+            SlurmVerb::Release => "release",
+            SlurmVerb::Migrate { .. } => "migrate",
+        }
+    }
+
+    /// From the console's words: `requeue`, `migrate partition=spare exclude=n1,n2`.
+    pub fn parse(words: &[&str]) -> Result<SlurmVerb, String> {
+        let (first, rest) = words.split_first().ok_or("a Slurm verb is needed: preempt, requeue, suspend, resume, cancel, hold, release or migrate")?;
+        let plain = match *first {
+            "preempt" => Some(SlurmVerb::Preempt),
+            "requeue" => Some(SlurmVerb::Requeue),
+            "suspend" => Some(SlurmVerb::Suspend),
+            "resume" => Some(SlurmVerb::Resume),
+            "cancel" => Some(SlurmVerb::Cancel),
+            "hold" => Some(SlurmVerb::Hold),
+            "release" => Some(SlurmVerb::Release),
+            "migrate" => None,
+            other => return Err(format!("unknown Slurm verb {other:?}: preempt, requeue, suspend, resume, cancel, hold, release or migrate")),
+        };
+        if let Some(verb) = plain {
+            return match rest {
+                [] => Ok(verb),
+                extra => Err(format!("{first} takes no arguments (got {:?})", extra.join(" "))),
+            };
+        }
+        let (mut partition, mut exclude) = (None, Vec::new());
+        for word in rest {
+            match word.split_once('=') {
+                Some(("partition" | "p", value)) if !value.is_empty() => partition = Some(value.to_string()),
+                Some(("exclude" | "x", value)) if !value.is_empty() => exclude.extend(value.split(',').filter(|s| !s.is_empty()).map(str::to_string)),
+                _ => return Err(format!("migrate takes partition=NAME and/or exclude=NODE[,NODE], not {word:?}")),
+            }
+        }
+        if partition.is_none() && exclude.is_empty() {
+            return Err("migrate needs partition=NAME or exclude=NODE[,NODE]".to_string());
+        }
+        Ok(SlurmVerb::Migrate { partition, exclude })
+    }
+}
+
+impl fmt::Display for SlurmVerb {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SlurmVerb::Migrate { partition, exclude } => {
+                write!(f, "migrate")?;
+                if let Some(p) = partition {
+                    write!(f, " → partition {p}")?;
+                }
+                if !exclude.is_empty() {
+                    write!(f, " excluding {}", exclude.join(","))?;
+                }
+                Ok(())
+            }
+            other => f.write_str(other.name()),
+        }
+    }
+}
+
+/// One command for the Slurm executor. Its verb is never `Preempt`: the room
+/// resolves that to requeue or suspend by policy before it leaves.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlurmCommand {
+    pub id: u64,
+    pub job: u64,
+    pub verb: SlurmVerb,
+    /// Who asked: "alice@console", or "policy" for control mode.
+    pub by: String,
+}
+
+/// Whether gpuroom's policies only show their advice or also carry it out.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SlurmMode {
+    #[default]
+    Advisory,
+    Control,
+}
+
+/// What "preempt" means on this cluster.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PreemptBy {
+    /// Requeue: the GPUs are freed; the job starts again (from its own checkpoint).
+    #[default]
+    Requeue,
+    /// Suspend: the processes stop where they are but keep their memory (and,
+    /// in Slurm, their GPUs unless the site's GRES are shared): quick to resume.
+    Suspend,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SlurmPolicy {
+    pub mode: SlurmMode,
+    pub preempt_by: PreemptBy,
+    /// A GPU job pending longer than this raises the partition's wait alarm.
+    pub wait_alarm: Secs,
+}
+
+impl Default for SlurmPolicy {
+    fn default() -> Self {
+        SlurmPolicy { mode: SlurmMode::Advisory, preempt_by: PreemptBy::Requeue, wait_alarm: Secs(3600) }
+    }
+}
+
+/// "0-1,3" from [0, 1, 3]: Slurm's own way of writing index sets.
+pub fn compress_indices(idx: &[u32]) -> String {
+    let mut sorted = idx.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < sorted.len() {
+        let start = sorted[i];
+        let mut end = start;
+        while i + 1 < sorted.len() && sorted[i + 1] == end + 1 {
+            i += 1;
+            end = sorted[i];
+        }
+        parts.push(if start == end { start.to_string() } else { format!("{start}-{end}") });
+        i += 1;
+    }
+    parts.join(",")
+}
+
+/// [0, 1, 3] from "0-1,3"; `None` for anything else (or a range past 4096).
+pub fn expand_indices(text: &str) -> Option<Vec<u32>> {
+    let mut out = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (u32, u32) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+                if b < a || b - a > 4096 {
+                    return None;
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(part.parse().ok()?),
+        }
+    }
+    Some(out)
+}
+
+/// Node names from a Slurm host list: "gpu[01-03,07],cpu1" → gpu01 gpu02
+/// gpu03 gpu07 cpu1 (zero padding kept). `None` when it does not parse.
+pub fn expand_hostlist(text: &str) -> Option<Vec<String>> {
+    let mut names = Vec::new();
+    let mut rest = text.trim();
+    while !rest.is_empty() {
+        // One item runs to the next comma outside brackets.
+        let mut depth = 0usize;
+        let end = rest.char_indices().find(|(_, c)| match c {
+            '[' => {
+                depth += 1;
+                false
+            }
+            ']' => {
+                depth = depth.saturating_sub(1);
+                false
+            }
+            ',' => depth == 0,
+            _ => false,
+        });
+        let (item, next) = match end {
+            Some((i, _)) => (&rest[..i], &rest[i + 1..]),
+            None => (rest, ""),
+        };
+        rest = next.trim_start();
+        match item.split_once('[') {
+            None if !item.is_empty() => names.push(item.to_string()),
+            None => {}
+            Some((prefix, tail)) => {
+                let (ranges, suffix) = tail.split_once(']')?;
+                for part in ranges.split(',') {
+                    let (a, b) = part.split_once('-').unwrap_or((part, part));
+                    let width = a.len();
+                    let (lo, hi): (u32, u32) = (a.parse().ok()?, b.parse().ok()?);
+                    if hi < lo || hi - lo > 65_536 {
+                        return None;
+                    }
+                    names.extend((lo..=hi).map(|n| format!("{prefix}{n:0width$}{suffix}")));
+                }
+            }
+        }
+    }
+    Some(names)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_lists_and_index_sets_round_trip_the_way_slurm_writes_them() {
+        assert_eq!(expand_hostlist("gpu[01-03,07],cpu1").unwrap(), ["gpu01", "gpu02", "gpu03", "gpu07", "cpu1"]);
+        assert_eq!(expand_hostlist("localhost").unwrap(), ["localhost"]);
+        assert_eq!(expand_hostlist("").unwrap(), Vec::<String>::new());
+        assert_eq!(expand_hostlist("n[1-2]-ib").unwrap(), ["n1-ib", "n2-ib"]);
+        assert!(expand_hostlist("n[3-1]").is_none() && expand_hostlist("n[1-").is_none() && expand_hostlist("n[a]").is_none());
+        assert_eq!(expand_indices("0-1,3"), Some(vec![0, 1, 3]));
+        assert_eq!(compress_indices(&[3, 0, 1, 1]), "0-1,3");
+        assert!(expand_indices("0-x").is_none() && expand_indices("5-1").is_none());
+    }
+
+    #[test]
+    fn verbs_parse_from_the_consoles_words_and_bad_ones_say_why() {
+        assert_eq!(SlurmVerb::parse(&["requeue"]), Ok(SlurmVerb::Requeue));
+        assert_eq!(
+            SlurmVerb::parse(&["migrate", "partition=spare", "exclude=n1,n2"]),
+            Ok(SlurmVerb::Migrate { partition: Some("spare".into()), exclude: vec!["n1".into(), "n2".into()] })
+        );
+        assert!(SlurmVerb::parse(&["migrate"]).unwrap_err().contains("partition=NAME"));
+        assert!(SlurmVerb::parse(&["migrate", "to=x"]).unwrap_err().contains("\"to=x\""));
+        assert!(SlurmVerb::parse(&["hold", "now"]).unwrap_err().contains("no arguments"));
+        assert!(SlurmVerb::parse(&["explode"]).unwrap_err().contains("unknown Slurm verb"));
+        assert!(SlurmVerb::parse(&[]).is_err());
+    }
+
+    #[test]
+    fn states_parse_long_and_compact_and_keep_unknown_ones() {
+        assert_eq!(SlurmState::parse("RUNNING"), SlurmState::Running);
+        assert_eq!(SlurmState::parse("pd"), SlurmState::Pending);
+        assert_eq!(SlurmState::parse("NODE_FAIL"), SlurmState::NodeFail);
+        assert_eq!(SlurmState::parse("RESV_DEL_HOLD"), SlurmState::Other("RESV_DEL_HOLD".into()));
+        let held = SlurmJob { reason: "JobHeldAdmin".into(), ..Default::default() };
+        assert!(held.held() && held.active() && !held.holds_gpus());
+    }
+}

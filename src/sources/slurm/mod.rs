@@ -1,0 +1,103 @@
+//! The Slurm adapter: reads a Slurm cluster (partitions, nodes with GRES
+//! GPUs, jobs) with its own commands and carries gpuroom's verbs out with
+//! scontrol and scancel. gpuroom does not schedule a Slurm cluster's jobs;
+//! it shows them, advises, and in control mode acts.
+//!
+//! ```toml
+//! [sources.slurm]
+//! mode = "advisory"        # or "control": gpuroom's policy issues its commands
+//! preempt = "requeue"      # or "suspend"
+//! poll_secs = 5
+//! timeout_secs = 10
+//! prefix = ["ssh", "slurm-head"]   # optional: run the commands elsewhere
+//! bin_dir = "/opt/slurm/bin"       # optional: where squeue & co. live
+//! conf = "/etc/slurm/slurm.conf"   # optional: SLURM_CONF for them
+//! [[sources.slurm.account]]        # Slurm accounts as tenants, with quotas
+//! id = "vision"
+//! quota_gpus = 16
+//! monthly_budget = "0"
+//! ```
+//!
+//! * `gres` / `json` / `text` — reading Slurm's outputs (both JSON shapes,
+//!   and the parsable text where `--json` is missing);
+//! * `cli` — running the commands, time limits, classified errors;
+//! * `task` — the poller and the executor as tokio tasks.
+//!
+//! Owns no state of the room's: it sends `Report`s and `SlurmDone` events.
+
+pub mod cli;
+pub mod gres;
+pub mod json;
+pub mod task;
+pub mod text;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::core::slurm::{PreemptBy, SlurmMode, SlurmPolicy};
+use crate::core::event::TenantSpec;
+use crate::core::ids::TenantId;
+use crate::core::units::{Mib, Micros, Secs};
+use crate::live::config::TenantDecl;
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SlurmConfig {
+    pub mode: SlurmMode,
+    pub preempt: PreemptBy,
+    pub poll_secs: u64,
+    pub timeout_secs: u64,
+    pub prefix: Vec<String>,
+    pub bin_dir: Option<PathBuf>,
+    pub conf: Option<PathBuf>,
+    /// Minutes a GPU job may pend before its partition's wait alarm.
+    pub wait_alarm_mins: u64,
+    /// Read `--json` (false: the parsable text, for Slurm without it).
+    pub json: bool,
+    pub account: Vec<TenantDecl>,
+}
+
+impl Default for SlurmConfig {
+    fn default() -> Self {
+        SlurmConfig {
+            mode: SlurmMode::Advisory,
+            preempt: PreemptBy::Requeue,
+            poll_secs: 5,
+            timeout_secs: 10,
+            prefix: Vec::new(),
+            bin_dir: None,
+            conf: None,
+            wait_alarm_mins: 60,
+            json: true,
+            account: Vec::new(),
+        }
+    }
+}
+
+impl SlurmConfig {
+    pub fn policy(&self) -> SlurmPolicy {
+        SlurmPolicy { mode: self.mode, preempt_by: self.preempt, wait_alarm: Secs(i64::try_from(self.wait_alarm_mins).unwrap_or(i64::MAX / 120).saturating_mul(60)) }
+    }
+
+    pub fn cli(&self) -> cli::SlurmCli {
+        let cli = cli::SlurmCli::new(self.prefix.clone(), self.bin_dir.clone(), self.conf.clone(), Duration::from_secs(self.timeout_secs.clamp(1, 600)));
+        if self.json { cli } else { cli.without_json() }
+    }
+
+    /// The accounts as tenants; a budget that is not an amount is an error.
+    pub fn accounts(&self) -> Result<Vec<TenantSpec>, String> {
+        self.account
+            .iter()
+            .map(|a| {
+                let budget = Micros::parse_decimal(&a.monthly_budget).map_err(|e| format!("[[sources.slurm.account]] {:?}: monthly_budget: {e}", a.id))?;
+                Ok(TenantSpec { id: TenantId(a.id.clone()), quota_gpus: a.quota_gpus, monthly_budget: budget, quota_gpu_mem: Mib(0), borrow_limit_gpus: a.borrow_limit_gpus })
+            })
+            .collect()
+    }
+
+    pub fn poll_every(&self) -> Duration {
+        Duration::from_secs(self.poll_secs.clamp(1, 3600))
+    }
+}

@@ -1,0 +1,81 @@
+//! The Slurm poller and executor as tokio tasks. The poller reads a snapshot
+//! every `poll_secs` (and at once after each command, so the console shows
+//! its effect without waiting) and reports it, or that Slurm failed and
+//! why, once per change of health. The executor runs commands one at a
+//! time, in order, and answers each with one `SlurmDone` event.
+
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, Notify};
+
+use super::cli::SlurmCli;
+use super::SlurmConfig;
+use crate::core::event::Event;
+use crate::core::slurm::SlurmCommand;
+use crate::sources::report::Report;
+
+pub const SOURCE: &str = "slurm";
+
+/// Starts both tasks; returns the executor's inbox.
+pub fn spawn(config: SlurmConfig, reports: mpsc::Sender<Report>) -> mpsc::Sender<SlurmCommand> {
+    let cli = Arc::new(config.cli());
+    let poke = Arc::new(Notify::new());
+    let (tx, rx) = mpsc::channel(256);
+    tokio::spawn(poll(cli.clone(), config.poll_every(), poke.clone(), reports.clone()));
+    tokio::spawn(execute(cli, rx, poke, reports));
+    tx
+}
+
+async fn poll(cli: Arc<SlurmCli>, every: std::time::Duration, poke: Arc<Notify>, reports: mpsc::Sender<Report>) {
+    let mut healthy: Option<bool> = None;
+    loop {
+        let report = match cli.snapshot().await {
+            Ok(snapshot) => {
+                if healthy != Some(true) {
+                    let how = if cli.uses_json() { "--json" } else { "parsable text" };
+                    let detail = format!("Slurm {} cluster {} ({how})", snapshot.version, snapshot.cluster);
+                    if reports.send(Report::Healthy { source: SOURCE.into(), detail }).await.is_err() {
+                        return;
+                    }
+                }
+                healthy = Some(true);
+                Report::Slurm { snapshot }
+            }
+            Err(e) => {
+                let first = healthy != Some(false);
+                healthy = Some(false);
+                if !first {
+                    // Said once; the next good snapshot says it is back.
+                    wait(&poke, every).await;
+                    continue;
+                }
+                Report::Failed { source: SOURCE.into(), hosts: Vec::new(), why: e.to_string() }
+            }
+        };
+        if reports.send(report).await.is_err() {
+            return;
+        }
+        wait(&poke, every).await;
+    }
+}
+
+async fn wait(poke: &Notify, every: std::time::Duration) {
+    tokio::select! {
+        _ = tokio::time::sleep(every) => {}
+        _ = poke.notified() => {}
+    }
+}
+
+async fn execute(cli: Arc<SlurmCli>, mut commands: mpsc::Receiver<SlurmCommand>, poke: Arc<Notify>, reports: mpsc::Sender<Report>) {
+    while let Some(command) = commands.recv().await {
+        let (ok, message) = match cli.execute(&command).await {
+            Ok(done) => (true, done),
+            Err(e) => (false, e.to_string()),
+        };
+        let event = Event::SlurmDone { command: command.id, ok, message };
+        if reports.send(Report::Core(event)).await.is_err() {
+            return;
+        }
+        poke.notify_one();
+    }
+}
