@@ -198,7 +198,10 @@ impl Room {
     fn refresh_advice(&mut self, at: At, effects: &mut Vec<Effect>) {
         let Some(snapshot) = self.slurm.snapshot.as_ref() else { return };
         let frees = |v: &SlurmVerb| matches!(v, SlurmVerb::Requeue | SlurmVerb::Cancel | SlurmVerb::Migrate { .. });
-        let busy: BTreeSet<u64> = self.slurm.in_flight.values().filter(|c| frees(&c.verb)).map(|c| c.job).collect();
+        // On its way, or done but not yet seen in a snapshot taken after it.
+        let seq = self.slurm.seq;
+        let mut busy: BTreeSet<u64> = self.slurm.in_flight.values().filter(|c| frees(&c.verb)).map(|c| c.job).collect();
+        busy.extend(self.slurm.last.iter().filter(|(_, r)| frees(&r.verb) && matches!(r.outcome, Some(Ok(_))) && seq <= r.seq_done + 1).map(|(job, _)| *job));
         let advice = slurm_advice::reclaim(snapshot, &self.tenants, &busy);
         let verb = match self.config.slurm.preempt_by {
             PreemptBy::Requeue => SlurmVerb::Requeue,

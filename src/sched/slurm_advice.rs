@@ -51,7 +51,8 @@ pub fn reclaim(snapshot: &SlurmSnapshot, tenants: &BTreeMap<TenantId, TenantSpec
     let mut held = usage(snapshot);
     let mut free: BTreeMap<&str, u32> =
         snapshot.nodes.iter().filter(|n| !n.unavailable()).map(|n| (n.name.as_str(), n.gpus.saturating_sub(n.gpus_used))).collect();
-    for job in snapshot.jobs.iter().filter(|j| busy.contains(&j.id) && j.holds_gpus()) {
+    // Completing jobs are ending: their GPUs are as good as free.
+    for job in snapshot.jobs.iter().filter(|j| (busy.contains(&j.id) || j.state == SlurmState::Completing) && j.holds_gpus()) {
         if let Some(h) = held.get_mut(&job.account) {
             *h = h.saturating_sub(job.gpus);
         }
@@ -212,6 +213,13 @@ mod tests {
         let owners: BTreeMap<_, _> = [tenant("a", 4), tenant("b", 2)].into();
         let snap = cluster(vec![job(1, "a", SlurmState::Running, 2, 100), job(2, "a", SlurmState::Running, 2, 200), job(3, "b", SlurmState::Pending, 2, 300)]);
         assert!(reclaim(&snap, &owners, &BTreeSet::new()).is_empty(), "a is within its own quota");
+    }
+
+    #[test]
+    fn a_job_already_ending_frees_its_room_and_nobody_else_is_preempted() {
+        let tenants: BTreeMap<_, _> = [tenant("a", 2), tenant("b", 2)].into();
+        let snap = cluster(vec![job(1, "a", SlurmState::Running, 2, 100), job(2, "a", SlurmState::Completing, 2, 200), job(3, "b", SlurmState::Pending, 2, 300)]);
+        assert!(reclaim(&snap, &tenants, &BTreeSet::new()).is_empty(), "job 2 is completing (requeued): a's job 1 is within quota");
     }
 
     #[test]
