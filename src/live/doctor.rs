@@ -87,6 +87,15 @@ pub async fn checks(config: &SourcesConfig, host: &str) -> Vec<Check> {
             .map_err(|e| format!("work dir {}: {e}", dir.display()));
         out.push(Check::new("local executor", result));
     }
+    if let Some(cfg) = &config.slurm {
+        let cli = cfg.cli();
+        let result = cli.snapshot().await.map_err(|e| e.to_string()).map(|s| {
+            let gpus: u32 = s.nodes.iter().map(|n| n.gpus).sum();
+            let how = if cli.uses_json() { "--json" } else { "parsable text (no --json)" };
+            format!("Slurm {} cluster {}: {} partitions, {} nodes, {gpus} GRES GPUs, {} jobs; read with {how}", s.version, s.cluster, s.partitions.len(), s.nodes.len(), s.jobs.len())
+        });
+        out.push(Check::new("slurm", result));
+    }
     out
 }
 

@@ -1,5 +1,5 @@
-//! UI state of the console — focus, selections, the job table's order and
-//! filter, help, zoom, the modal states (command bar, filter, confirmation,
+//! UI state of the console — focus, selections (gpuroom's jobs, tenants,
+//! alarms, Slurm jobs), the job table's order and filter, help, zoom, the modal states (command bar, filter, confirmation,
 //! approval form, pool picker) and the status line — and what keys do to it
 //! (`App::on_key`).
 //!
@@ -20,7 +20,8 @@ use crate::core::event::Action;
 use crate::core::ids::JobId;
 use crate::core::View;
 
-/// The six panes, in focus (Tab) order.
+/// The seven panes, in the order of their digit keys (`1`–`7`). The Slurm
+/// pane is there only while a Slurm cluster is attached (`View::slurm`).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub enum PaneId {
     #[default]
@@ -30,10 +31,15 @@ pub enum PaneId {
     Market,
     Budget,
     Alarms,
+    Slurm,
 }
 
 impl PaneId {
-    pub const ALL: [PaneId; 6] = [PaneId::Fleet, PaneId::Memory, PaneId::Queue, PaneId::Market, PaneId::Budget, PaneId::Alarms];
+    pub const ALL: [PaneId; 7] = [PaneId::Fleet, PaneId::Memory, PaneId::Queue, PaneId::Market, PaneId::Budget, PaneId::Alarms, PaneId::Slurm];
+
+    /// Tab order, as the panes sit on screen: the Slurm pane holds the
+    /// queue's place, so it comes just before the queue.
+    const TAB: [PaneId; 7] = [PaneId::Fleet, PaneId::Memory, PaneId::Slurm, PaneId::Queue, PaneId::Market, PaneId::Budget, PaneId::Alarms];
 
     pub fn title(self) -> &'static str {
         match self {
@@ -43,6 +49,7 @@ impl PaneId {
             PaneId::Market => "Spot market",
             PaneId::Budget => "Budgets",
             PaneId::Alarms => "Alarms & log",
+            PaneId::Slurm => "Slurm",
         }
     }
 
@@ -55,19 +62,35 @@ impl PaneId {
             PaneId::Market => "market",
             PaneId::Budget => "budget",
             PaneId::Alarms => "alarms",
+            PaneId::Slurm => "slurm",
         }
     }
 
-    fn position(self) -> usize {
-        PaneId::ALL.iter().position(|p| *p == self).unwrap_or(0)
+    /// Whether the pane can have the focus: the Slurm pane only with a cluster.
+    pub fn available(self, view: &View) -> bool {
+        self != PaneId::Slurm || view.slurm.is_some()
     }
 
-    pub fn next(self) -> PaneId {
-        PaneId::ALL[(self.position() + 1) % PaneId::ALL.len()]
+    fn step(self, view: &View, by: usize) -> PaneId {
+        let n = PaneId::TAB.len();
+        let mut i = PaneId::TAB.iter().position(|p| *p == self).unwrap_or(0);
+        for _ in 0..n {
+            i = (i + by) % n;
+            if PaneId::TAB[i].available(view) {
+                break;
+            }
+        }
+        PaneId::TAB[i]
     }
 
-    pub fn prev(self) -> PaneId {
-        PaneId::ALL[(self.position() + PaneId::ALL.len() - 1) % PaneId::ALL.len()]
+    /// The next pane in Tab order that `view` has.
+    pub fn next(self, view: &View) -> PaneId {
+        self.step(view, 1)
+    }
+
+    /// The previous pane in Tab order that `view` has.
+    pub fn prev(self, view: &View) -> PaneId {
+        self.step(view, PaneId::TAB.len() - 1)
     }
 }
 
@@ -142,6 +165,8 @@ pub struct App {
     jobs: Follow<JobId>,
     tenants: Follow<String>,
     alarms: Follow<String>,
+    /// Slurm pane: the selected Slurm job, by Slurm's job id.
+    slurm_jobs: Follow<u64>,
     /// The alarms pane shows the audit trail instead of the event log.
     pub audit: bool,
     /// Order and filter of the job table.
@@ -150,6 +175,7 @@ pub struct App {
     /// The outcome of the last action, or a hint; cleared by the next key.
     pub status: Option<Status>,
     pub(crate) queue_window: Cell<Window>,
+    pub(crate) slurm_window: Cell<Window>,
     /// Fleet pane: selected node and drill-down.
     pub fleet: super::panes::fleet::FleetUi,
 }
@@ -199,12 +225,24 @@ impl App {
         self.tenants.position(&view.budgets.iter().map(|b| b.tenant.clone()).collect::<Vec<_>>())
     }
 
+    /// Position in `view.slurm.jobs` of the selected Slurm job.
+    pub fn selected_slurm_row(&self, view: &View) -> Option<usize> {
+        self.slurm_jobs.position(&slurm_keys(view))
+    }
+
+    /// The selected Slurm job's id, if a cluster is attached and lists jobs.
+    pub fn selected_slurm_job(&self, view: &View) -> Option<u64> {
+        let keys = slurm_keys(view);
+        self.slurm_jobs.position(&keys).map(|i| keys[i])
+    }
+
     pub fn alarms_ui(&self, view: &View) -> AlarmsUi {
         AlarmsUi { selected: self.alarms.position(&alarm_keys(view)).filter(|_| self.focus == PaneId::Alarms), audit: self.audit }
     }
 
     fn page(&self) -> isize {
-        self.queue_window.get().rows.max(1) as isize
+        let window = if self.focus == PaneId::Slurm { &self.slurm_window } else { &self.queue_window };
+        window.get().rows.max(1) as isize
     }
 
     /// Moves the selection of the focused pane's list.
@@ -227,6 +265,7 @@ impl App {
             PaneId::Budget => self.tenants.move_by(&view.budgets.iter().map(|b| b.tenant.clone()).collect::<Vec<_>>(), delta),
             PaneId::Alarms => self.alarms.move_by(&alarm_keys(view), delta),
             PaneId::Fleet => self.fleet.move_by(view, delta),
+            PaneId::Slurm => self.slurm_jobs.move_by(&slurm_keys(view), delta),
             PaneId::Memory | PaneId::Market => {}
         }
     }
@@ -273,11 +312,16 @@ impl App {
                     self.zoom = false;
                 }
             }
-            Act::FocusNext => self.focus = self.focus.next(),
-            Act::FocusPrev => self.focus = self.focus.prev(),
+            Act::FocusNext => self.focus = self.focus.next(view),
+            Act::FocusPrev => self.focus = self.focus.prev(view),
             Act::FocusPane => {
-                if let KeyCode::Char(c @ '1'..='6') = key.code {
-                    self.focus = PaneId::ALL[(c as u8 - b'1') as usize];
+                if let KeyCode::Char(c @ '1'..='7') = key.code {
+                    let pane = PaneId::ALL[(c as u8 - b'1') as usize];
+                    if pane.available(view) {
+                        self.focus = pane;
+                    } else {
+                        self.status = Some(Status::hint("no Slurm cluster is attached"));
+                    }
                 }
             }
             Act::Zoom => self.zoom = !self.zoom,
@@ -303,6 +347,7 @@ impl App {
                 };
                 return super::modes::propose(self, action, view);
             }
+            Act::Slurm(key) => return super::slurm_keys::on_key(self, key, view),
             Act::Approve => match self.selected_tenant(view) {
                 Some(i) => self.mode = Mode::approve(&view.budgets[i].tenant),
                 None => self.status = Some(Status::hint("no tenant")),
@@ -331,6 +376,10 @@ enum Step {
     Line(isize),
     Page(isize),
     End(isize),
+}
+
+fn slurm_keys(view: &View) -> Vec<u64> {
+    view.slurm.as_ref().map(|s| s.jobs.iter().map(|j| j.id).collect()).unwrap_or_default()
 }
 
 fn alarm_keys(view: &View) -> Vec<String> {

@@ -245,3 +245,145 @@ fn the_wall_console_ignores_every_key_but_quit() {
     assert_eq!(app.focus, PaneId::Queue);
     assert_eq!(press(&mut app, &view, KeyCode::Char('q')), Control::Quit);
 }
+
+mod slurm {
+    use super::*;
+    use crate::core::slurm::SlurmVerb;
+    use crate::tui::fixture::slurm_view;
+
+    fn slurm_ids(view: &View) -> Vec<u64> {
+        view.slurm.as_ref().unwrap().jobs.iter().map(|j| j.id).collect()
+    }
+
+    #[test]
+    fn tab_visits_the_slurm_pane_only_with_a_cluster() {
+        let view = slurm_view();
+        let mut app = App::new();
+        let mut seen = vec![app.focus];
+        for _ in 0..7 {
+            press(&mut app, &view, KeyCode::Tab);
+            seen.push(app.focus);
+        }
+        use PaneId::*;
+        assert_eq!(seen, [Fleet, Memory, Slurm, Queue, Market, Budget, Alarms, Fleet]);
+        app.focus = Queue;
+        app.on_key(KeyEvent::new(KeyCode::BackTab, KeyModifiers::SHIFT), &view);
+        assert_eq!(app.focus, Slurm);
+        press(&mut app, &view, KeyCode::Char('1'));
+        press(&mut app, &view, KeyCode::Char('7'));
+        assert_eq!(app.focus, Slurm);
+        // Without a cluster Tab and Shift-Tab skip it and 7 says why.
+        let bare = demo_view();
+        let mut app = App::with_focus(Memory);
+        press(&mut app, &bare, KeyCode::Tab);
+        assert_eq!(app.focus, Queue);
+        app.on_key(KeyEvent::new(KeyCode::BackTab, KeyModifiers::SHIFT), &bare);
+        assert_eq!(app.focus, Memory);
+        press(&mut app, &bare, KeyCode::Char('7'));
+        assert_eq!(app.focus, Memory);
+        assert!(app.status.as_ref().is_some_and(|s| s.text.contains("no Slurm cluster")));
+    }
+
+    #[test]
+    fn every_verb_key_asks_first_then_sends_the_verb_for_the_selected_job() {
+        let view = slurm_view();
+        let ids = slurm_ids(&view);
+        let keys = [
+            ('p', SlurmVerb::Preempt),
+            ('r', SlurmVerb::Requeue),
+            ('s', SlurmVerb::Suspend),
+            ('S', SlurmVerb::Resume),
+            ('h', SlurmVerb::Hold),
+            ('H', SlurmVerb::Release),
+            ('X', SlurmVerb::Cancel),
+        ];
+        for (key, verb) in keys {
+            let mut app = App::with_focus(PaneId::Slurm);
+            press(&mut app, &view, KeyCode::Down);
+            let action = Action::Slurm { job: ids[1], verb };
+            assert_eq!(press(&mut app, &view, KeyCode::Char(key)), Control::Continue, "{key} sends nothing yet");
+            assert!(matches!(&app.mode, Mode::Confirm(c) if c.action == action), "{key}: {:?}", app.mode);
+            assert_eq!(press(&mut app, &view, KeyCode::Enter), Control::Continue, "Enter is no yes");
+            assert_eq!(press(&mut app, &view, KeyCode::Char('y')), Control::Send(vec![action]), "{key}");
+        }
+        // n backs out.
+        let mut app = App::with_focus(PaneId::Slurm);
+        press(&mut app, &view, KeyCode::Char('r'));
+        assert_eq!(press(&mut app, &view, KeyCode::Char('n')), Control::Continue);
+        assert_eq!(app.mode, Mode::Normal);
+    }
+
+    #[test]
+    fn migrate_opens_the_command_bar_for_the_partition() {
+        let view = slurm_view();
+        let ids = slurm_ids(&view);
+        let mut app = App::with_focus(PaneId::Slurm);
+        press(&mut app, &view, KeyCode::End);
+        press(&mut app, &view, KeyCode::Up);
+        let job = ids[ids.len() - 2];
+        press(&mut app, &view, KeyCode::Char('m'));
+        assert!(matches!(&app.mode, Mode::Command { input, .. } if input.text() == format!("slurm {job} migrate partition=")), "{:?}", app.mode);
+        typed(&mut app, &view, "sp");
+        press(&mut app, &view, KeyCode::Tab);
+        typed(&mut app, &view, "exclude=n2");
+        press(&mut app, &view, KeyCode::Enter);
+        let verb = SlurmVerb::Migrate { partition: Some("spare".into()), exclude: vec!["n2".into()] };
+        let action = Action::Slurm { job, verb };
+        assert!(matches!(&app.mode, Mode::Confirm(c) if c.action == action), "{:?}", app.mode);
+        assert_eq!(press(&mut app, &view, KeyCode::Char('y')), Control::Send(vec![action]));
+    }
+
+    #[test]
+    fn the_command_bar_takes_slurm_verbs_and_reports_errors_in_place() {
+        let view = slurm_view();
+        let ids = slurm_ids(&view);
+        let mut app = App::with_focus(PaneId::Slurm);
+        press(&mut app, &view, KeyCode::Down);
+        press(&mut app, &view, KeyCode::Char(':'));
+        typed(&mut app, &view, "slurm hold");
+        press(&mut app, &view, KeyCode::Enter);
+        assert!(matches!(&app.mode, Mode::Confirm(c) if c.action == Action::Slurm { job: ids[1], verb: SlurmVerb::Hold }), "the selected Slurm job");
+        press(&mut app, &view, KeyCode::Esc);
+        press(&mut app, &view, KeyCode::Char(':'));
+        typed(&mut app, &view, &format!("slurm {} migrate nowhere", ids[0]));
+        press(&mut app, &view, KeyCode::Enter);
+        assert!(matches!(&app.mode, Mode::Command { error: Some(e), .. } if e.contains("partition=NAME")), "{:?}", app.mode);
+        press(&mut app, &view, KeyCode::Esc);
+        app.focus = PaneId::Fleet;
+        press(&mut app, &view, KeyCode::Char(':'));
+        typed(&mut app, &view, "pane slurm");
+        press(&mut app, &view, KeyCode::Enter);
+        assert_eq!(app.focus, PaneId::Slurm);
+    }
+
+    #[test]
+    fn the_selection_follows_the_slurm_job_and_none_says_so() {
+        let view = slurm_view();
+        let mut app = App::with_focus(PaneId::Slurm);
+        for _ in 0..3 {
+            press(&mut app, &view, KeyCode::Char('j'));
+        }
+        let id = app.selected_slurm_job(&view).unwrap();
+        assert_eq!(id, slurm_ids(&view)[3]);
+        let mut moved = view.clone();
+        moved.slurm.as_mut().unwrap().jobs.remove(0);
+        assert_eq!(app.selected_slurm_job(&moved), Some(id), "follows the id, not the row");
+        assert_eq!(app.selected_job(&view), Some(view.jobs[0].id), "the queue's selection did not move");
+        let mut empty = view.clone();
+        empty.slurm.as_mut().unwrap().jobs.clear();
+        assert_eq!(press(&mut app, &empty, KeyCode::Char('r')), Control::Continue);
+        assert_eq!(app.mode, Mode::Normal);
+        assert_eq!(app.status.as_ref().map(|s| s.text.as_str()), Some("no Slurm job selected"));
+    }
+
+    #[test]
+    fn the_wall_ignores_the_slurm_keys() {
+        let view = slurm_view();
+        let mut app = App::read_only();
+        app.focus = PaneId::Slurm;
+        for c in ['p', 'r', 's', 'S', 'h', 'H', 'm', 'X', '7', 'y'] {
+            assert_eq!(press(&mut app, &view, KeyCode::Char(c)), Control::Continue);
+        }
+        assert_eq!(app.mode, Mode::Normal);
+    }
+}

@@ -10,7 +10,8 @@
 //! `preempt|requeue|cancel [JOB]`, `migrate [JOB] [POOL]`,
 //! `approve TENANT [AMOUNT] [for DURATION | until DATE] REASON…`,
 //! `ack [ALARM|all]`, `discipline NAME`, `filter TEXT…`, `sort KEY [asc|desc]`,
-//! `pane NAME`, `help`, `quit`.
+//! `slurm [JOBID] VERB [partition=NAME] [exclude=NODE,…]` (a verb on a Slurm
+//! job; `slurm` alone focuses the Slurm pane), `pane NAME`, `help`, `quit`.
 
 use chrono::TimeDelta;
 
@@ -19,12 +20,16 @@ use super::job_order::SortKey;
 use crate::core::event::Action;
 use crate::core::ids::{JobId, TenantId};
 use crate::core::job::PoolTarget;
+use crate::core::slurm::SlurmVerb;
 use crate::core::units::{At, Micros};
 use crate::core::View;
 use crate::sched::DisciplineKind;
 
-pub const COMMAND_NAMES: [&str; 14] =
-    ["preempt", "requeue", "migrate", "cancel", "approve", "ack", "discipline", "filter", "sort", "pane", "help", "quit", "fleet", "queue"];
+pub const COMMAND_NAMES: [&str; 15] =
+    ["preempt", "requeue", "migrate", "cancel", "approve", "ack", "discipline", "filter", "sort", "slurm", "pane", "help", "quit", "fleet", "queue"];
+
+/// The verbs `slurm JOBID VERB` takes (`SlurmVerb::parse` reads them).
+pub const SLURM_VERBS: [&str; 8] = ["preempt", "requeue", "suspend", "resume", "cancel", "hold", "release", "migrate"];
 
 /// What a command asks the App to do.
 #[derive(Clone, Debug, PartialEq)]
@@ -158,8 +163,32 @@ fn parse_approve(view: &View, words: &[&str]) -> Result<Intent, String> {
     approval(tenant, amount, until, &rest.join(" "), view.at).map(Intent::Act)
 }
 
-/// Parses a command line (without the `:`).
+/// `slurm [JOBID] VERB…`: the job named, or the one selected in the Slurm pane.
+fn parse_slurm(view: &View, args: &[&str], selected: Option<u64>) -> Result<Intent, String> {
+    if args.is_empty() {
+        return Ok(Intent::Focus(PaneId::Slurm));
+    }
+    let cluster = view.slurm.as_ref().ok_or("no Slurm cluster is attached")?;
+    let (job, words) = match args[0].parse::<u64>() {
+        Ok(id) => (id, &args[1..]),
+        Err(_) => (selected.ok_or("no Slurm job selected: slurm JOBID VERB (Tab lists them)")?, args),
+    };
+    if !cluster.jobs.iter().any(|j| j.id == job) {
+        return Err(format!("no Slurm job {job} in the newest snapshot (Tab lists them)"));
+    }
+    let verb = SlurmVerb::parse(words)?;
+    Ok(Intent::Act(Action::Slurm { job, verb }))
+}
+
+/// Parses a command line (without the `:`); a `slurm` verb without a job id
+/// is for no job.
 pub fn parse(line: &str, view: &View, selected: Option<JobId>) -> Result<Intent, String> {
+    parse_in(line, view, selected, None)
+}
+
+/// Parses a command line with the console's selections: `selected` in the
+/// job table, `slurm_selected` in the Slurm pane.
+pub fn parse_in(line: &str, view: &View, selected: Option<JobId>, slurm_selected: Option<u64>) -> Result<Intent, String> {
     let words: Vec<&str> = line.split_whitespace().collect();
     let Some((&head, args)) = words.split_first() else { return Err("type a command; Tab completes".into()) };
     let lower = head.to_lowercase();
@@ -219,6 +248,7 @@ pub fn parse(line: &str, view: &View, selected: Option<JobId>) -> Result<Intent,
             };
             Ok(Intent::Sort(key, reversed))
         }
+        Some("slurm") => parse_slurm(view, args, slurm_selected),
         Some("pane") => arg(0).and_then(pane_of).map(Intent::Focus).ok_or_else(|| format!("pane {}", PaneId::ALL.map(|p| p.command_name()).join("|"))),
         Some("fleet") => Ok(Intent::Focus(PaneId::Fleet)),
         Some("queue") => Ok(Intent::Focus(PaneId::Queue)),
@@ -251,6 +281,24 @@ fn candidates(view: &View, command: &str, position: usize) -> Vec<String> {
     }
 }
 
+/// Completion after `slurm`: job ids (or verbs, for the selected job), then
+/// verbs, then a migration's `partition=` and `exclude=` words.
+fn slurm_candidates(view: &View, args: &[&str]) -> Vec<String> {
+    let Some(s) = view.slurm.as_ref() else { return Vec::new() };
+    let verbs = || SLURM_VERBS.iter().map(|v| v.to_string());
+    let numeric = args.first().is_some_and(|a| a.parse::<u64>().is_ok());
+    let words = if numeric { &args[1..] } else { args };
+    match words.first() {
+        None if args.is_empty() => s.jobs.iter().map(|j| j.id.to_string()).chain(verbs()).collect(),
+        None => verbs().collect(),
+        Some(&"migrate") => {
+            let parts = s.partitions.iter().map(|p| format!("partition={}", p.name));
+            parts.chain(s.nodes.iter().map(|n| format!("exclude={}", n.name))).collect()
+        }
+        Some(_) => Vec::new(),
+    }
+}
+
 fn common_prefix(options: &[String]) -> String {
     let Some(first) = options.first() else { return String::new() };
     let mut end = first.len();
@@ -267,6 +315,7 @@ pub fn complete(line: &str, view: &View) -> Completion {
     let partial = if ends_in_space { "" } else { words.pop().unwrap_or("") };
     let options: Vec<String> = match words.split_first() {
         None => COMMAND_NAMES.iter().map(|c| c.to_string()).collect(),
+        Some((&"slurm", args)) => slurm_candidates(view, args),
         Some((command, args)) => {
             let mut position = args.len();
             // `migrate POOL` (the selected job) completes pools in the first place too.
@@ -362,6 +411,40 @@ mod tests {
         }
         let id = view.alarms[0].id.clone();
         assert_eq!(parse(&format!("ack {id}"), &view, None), Ok(Intent::Act(Action::AcknowledgeAlarm { id })));
+    }
+
+    #[test]
+    fn slurm_verbs_name_a_job_or_take_the_selected_one() {
+        use crate::tui::fixture::slurm_view;
+        let view = slurm_view();
+        let id = view.slurm.as_ref().unwrap().jobs[0].id;
+        let act = |verb| Ok(Intent::Act(Action::Slurm { job: id, verb }));
+        assert_eq!(parse_in(&format!("slurm {id} requeue"), &view, None, None), act(SlurmVerb::Requeue));
+        assert_eq!(parse_in("slurm hold", &view, None, Some(id)), act(SlurmVerb::Hold));
+        let migrate = SlurmVerb::Migrate { partition: Some("spare".into()), exclude: vec!["n1".into(), "n2".into()] };
+        assert_eq!(parse_in(&format!("slurm {id} migrate partition=spare exclude=n1,n2"), &view, None, None), act(migrate));
+        assert_eq!(parse_in("slurm", &view, None, None), Ok(Intent::Focus(PaneId::Slurm)));
+        assert_eq!(parse("pane slurm", &view, None), Ok(Intent::Focus(PaneId::Slurm)));
+        // SlurmVerb::parse's own words come back as the error.
+        assert!(parse_in(&format!("slurm {id} migrate"), &view, None, None).unwrap_err().contains("partition=NAME"));
+        assert!(parse_in(&format!("slurm {id} frobnicate"), &view, None, None).unwrap_err().contains("unknown Slurm verb"));
+        assert!(parse_in(&format!("slurm {id}"), &view, None, None).unwrap_err().contains("verb is needed"));
+        assert!(parse_in("slurm 1 cancel", &view, None, None).unwrap_err().contains("no Slurm job 1"));
+        assert!(parse_in("slurm cancel", &view, None, None).unwrap_err().contains("no Slurm job selected"));
+        assert!(parse_in("slurm 1 cancel", &demo_view(), None, None).unwrap_err().contains("no Slurm cluster"));
+    }
+
+    #[test]
+    fn slurm_completes_jobs_verbs_and_partitions() {
+        use crate::tui::fixture::slurm_view;
+        let view = slurm_view();
+        let id = view.slurm.as_ref().unwrap().jobs[0].id;
+        let c = complete("slurm ", &view);
+        assert!(c.options.contains(&id.to_string()) && c.options.contains(&"requeue".to_string()), "{c:?}");
+        assert_eq!(complete(&format!("slurm {id} req"), &view).line, format!("slurm {id} requeue "));
+        assert_eq!(complete(&format!("slurm {id} migrate partition=sp"), &view).line, format!("slurm {id} migrate partition=spare "));
+        let c = complete(&format!("slurm {id} migrate partition=spare ex"), &view);
+        assert!(c.options.iter().all(|o| o.starts_with("exclude=")) && c.options.len() == 2, "{c:?}");
     }
 
     #[test]

@@ -9,6 +9,7 @@
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::app::{App, PaneId};
+use super::slurm_keys::SlurmKey;
 
 /// What a key does.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -38,19 +39,23 @@ pub enum Act {
     Approve,
     Acknowledge,
     ToggleAudit,
+    /// A verb on the selected job of the Slurm pane.
+    Slurm(SlurmKey),
 }
 
 /// Where a command applies.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Scope {
     Global,
-    /// A pane with a selectable list has the focus: fleet, queue, budgets, alarms.
+    /// A pane with a selectable list has the focus: fleet, queue, budgets, alarms, Slurm.
     Lists,
     /// Only when the queue pane has the focus.
     Queue,
     Fleet,
     Budget,
     Alarms,
+    /// Only when the Slurm pane has the focus.
+    Slurm,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -142,11 +147,19 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         act: Act::FocusPane,
-        keys: "1-6",
-        desc: "focus fleet, memory, queue, market, budgets, alarms",
+        keys: "1-7",
+        desc: "focus fleet, memory, queue, market, budgets, alarms, Slurm",
         hint: None,
         scope: Scope::Global,
-        bindings: &[key(KeyCode::Char('1')), key(KeyCode::Char('2')), key(KeyCode::Char('3')), key(KeyCode::Char('4')), key(KeyCode::Char('5')), key(KeyCode::Char('6'))],
+        bindings: &[
+            key(KeyCode::Char('1')),
+            key(KeyCode::Char('2')),
+            key(KeyCode::Char('3')),
+            key(KeyCode::Char('4')),
+            key(KeyCode::Char('5')),
+            key(KeyCode::Char('6')),
+            key(KeyCode::Char('7')),
+        ],
     },
     Command {
         act: Act::CommandBar,
@@ -210,6 +223,70 @@ pub const COMMANDS: &[Command] = &[
         desc: "cancel the job for good (asks first)",
         hint: None,
         scope: Scope::Queue,
+        bindings: &[key(KeyCode::Char('X'))],
+    },
+    Command {
+        act: Act::Slurm(SlurmKey::Preempt),
+        keys: "p",
+        desc: "preempt the Slurm job: requeue or suspend, as the site's policy says (asks first)",
+        hint: Some(("p", "preempt")),
+        scope: Scope::Slurm,
+        bindings: &[key(KeyCode::Char('p'))],
+    },
+    Command {
+        act: Act::Slurm(SlurmKey::Requeue),
+        keys: "r",
+        desc: "requeue the Slurm job: its GPUs are freed, it starts again later (asks first)",
+        hint: Some(("r", "requeue")),
+        scope: Scope::Slurm,
+        bindings: &[key(KeyCode::Char('r'))],
+    },
+    Command {
+        act: Act::Slurm(SlurmKey::Suspend),
+        keys: "s",
+        desc: "suspend the Slurm job: it stops but keeps its GPUs and memory (asks first)",
+        hint: Some(("s S", "suspend/resume")),
+        scope: Scope::Slurm,
+        bindings: &[key(KeyCode::Char('s'))],
+    },
+    Command {
+        act: Act::Slurm(SlurmKey::Resume),
+        keys: "S",
+        desc: "resume the suspended Slurm job (asks first)",
+        hint: None,
+        scope: Scope::Slurm,
+        bindings: &[key(KeyCode::Char('S'))],
+    },
+    Command {
+        act: Act::Slurm(SlurmKey::Migrate),
+        keys: "m",
+        desc: "migrate the Slurm job: type the partition or nodes to avoid in the command bar",
+        hint: Some(("m", "migrate")),
+        scope: Scope::Slurm,
+        bindings: &[key(KeyCode::Char('m'))],
+    },
+    Command {
+        act: Act::Slurm(SlurmKey::Hold),
+        keys: "h",
+        desc: "hold the pending Slurm job: Slurm will not start it (asks first)",
+        hint: Some(("h H", "hold/release")),
+        scope: Scope::Slurm,
+        bindings: &[key(KeyCode::Char('h'))],
+    },
+    Command {
+        act: Act::Slurm(SlurmKey::Release),
+        keys: "H",
+        desc: "release the held Slurm job (asks first)",
+        hint: None,
+        scope: Scope::Slurm,
+        bindings: &[key(KeyCode::Char('H'))],
+    },
+    Command {
+        act: Act::Slurm(SlurmKey::Cancel),
+        keys: "X",
+        desc: "cancel the Slurm job for good: scancel (asks first)",
+        hint: None,
+        scope: Scope::Slurm,
         bindings: &[key(KeyCode::Char('X'))],
     },
     Command {
@@ -300,11 +377,12 @@ impl Command {
         let here = |pane: PaneId| app.focus == pane && !app.help;
         match self.scope {
             Scope::Global => true,
-            Scope::Lists => !app.help && matches!(app.focus, PaneId::Fleet | PaneId::Queue | PaneId::Budget | PaneId::Alarms),
+            Scope::Lists => !app.help && matches!(app.focus, PaneId::Fleet | PaneId::Queue | PaneId::Budget | PaneId::Alarms | PaneId::Slurm),
             Scope::Queue => here(PaneId::Queue),
             Scope::Fleet => here(PaneId::Fleet),
             Scope::Budget => here(PaneId::Budget),
             Scope::Alarms => here(PaneId::Alarms),
+            Scope::Slurm => here(PaneId::Slurm),
         }
     }
 }
@@ -351,5 +429,28 @@ mod tests {
         assert!(lookup(&a, &App::with_focus(PaneId::Queue)).is_none());
         let p = KeyEvent::new(KeyCode::Char('p'), KeyModifiers::NONE);
         assert!(lookup(&p, &App::read_only()).is_none(), "nothing but quit on the wall");
+    }
+
+    #[test]
+    fn the_slurm_pane_has_its_own_verbs_and_the_queue_keeps_its_own() {
+        let at = |c: char, pane: PaneId| lookup(&KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE), &App::with_focus(pane)).map(|c| c.act);
+        let slurm = [
+            ('p', SlurmKey::Preempt),
+            ('r', SlurmKey::Requeue),
+            ('s', SlurmKey::Suspend),
+            ('S', SlurmKey::Resume),
+            ('h', SlurmKey::Hold),
+            ('H', SlurmKey::Release),
+            ('m', SlurmKey::Migrate),
+            ('X', SlurmKey::Cancel),
+        ];
+        for (c, k) in slurm {
+            assert_eq!(at(c, PaneId::Slurm), Some(Act::Slurm(k)), "{c}");
+        }
+        assert_eq!(at('p', PaneId::Queue), Some(Act::Preempt));
+        assert_eq!(at('s', PaneId::Queue), Some(Act::Sort));
+        assert_eq!(at('j', PaneId::Slurm), Some(Act::Down), "the Slurm pane is a list");
+        assert_eq!(at('7', PaneId::Fleet), Some(Act::FocusPane));
+        assert!(at('h', PaneId::Fleet).is_none() && at('/', PaneId::Slurm).is_none());
     }
 }

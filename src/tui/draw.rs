@@ -1,5 +1,5 @@
 //! One frame: lays out the screen and has each part draw itself — header,
-//! alarm strip, the six panes, footer (or the command bar, filter or status
+//! alarm strip, the panes, footer (or the command bar, filter or status
 //! line), the help overlay and the dialog of the current mode.
 //!
 //! Pure: it draws the `View` and the `App` it is handed, with the caller's
@@ -12,6 +12,7 @@ use ratatui::Frame;
 
 use super::app::{App, PaneId};
 use super::panes::queue::QueueUi;
+use super::panes::slurm::SlurmUi;
 use super::panes::{self, PaneProps};
 use super::{chrome, dialog, help, layout, log, DrawContext};
 use crate::core::View;
@@ -55,6 +56,10 @@ pub fn draw_buffer(app: &App, view: &View, ctx: &DrawContext, area: Rect, buf: &
             PaneId::Market => panes::market::render(view, props, r, buf),
             PaneId::Budget => panes::budget::render_selected(view, app.selected_tenant(view).filter(|_| props.focused), props, r, buf),
             PaneId::Alarms => log::render_pane(view, &app.alarms_ui(view), props, r, buf),
+            PaneId::Slurm => {
+                let ui = SlurmUi { selected: app.selected_slurm_row(view), window: &app.slurm_window };
+                panes::slurm::render(view, &ui, props, r, buf)
+            }
         }
     }
     if !a.footer.is_empty() {
@@ -138,6 +143,30 @@ mod tests {
     }
 
     #[test]
+    fn full_screen_with_slurm_160x48() {
+        let view = crate::tui::fixture::slurm_view();
+        let terminal = screen(160, 48, &App::with_focus(PaneId::Slurm), &view, &ctx());
+        insta::assert_snapshot!(terminal.backend());
+        let shown = text(&terminal);
+        for needle in [" Slurm ", "cluster gpuroom-ci", "[13 13 17 19]", "⚑ requeue", "p preempt", "r requeue"] {
+            assert!(shown.contains(needle), "{needle:?} missing:\n{shown}");
+        }
+        assert!(!shown.contains(" Queue "), "the Slurm pane holds the queue's place");
+        let queue = text(&screen(160, 48, &App::with_focus(PaneId::Queue), &view, &ctx()));
+        assert!(queue.contains(" Queue ") && !queue.contains("cluster gpuroom-ci"), "the focused queue takes it back");
+    }
+
+    #[test]
+    fn slurm_at_80x24_and_zoomed() {
+        let view = crate::tui::fixture::slurm_view();
+        let app = App::with_focus(PaneId::Slurm);
+        insta::assert_snapshot!("slurm_80x24", screen(80, 24, &app, &view, &ctx()).backend());
+        let mut zoomed = app.clone();
+        zoomed.zoom = true;
+        insta::assert_snapshot!("slurm_zoomed_80x24", screen(80, 24, &zoomed, &view, &ctx()).backend());
+    }
+
+    #[test]
     fn help_overlay_lists_every_command_of_the_pane() {
         let view = demo_view();
         let mut app = App::new();
@@ -148,7 +177,7 @@ mod tests {
             let mut app = App::with_focus(pane);
             let shown_for = app.clone();
             app.help = true;
-            let shown = text(&screen(120, 40, &app, &view, &ctx()));
+            let shown = text(&screen(120, 40, &app, &crate::tui::fixture::slurm_view(), &ctx()));
             for c in COMMANDS.iter().filter(|c| c.enabled(&shown_for)) {
                 assert!(shown.contains(c.keys), "help in {pane:?} lacks the keys {:?}", c.keys);
                 assert!(shown.contains(c.desc), "help in {pane:?} lacks {:?}", c.desc);
@@ -219,15 +248,19 @@ mod tests {
     #[test]
     fn tiny_sizes_do_not_panic() {
         let view = demo_view();
-        let mut app = App::with_focus(PaneId::Queue);
-        for (w, h) in [(1, 1), (2, 2), (20, 5), (5, 20), (40, 10), (59, 12), (79, 23), (300, 100), (0, 0)] {
-            for help in [false, true] {
-                for zoom in [false, true] {
-                    app.help = help;
-                    app.zoom = zoom;
-                    let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
-                    terminal.draw(|f| draw(f, &app, &view, &ctx())).unwrap();
-                    terminal.draw(|f| draw(f, &app, &View::default(), &ctx())).unwrap();
+        let slurm = crate::tui::fixture::slurm_view();
+        for focus in [PaneId::Queue, PaneId::Slurm] {
+            let mut app = App::with_focus(focus);
+            for (w, h) in [(1, 1), (2, 2), (20, 5), (5, 20), (40, 10), (59, 12), (79, 23), (300, 100), (0, 0)] {
+                for help in [false, true] {
+                    for zoom in [false, true] {
+                        app.help = help;
+                        app.zoom = zoom;
+                        let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
+                        for v in [&view, &slurm, &View::default()] {
+                            terminal.draw(|f| draw(f, &app, v, &ctx())).unwrap();
+                        }
+                    }
                 }
             }
         }

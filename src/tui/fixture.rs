@@ -2,7 +2,8 @@
 //! (tenants, five nodes of every billing mode, a dozen jobs, telemetry, spot
 //! prices, a lost node and an interruption notice, a tenant blocked past
 //! 120% of its budget, an operator's approval of another's overrun and an
-//! inference job's output), answered the way an executor would. Used by the
+//! inference job's output), answered the way an executor would; and
+//! `slurm_view`, the same with a Slurm cluster attached. Used by the
 //! console's snapshot tests and for screenshots.
 //!
 //! Owns nothing the product runs on; it must not reach into `Room` internals,
@@ -15,7 +16,9 @@ use crate::core::event::{Action, Actor, GpuSample, Role, TenantSpec};
 use crate::core::ids::{GpuRef, JobId, NodeId, TenantId};
 use crate::core::job::{JobClass, JobSpec, Phase, PoolPreference};
 use crate::core::testkit::{job_spec, node_spec, t};
-use crate::core::units::{Mib, Micros, MicrosPerHour};
+use crate::core::slurm::{SlurmMode, SlurmState};
+use crate::core::units::{Mib, Micros, MicrosPerHour, Secs};
+use crate::core::view_slurm::{SlurmAccountRow, SlurmJobRow, SlurmNodeRow, SlurmPartitionRow, SlurmView};
 use crate::core::{Effect, Event, Room, View};
 
 /// Feeds a room and plays the executor: starts what is placed, saves what is
@@ -196,6 +199,103 @@ fn no_spot(spec: JobSpec) -> JobSpec {
 /// The demo view: what the console shows three hours into the demo.
 pub fn demo_view() -> View {
     demo_room().view()
+}
+
+/// A small Slurm cluster as the room mirrors it, seen 3 s before `at`: two
+/// partitions (gpu, the default, and spare) over two nodes of four A100s,
+/// n2 draining for ECC errors; jobs running, suspended, pending and held,
+/// one finished with an error, one with gpuroom's advice to requeue it, one
+/// whose last command failed, one with a cancel on its way and one whose
+/// name has odd and wide characters.
+pub fn slurm_cluster(at: Option<crate::core::units::At>) -> SlurmView {
+    let part = |name: &str, default: bool, nodes: usize, gpus: u32, gpus_used: u32, running: usize, pending: usize, pending_gpus: u32| SlurmPartitionRow {
+        name: name.into(),
+        state: "up".into(),
+        default,
+        nodes,
+        gpus,
+        gpus_used,
+        running,
+        pending,
+        pending_gpus,
+    };
+    let node = |name: &str, state: &str, reason: &str, cpus_alloc: u32, gpu_jobs: Vec<Option<u64>>| SlurmNodeRow {
+        name: name.into(),
+        state: state.into(),
+        unavailable: !reason.is_empty(),
+        reason: reason.into(),
+        cpus: 64,
+        cpus_alloc,
+        gpus: gpu_jobs.len() as u32,
+        gpu_type: Some("a100".into()),
+        gpus_used: gpu_jobs.iter().flatten().count() as u32,
+        gpu_jobs,
+    };
+    let job = |id: u64, name: &str, user: &str, account: &str, partition: &str, state: SlurmState, gpus: u32, placement: &str, secs: i64| SlurmJobRow {
+        id,
+        name: name.into(),
+        user: user.into(),
+        account: account.into(),
+        partition: partition.into(),
+        reason: if state == SlurmState::Running || state == SlurmState::Suspended { "None".into() } else { String::new() },
+        waited: (state == SlurmState::Pending).then_some(Secs(secs)),
+        ran: matches!(state, SlurmState::Running | SlurmState::Suspended).then_some(Secs(secs)),
+        state,
+        gpus,
+        placement: placement.into(),
+        ..SlurmJobRow::default()
+    };
+    let jobs = vec![
+        SlurmJobRow {
+            advice: Some("requeue for job 48240: account vision borrows beyond its quota of 3 GPU(s); job 48240 of nlp waits for 4 GPU(s) within its quota of 8 on n1".into()),
+            ..job(48213, "llama-70b-sft", "alice", "vision", "gpu", SlurmState::Running, 2, "n1[0-1]", 5 * H + 12 * 60)
+        },
+        SlurmJobRow {
+            command: Some("suspend by carol@console: failed: Access/permission denied".into()),
+            command_failed: true,
+            ..job(48217, "bert-large-eval", "bob", "nlp", "gpu", SlurmState::Running, 1, "n1[2]", 42 * 60 + 7)
+        },
+        SlurmJobRow { restarts: 2, ..job(48219, "sweep «lr=3e-4» 模型/α", "gus", "speech", "gpu", SlurmState::Running, 1, "n1[3]", H + 3 * 60) },
+        SlurmJobRow {
+            restarts: 1,
+            command: Some("suspend by ana@console: done".into()),
+            ..job(48201, "vit-l16-pretrain", "carol", "vision", "gpu", SlurmState::Suspended, 2, "n2[0-1]", 2 * H + 40 * 60)
+        },
+        job(48225, "whisper-large-ft", "dave", "speech", "spare", SlurmState::Running, 1, "n2[2]", 18 * 60 + 30),
+        SlurmJobRow { reason: "Resources".into(), ..job(48240, "mixtral-distill", "erin", "nlp", "gpu", SlurmState::Pending, 4, "", 47 * 60 + 12) },
+        SlurmJobRow {
+            reason: "Priority".into(),
+            command: Some("cancel by bob@console: on its way".into()),
+            in_flight: true,
+            ..job(48236, "tts-eval", "bob", "nlp", "gpu", SlurmState::Pending, 1, "", 12 * 60 + 40)
+        },
+        SlurmJobRow { held: true, reason: "JobHeldUser".into(), ..job(48242, "nightly-ci", "ci-bot", "ext", "spare", SlurmState::Pending, 1, "", 2 * H + 5 * 60) },
+        SlurmJobRow { reason: "NonZeroExitCode".into(), ..job(48190, "data-prep", "alice", "vision", "gpu", SlurmState::Failed, 1, "n1", 0) },
+    ];
+    let account = |account: &str, quota: Option<u32>, holding: u32, pending_gpus: u32| SlurmAccountRow { account: account.into(), quota, holding, pending_gpus };
+    SlurmView {
+        cluster: "gpuroom-ci".into(),
+        version: "22.05.8".into(),
+        mode: SlurmMode::Advisory,
+        preempt_by: "requeue".into(),
+        seen_at: at.map(|at| at - chrono::TimeDelta::seconds(3)),
+        stale: None,
+        partitions: vec![part("gpu", true, 2, 8, 7, 4, 2, 5), part("spare", false, 1, 4, 3, 1, 1, 1)],
+        nodes: vec![
+            node("n1", "allocated", "", 56, vec![Some(48213), Some(48213), Some(48217), Some(48219)]),
+            node("n2", "mixed+drain", "ECC errors on GPU 3 (OPS-1142)", 24, vec![Some(48201), Some(48201), Some(48225), None]),
+        ],
+        jobs,
+        accounts: vec![account("ext", None, 0, 1), account("nlp", Some(8), 1, 5), account("speech", Some(2), 2, 0), account("vision", Some(3), 4, 0)],
+        commands_in_flight: 1,
+    }
+}
+
+/// The demo view with `slurm_cluster` attached.
+pub fn slurm_view() -> View {
+    let mut view = demo_view();
+    view.slurm = Some(slurm_cluster(view.at));
+    view
 }
 
 #[cfg(test)]

@@ -25,6 +25,8 @@ const LEGEND: &[(&str, &str)] = &[
     ("╌", "max price across the price chart"),
     ("✓", "acknowledged alarm, approved overrun"),
     ("→OD", "job sent to another pool, waiting there"),
+    ("[13 ··]", "Slurm node: the job on each GPU (its id's end), free"),
+    ("⚑ ✗ →", "Slurm: gpuroom's advice, a command failed, on its way"),
 ];
 
 pub fn render(app: &App, t: &Theme, area: Rect, buf: &mut Buffer) {

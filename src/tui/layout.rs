@@ -4,9 +4,12 @@
 //! market in the middle, budget | log at the bottom. Compact: the same three
 //! bands with budget alone at the bottom (the newest alarm stays in the strip
 //! under the header); focusing the alarms pane there gives it the budget's
-//! place. Narrow (< 60 wide): the six panes stacked. Zoom gives
-//! the focused pane the whole body. Band heights follow what the `View` holds
-//! (nodes, tenants) within bounds, the queue takes the rest.
+//! place. With a Slurm cluster attached the Slurm pane takes the queue's
+//! place (gpuroom's own queue is usually empty at a Slurm site), and the
+//! queue takes it back while it has the focus. Narrow (< 60 wide): the panes
+//! stacked. Zoom gives the focused pane the whole body. Band heights follow
+//! what the `View` holds (nodes, tenants, Slurm's rows) within bounds, the
+//! queue takes the rest.
 //!
 //! Pure geometry: no drawing, no styles.
 
@@ -27,6 +30,8 @@ pub struct Areas {
     pub budget: Rect,
     /// The alarms & log pane, in the full layout only.
     pub log: Option<Rect>,
+    /// The Slurm pane, when a cluster is attached (or the pane has the focus).
+    pub slurm: Option<Rect>,
 }
 
 impl Areas {
@@ -38,19 +43,19 @@ impl Areas {
             PaneId::Market => self.market,
             PaneId::Budget => self.budget,
             PaneId::Alarms => self.log.unwrap_or_default(),
+            PaneId::Slurm => self.slurm.unwrap_or_default(),
         }
     }
 
     fn pane_mut(&mut self, id: PaneId) -> &mut Rect {
-        if id == PaneId::Alarms {
-            return self.log.get_or_insert_default();
-        }
         match id {
             PaneId::Fleet => &mut self.fleet,
             PaneId::Memory => &mut self.memory,
             PaneId::Queue => &mut self.queue,
             PaneId::Market => &mut self.market,
-            PaneId::Budget | PaneId::Alarms => &mut self.budget,
+            PaneId::Budget => &mut self.budget,
+            PaneId::Alarms => self.log.get_or_insert_default(),
+            PaneId::Slurm => self.slurm.get_or_insert_default(),
         }
     }
 }
@@ -90,10 +95,12 @@ pub fn compute(area: Rect, app: &App, view: &View) -> Areas {
     let up = view.nodes.iter().filter(|n| n.up).count();
     let shared = view.nodes.iter().filter(|n| n.up).flat_map(|n| &n.gpus).filter(|g| !g.exclusive && !g.jobs.is_empty()).count();
     let tenants = view.budgets.len();
+    let slurm = view.slurm.is_some() || app.focus == PaneId::Slurm;
     if area.width < 60 {
-        let parts: [Rect; 6] = body.layout(&Layout::vertical([Constraint::Fill(1); 6]));
-        for (id, r) in PaneId::ALL.into_iter().zip(parts) {
-            *a.pane_mut(id) = r;
+        let stacked: Vec<PaneId> = PaneId::ALL.into_iter().filter(|p| *p != PaneId::Slurm || slurm).collect();
+        let parts = body.layout_vec(&Layout::vertical(vec![Constraint::Fill(1); stacked.len()]));
+        for (id, r) in stacked.into_iter().zip(parts.iter()) {
+            *a.pane_mut(id) = *r;
         }
         return a;
     }
@@ -111,7 +118,8 @@ pub fn compute(area: Rect, app: &App, view: &View) -> Areas {
     let (middle, bottom) = if full {
         let queue = 1 + (view.queue.by_tenant.len() + 1) + 1 + view.jobs.len() + 2;
         let market = view.market.len() * 9 + 2;
-        let want = (queue.max(market).min(u16::MAX as usize) as u16).min(rest);
+        let slurm = view.slurm.as_ref().map_or(0, |s| 1 + s.partitions.len() + s.nodes.len() + 1 + 1 + s.jobs.len() + 2);
+        let want = (queue.max(market).max(slurm).min(u16::MAX as usize) as u16).min(rest);
         let middle = want + (rest - want) / 2;
         (middle, body.height - top - middle)
     } else {
@@ -120,6 +128,9 @@ pub fn compute(area: Rect, app: &App, view: &View) -> Areas {
     let [t, m, b] = body.layout(&Layout::vertical([Constraint::Length(top), Constraint::Length(middle), Constraint::Length(bottom)]));
     [a.fleet, a.memory] = split(t, 58);
     [a.queue, a.market] = split(m, if full { 64 } else { 58 });
+    if slurm && app.focus != PaneId::Queue {
+        a.slurm = Some(std::mem::take(&mut a.queue));
+    }
     if full {
         let [budget, log] = split(b, 64);
         a.budget = budget;
@@ -135,38 +146,83 @@ pub fn compute(area: Rect, app: &App, view: &View) -> Areas {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tui::fixture::demo_view;
+    use crate::tui::fixture::{demo_view, slurm_view};
 
     fn all(a: &Areas) -> Vec<Rect> {
         let mut v = vec![a.header, a.strip, a.footer];
-        v.extend(PaneId::ALL.iter().filter(|p| **p != PaneId::Alarms).map(|p| a.pane(*p)));
+        v.extend([PaneId::Fleet, PaneId::Memory, PaneId::Queue, PaneId::Market, PaneId::Budget].map(|p| a.pane(p)));
         v.extend(a.log);
+        v.extend(a.slurm);
         v
     }
+
+    fn no_overlaps(area: Rect, a: &Areas, what: &str) {
+        let rects = all(a);
+        for (i, x) in rects.iter().enumerate() {
+            assert!(area.contains(x.as_position()) || x.is_empty(), "{x:?} outside {area:?} ({what})");
+            assert_eq!(x.intersection(area), *x);
+            for y in &rects[i + 1..] {
+                assert!(!x.intersects(*y), "{x:?} overlaps {y:?} ({what})");
+            }
+        }
+    }
+
+    const SIZES: [(u16, u16); 6] = [(80, 24), (100, 30), (120, 40), (160, 48), (200, 60), (300, 100)];
 
     #[test]
     fn every_pane_shows_from_80x24_up_and_nothing_overlaps() {
         let view = demo_view();
         let app = App::new();
-        for (w, h) in [(80, 24), (100, 30), (120, 40), (200, 60), (300, 100)] {
+        for (w, h) in SIZES {
             let area = Rect::new(0, 0, w, h);
             let a = compute(area, &app, &view);
-            for id in PaneId::ALL.into_iter().filter(|p| *p != PaneId::Alarms || w >= 120) {
+            for id in PaneId::ALL.into_iter().filter(|p| *p != PaneId::Slurm && (*p != PaneId::Alarms || w >= 120)) {
                 let r = a.pane(id);
                 assert!(r.width >= 20 && r.height >= 3, "{id:?} too small at {w}x{h}: {r:?}");
             }
             let focused = compute(area, &App::with_focus(PaneId::Alarms), &view);
             assert!(focused.pane(PaneId::Alarms).height >= 3, "a focused alarms pane shows at {w}x{h}");
-            let rects = all(&a);
-            for (i, x) in rects.iter().enumerate() {
-                assert!(area.contains(x.as_position()) || x.is_empty());
-                assert_eq!(x.intersection(area), *x);
-                for y in &rects[i + 1..] {
-                    assert!(!x.intersects(*y), "{x:?} overlaps {y:?} at {w}x{h}");
+            no_overlaps(area, &a, &format!("{w}x{h}"));
+            assert_eq!(a.log.is_some(), w >= 120, "log pane at {w}x{h}");
+            assert_eq!(a.slurm, None, "no Slurm pane without a cluster at {w}x{h}");
+        }
+    }
+
+    #[test]
+    fn the_slurm_pane_takes_the_queues_place_until_the_queue_has_the_focus() {
+        let view = slurm_view();
+        for (w, h) in SIZES {
+            let area = Rect::new(0, 0, w, h);
+            let plain = compute(area, &App::new(), &demo_view());
+            for focus in PaneId::ALL {
+                let a = compute(area, &App::with_focus(focus), &view);
+                no_overlaps(area, &a, &format!("{w}x{h} focus {focus:?}"));
+                let place = if focus == PaneId::Queue { a.queue } else { a.pane(PaneId::Slurm) };
+                assert!(place.width >= 20 && place.height >= 3, "{w}x{h} focus {focus:?}: {place:?}");
+                assert_eq!(place.width, plain.queue.width, "{w}x{h}: the queue's width");
+                if focus == PaneId::Queue {
+                    assert_eq!(a.slurm, None, "{w}x{h}: the focused queue takes its place back");
+                } else {
+                    assert!(a.queue.is_empty(), "{w}x{h} focus {focus:?}: the queue gives way");
                 }
             }
-            assert_eq!(a.log.is_some(), w >= 120, "log pane at {w}x{h}");
         }
+        // On a tall screen the middle band grows to show the Slurm jobs.
+        let a = compute(Rect::new(0, 0, 160, 48), &App::new(), &view);
+        let s = view.slurm.as_ref().unwrap();
+        assert!(a.pane(PaneId::Slurm).height as usize >= 2 + 1 + s.partitions.len() + s.nodes.len() + 1 + 1 + s.jobs.len(), "{a:?}");
+    }
+
+    #[test]
+    fn narrow_screens_stack_the_slurm_pane_too() {
+        let view = slurm_view();
+        let area = Rect::new(0, 0, 50, 40);
+        let a = compute(area, &App::new(), &view);
+        no_overlaps(area, &a, "50x40");
+        for id in PaneId::ALL {
+            assert!(a.pane(id).height >= 3 && a.pane(id).width == 50, "{id:?}: {:?}", a.pane(id));
+        }
+        assert_eq!(compute(area, &App::new(), &demo_view()).slurm, None);
     }
 
     #[test]
@@ -177,5 +233,10 @@ mod tests {
         let a = compute(Rect::new(0, 0, 80, 24), &app, &view);
         assert_eq!(a.market, Rect::new(0, 2, 80, 21));
         assert!(a.fleet.is_empty() && a.queue.is_empty());
+        let mut app = App::with_focus(PaneId::Slurm);
+        app.zoom = true;
+        let a = compute(Rect::new(0, 0, 80, 24), &app, &slurm_view());
+        assert_eq!(a.slurm, Some(Rect::new(0, 2, 80, 21)));
+        assert!(a.queue.is_empty() && a.market.is_empty());
     }
 }

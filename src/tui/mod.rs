@@ -30,6 +30,7 @@ pub mod log;
 pub mod modes;
 pub mod panes;
 pub mod run;
+pub mod slurm_keys;
 pub mod svg;
 pub mod theme;
 pub mod theme_depth;

@@ -147,7 +147,7 @@ pub fn on_key(app: &mut App, key: KeyEvent, view: &View) -> Control {
         Mode::Command { mut input, mut options, mut error } => {
             match key.code {
                 KeyCode::Enter => {
-                    return match command_bar::parse(&input.text(), view, app.selected_job(view)) {
+                    return match command_bar::parse_in(&input.text(), view, app.selected_job(view), app.selected_slurm_job(view)) {
                         Ok(intent) => run_intent(app, intent, view),
                         Err(e) => {
                             app.mode = Mode::Command { input, options: Vec::new(), error: Some(e) };

@@ -339,4 +339,28 @@ mod shots {
         let ctx = DrawContext { theme: crate::tui::Theme::dark(), ..DrawContext::new("SIM seed 1 ×60") };
         std::fs::write(format!("{dir}/help-80x24.svg"), buffer_to_svg(&render_to_buffer(&view, &help, &ctx, 80, 24))).unwrap();
     }
+
+    /// The Slurm pane on the fixture cluster, drawn the way `gpuroom
+    /// screenshot` draws (its context and canvas), since the simulated world
+    /// has no Slurm: `TUI_SHOTS=screenshots cargo test --release --lib
+    /// tui::svg::shots::write_slurm_screenshots -- --ignored`.
+    #[test]
+    #[ignore]
+    fn write_slurm_screenshots() {
+        let dir = std::env::var("TUI_SHOTS").unwrap_or_else(|_| "/tmp/tui-shots".into());
+        std::fs::create_dir_all(&dir).unwrap();
+        let view = crate::tui::fixture::slurm_view();
+        let mut ctx = DrawContext::new("SIM ×60 seed 1");
+        ctx.data_age = Some(std::time::Duration::from_millis(400));
+        ctx.theme = crate::tui::theme_file::load("dark").unwrap();
+        let bg = color_hex(ctx.theme.background, DEFAULT_BG);
+        let fg = color_hex(ctx.theme.text.fg.unwrap_or(Color::Reset), DEFAULT_FG);
+        let console = App::with_focus(PaneId::Slurm);
+        let mut zoomed = console.clone();
+        zoomed.zoom = true;
+        for (name, app, w, h) in [("console-slurm-160x48", &console, 160, 48), ("console-slurm-120x40", &console, 120, 40), ("pane-slurm", &zoomed, 120, 40)] {
+            let buf = render_to_buffer(&view, app, &ctx, w, h);
+            std::fs::write(format!("{dir}/{name}.svg"), buffer_to_svg_with(&buf, &fg, &bg)).unwrap();
+        }
+    }
 }

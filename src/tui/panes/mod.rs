@@ -1,4 +1,4 @@
-//! The five panes (fleet, memory, queue, market, budget) and what they share:
+//! The panes (fleet, memory, queue, market, budget, Slurm) and what they share:
 //! the bordered frame with the focus highlight, and a column fitter that
 //! drops the least important columns first when a pane is narrow.
 //!
@@ -13,6 +13,8 @@ mod fleet_grid;
 pub mod market;
 pub mod memory;
 pub mod queue;
+pub mod slurm;
+mod slurm_nodes;
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;

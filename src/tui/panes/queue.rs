@@ -241,7 +241,7 @@ fn job_table(view: &View, ui: &QueueUi<'_>, props: PaneProps<'_>, area: Rect, bu
 }
 
 /// Keeps the selected row in view, moving the window as little as possible.
-fn scroll(mut w: Window, selected: Option<usize>, rows: usize, len: usize) -> Window {
+pub(super) fn scroll(mut w: Window, selected: Option<usize>, rows: usize, len: usize) -> Window {
     w.rows = rows;
     if rows == 0 {
         return w;

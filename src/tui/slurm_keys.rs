@@ -1,0 +1,62 @@
+//! What the Slurm pane's keys do: each verb on the selected Slurm job becomes
+//! `Action::Slurm` and goes through the confirmation dialog
+//! (`modes::propose`); migrate opens the command bar prefilled with
+//! `slurm ID migrate partition=` so the operator names the partition or the
+//! nodes to avoid.
+//!
+//! Owns this mapping only. It must not draw, change the `View` or judge
+//! whether a verb suits the job: the dialog warns and the engine refuses.
+
+use super::app::{App, Control};
+use super::modes::{self, Mode, Status};
+use crate::core::event::Action;
+use crate::core::slurm::SlurmVerb;
+use crate::core::View;
+
+/// A verb key of the Slurm pane.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum SlurmKey {
+    Preempt,
+    Requeue,
+    Suspend,
+    Resume,
+    Cancel,
+    Hold,
+    Release,
+    Migrate,
+}
+
+impl SlurmKey {
+    /// The verb it sends; `None` for migrate, which needs words first.
+    pub fn verb(self) -> Option<SlurmVerb> {
+        Some(match self {
+            SlurmKey::Preempt => SlurmVerb::Preempt,
+            SlurmKey::Requeue => SlurmVerb::Requeue,
+            SlurmKey::Suspend => SlurmVerb::Suspend,
+            SlurmKey::Resume => SlurmVerb::Resume,
+            SlurmKey::Cancel => SlurmVerb::Cancel,
+            SlurmKey::Hold => SlurmVerb::Hold,
+            SlurmKey::Release => SlurmVerb::Release,
+            SlurmKey::Migrate => return None,
+        })
+    }
+}
+
+/// The command line the migrate key opens for `job`.
+pub fn migrate_line(job: u64) -> String {
+    format!("slurm {job} migrate partition=")
+}
+
+pub fn on_key(app: &mut App, key: SlurmKey, view: &View) -> Control {
+    let Some(job) = app.selected_slurm_job(view) else {
+        app.status = Some(Status::hint(if view.slurm.is_some() { "no Slurm job selected" } else { "no Slurm cluster is attached" }));
+        return Control::Continue;
+    };
+    match key.verb() {
+        Some(verb) => modes::propose(app, Action::Slurm { job, verb }, view),
+        None => {
+            app.mode = Mode::command(&migrate_line(job));
+            Control::Continue
+        }
+    }
+}
