@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::event::{Action, Actor, Effect, Role};
 use super::room::{Room, Severity};
-use super::slurm::{PreemptBy, SlurmCommand, SlurmMode, SlurmSnapshot, SlurmState, SlurmVerb};
+use super::slurm::{SlurmCommand, SlurmMode, SlurmSnapshot, SlurmState, SlurmVerb};
 use super::text::clean;
 use super::units::At;
 use crate::sched::slurm_advice;
@@ -141,10 +141,7 @@ impl Room {
             return Err(format!("a command for job {id} is on its way ({} by {})", command.verb, clean(&command.by)));
         }
         let verb = match verb {
-            SlurmVerb::Preempt => match self.config.slurm.preempt_by {
-                PreemptBy::Requeue => SlurmVerb::Requeue,
-                PreemptBy::Suspend => SlurmVerb::Suspend,
-            },
+            SlurmVerb::Preempt => self.config.slurm.preempt_by.verb(),
             other => other.clone(),
         };
         let state = &job.state;
@@ -203,10 +200,7 @@ impl Room {
         let mut busy: BTreeSet<u64> = self.slurm.in_flight.values().filter(|c| frees(&c.verb)).map(|c| c.job).collect();
         busy.extend(self.slurm.last.iter().filter(|(_, r)| frees(&r.verb) && matches!(r.outcome, Some(Ok(_))) && seq <= r.seq_done + 1).map(|(job, _)| *job));
         let advice = slurm_advice::reclaim(snapshot, &self.tenants, &busy);
-        let verb = match self.config.slurm.preempt_by {
-            PreemptBy::Requeue => SlurmVerb::Requeue,
-            PreemptBy::Suspend => SlurmVerb::Suspend,
-        };
+        let verb = self.config.slurm.preempt_by.verb();
         let fresh: BTreeMap<u64, AdviceNote> = advice.into_iter().map(|a| (a.job, AdviceNote { verb: verb.clone(), for_job: a.for_job, why: clean(&a.why) })).collect();
         let new: Vec<(u64, AdviceNote)> = fresh.iter().filter(|(job, _)| !self.slurm.advice.contains_key(job)).map(|(j, a)| (*j, a.clone())).collect();
         self.slurm.advice = fresh;

@@ -293,6 +293,25 @@ pub enum PreemptBy {
     Suspend,
 }
 
+impl PreemptBy {
+    /// The verb "preempt" stands for on this cluster.
+    pub fn verb(self) -> SlurmVerb {
+        match self {
+            PreemptBy::Requeue => SlurmVerb::Requeue,
+            PreemptBy::Suspend => SlurmVerb::Suspend,
+        }
+    }
+}
+
+impl SlurmMode {
+    pub fn label(self) -> &'static str {
+        match self {
+            SlurmMode::Advisory => "advisory",
+            SlurmMode::Control => "control",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SlurmPolicy {
     pub mode: SlurmMode,

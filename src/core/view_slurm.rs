@@ -224,10 +224,7 @@ impl Room {
             cluster: clean(&snapshot.cluster),
             version: clean(&snapshot.version),
             mode: self.config.slurm.mode,
-            preempt_by: match self.config.slurm.preempt_by {
-                super::slurm::PreemptBy::Requeue => "requeue".into(),
-                super::slurm::PreemptBy::Suspend => "suspend".into(),
-            },
+            preempt_by: self.config.slurm.preempt_by.verb().name().to_string(),
             seen_at: at,
             stale: mirror.stale.clone(),
             partitions,

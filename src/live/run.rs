@@ -57,10 +57,7 @@ pub fn spawn_sources(config: &SourcesConfig, host: &str) -> Adapters {
         etx
     });
     let slurm = config.slurm.as_ref().map(|cfg| {
-        running.push(format!("slurm {}", match cfg.mode {
-            crate::core::slurm::SlurmMode::Advisory => "advisory",
-            crate::core::slurm::SlurmMode::Control => "control",
-        }));
+        running.push(format!("slurm {}", cfg.mode.label()));
         slurm::task::spawn(cfg.clone(), tx.clone())
     });
     Adapters { reports, executor, slurm, running }
