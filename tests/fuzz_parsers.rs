@@ -1,7 +1,9 @@
 //! Fuzzing of every parser of outside text (proptest, bounded): AWS spot price
 //! dumps, spot preemption traces, the Philly, Alibaba and Helios traces,
 //! dcgm-exporter pages, IMDS notices, the local executor's progress lines,
-//! the engine, simulator, jobs and theme TOML files, and money amounts.
+//! Slurm's squeue/sinfo JSON (22.05 and 24.11 shapes) and parsable text and
+//! its partition lines, GRES strings and host lists, the engine, simulator,
+//! jobs and theme TOML files, and money amounts.
 //!
 //! Each parser is fed two kinds of input:
 //!
@@ -38,6 +40,8 @@ use gpuroom::config::EngineConfig;
 use gpuroom::core::units::Micros;
 use gpuroom::live::config::JobsFile;
 use gpuroom::sim::config::SimConfig;
+use gpuroom::core::slurm::{expand_hostlist, SlurmJob, SlurmNode, SlurmState};
+use gpuroom::sources::slurm::{gres, json as slurm_json, text as slurm_text};
 use gpuroom::sources::{alibaba, dcgm, helios, imds, local, philly, price_history, spot_trace};
 use gpuroom::tui::theme_file;
 use proptest::collection::vec;
@@ -139,6 +143,35 @@ fn theme_seeds() -> Vec<String> {
 
 fn jobs_seeds() -> Vec<String> {
     vec![fixture("fixtures/fuzz/jobs.toml")]
+}
+
+fn squeue_json_seeds() -> Vec<String> {
+    ["squeue-22.05.json", "squeue-24.11.json"].map(|f| fixture(&format!("fixtures/slurm/{f}"))).into()
+}
+
+fn sinfo_json_seeds() -> Vec<String> {
+    ["sinfo-22.05.json", "sinfo-24.11.json"].map(|f| fixture(&format!("fixtures/slurm/{f}"))).into()
+}
+
+fn squeue_text_seeds() -> Vec<String> {
+    vec![fixture("fixtures/slurm/squeue-22.05.txt")]
+}
+
+fn sinfo_text_seeds() -> Vec<String> {
+    vec![fixture("fixtures/slurm/sinfo-22.05.txt")]
+}
+
+fn partition_seeds() -> Vec<String> {
+    vec![fixture("fixtures/slurm/scontrol-partition-22.05.txt")]
+}
+
+/// GRES and host lists in the shapes Slurm writes them (from the fixtures and its manuals).
+fn gres_seeds() -> Vec<String> {
+    ["gpu:fake:3(IDX:0-2)", "gpu:h100:8(S:0-1),tmpsize:7T", "gpu:2(IDX:0,2),mps:100", "gres/gpu:a100:3", "gpu:fake:0(IDX:N/A)"].map(String::from).into()
+}
+
+fn hostlist_seeds() -> Vec<String> {
+    ["gpu[01-03,07],cpu1", "localhost", "n[1-2]-ib", "gpu-a[01-02]"].map(String::from).into()
 }
 
 /// Money as the files write it: dump prices, list prices, budgets.
@@ -490,6 +523,72 @@ fn check_jobs(text: &str) -> Result<bool, TestCaseError> {
     })
 }
 
+/// A Slurm job as read: placed on nodes only once it runs, GPU indices only
+/// on its own nodes.
+fn slurm_job_sane(j: &SlurmJob) -> Result<(), TestCaseError> {
+    if j.state == SlurmState::Pending {
+        prop_assert!(j.nodes.is_empty() && j.started.is_none(), "a pending job is nowhere: {j:?}");
+    }
+    for (node, _) in &j.gpu_idx {
+        prop_assert!(j.nodes.contains(node), "GPU indices on a node the job is not on: {j:?}");
+    }
+    Ok(())
+}
+
+/// Nodes as read: named, once each, using no more GPUs than they have.
+fn slurm_nodes_sane(nodes: &[SlurmNode]) -> Result<(), TestCaseError> {
+    let mut names = BTreeSet::new();
+    for n in nodes {
+        prop_assert!(!n.name.is_empty() && names.insert(n.name.as_str()), "nameless or repeated node: {n:?}");
+        prop_assert!(n.gpus_used <= n.gpus, "{n:?}");
+    }
+    Ok(())
+}
+
+fn check_squeue_json(text: &str) -> Result<bool, TestCaseError> {
+    verdict(slurm_json::jobs(SOURCE, text), Some(SOURCE), |jobs| jobs.iter().try_for_each(slurm_job_sane))
+}
+
+fn check_sinfo_json(text: &str) -> Result<bool, TestCaseError> {
+    verdict(slurm_json::nodes(SOURCE, text), Some(SOURCE), |nodes| slurm_nodes_sane(&nodes))
+}
+
+fn check_squeue_text(text: &str) -> Result<bool, TestCaseError> {
+    verdict(slurm_text::jobs(SOURCE, text), Some(SOURCE), |jobs| jobs.iter().try_for_each(slurm_job_sane))
+}
+
+fn check_sinfo_text(text: &str) -> Result<bool, TestCaseError> {
+    verdict(slurm_text::nodes(SOURCE, text), Some(SOURCE), |nodes| slurm_nodes_sane(&nodes))
+}
+
+fn check_partitions(text: &str) -> Result<bool, TestCaseError> {
+    verdict(slurm_text::partitions(SOURCE, text), Some(SOURCE), |parts| {
+        prop_assert!(parts.iter().all(|p| !p.name.is_empty()), "{parts:?}");
+        Ok(())
+    })
+}
+
+/// GRES text never fails (what is not a GPU counts as none), and a time
+/// limit read is never negative.
+fn check_gres(text: &str) -> Result<bool, TestCaseError> {
+    let gpus = gres::parse(text);
+    prop_assert!(gpus.kind.as_deref() != Some(""), "{gpus:?}");
+    let _ = gres::tres_gpus(text);
+    prop_assert!(slurm_text::limit(text).is_none_or(|l| l.0 >= 0), "{text:?}");
+    Ok(true)
+}
+
+/// A host list expands to names that are not empty, or is refused.
+fn check_hostlist(text: &str) -> Result<bool, TestCaseError> {
+    match expand_hostlist(text) {
+        Some(names) => {
+            prop_assert!(names.iter().all(|n| !n.is_empty() && !n.contains([',', '[', ']']) && !n.contains(char::is_whitespace)), "{names:?}");
+            Ok(true)
+        }
+        None => Ok(false),
+    }
+}
+
 /// The line a configuration error names (`line N: ...`, made by
 /// `sources::toml_message` for the engine, simulator and jobs files) is the
 /// line where the TOML error's span starts.
@@ -567,6 +666,13 @@ fuzz_target!(dcgm_finite_figures: dcgm_seeds => check_dcgm_finite);
 fuzz_target!(imds_instance_action: instance_action_seeds => check_instance_action);
 fuzz_target!(imds_rebalance: rebalance_seeds => check_rebalance);
 fuzz_target!(progress_line: progress_seeds => check_progress);
+fuzz_target!(slurm_squeue_json: squeue_json_seeds => check_squeue_json);
+fuzz_target!(slurm_sinfo_json: sinfo_json_seeds => check_sinfo_json);
+fuzz_target!(slurm_squeue_text: squeue_text_seeds => check_squeue_text);
+fuzz_target!(slurm_sinfo_text: sinfo_text_seeds => check_sinfo_text);
+fuzz_target!(slurm_partitions: partition_seeds => check_partitions);
+fuzz_target!(slurm_gres: gres_seeds => check_gres);
+fuzz_target!(slurm_hostlist: hostlist_seeds => check_hostlist);
 fuzz_target!(engine_config: engine_seeds => check_engine);
 fuzz_target!(sim_config: sim_seeds => check_sim);
 fuzz_target!(theme_toml: theme_seeds => check_theme);

@@ -346,6 +346,10 @@ pub fn compress_indices(idx: &[u32]) -> String {
     parts.join(",")
 }
 
+/// More names or indices than any cluster has: a list this long is garbage,
+/// and expanding it would only exhaust memory.
+const MAX_EXPANDED: usize = 1 << 20;
+
 /// [0, 1, 3] from "0-1,3"; `None` for anything else (or a range past 4096).
 pub fn expand_indices(text: &str) -> Option<Vec<u32>> {
     let mut out = Vec::new();
@@ -353,7 +357,7 @@ pub fn expand_indices(text: &str) -> Option<Vec<u32>> {
         match part.split_once('-') {
             Some((a, b)) => {
                 let (a, b): (u32, u32) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
-                if b < a || b - a > 4096 {
+                if b < a || b - a > 4096 || out.len() > MAX_EXPANDED {
                     return None;
                 }
                 out.extend(a..=b);
@@ -365,7 +369,9 @@ pub fn expand_indices(text: &str) -> Option<Vec<u32>> {
 }
 
 /// Node names from a Slurm host list: "gpu[01-03,07],cpu1" → gpu01 gpu02
-/// gpu03 gpu07 cpu1 (zero padding kept). `None` when it does not parse.
+/// gpu03 gpu07 cpu1 (zero padding kept; "rack[1-2]-n[1-2]" gives all four).
+/// `None` when it does not parse, or names a node with a space or a control
+/// character (no node is called that: the text is not a host list).
 pub fn expand_hostlist(text: &str) -> Option<Vec<String>> {
     let mut names = Vec::new();
     let mut rest = text.trim();
@@ -389,24 +395,43 @@ pub fn expand_hostlist(text: &str) -> Option<Vec<String>> {
             None => (rest, ""),
         };
         rest = next.trim_start();
-        match item.split_once('[') {
-            None if !item.is_empty() => names.push(item.to_string()),
-            None => {}
-            Some((prefix, tail)) => {
-                let (ranges, suffix) = tail.split_once(']')?;
-                for part in ranges.split(',') {
-                    let (a, b) = part.split_once('-').unwrap_or((part, part));
-                    let width = a.len();
-                    let (lo, hi): (u32, u32) = (a.parse().ok()?, b.parse().ok()?);
-                    if hi < lo || hi - lo > 65_536 {
-                        return None;
-                    }
-                    names.extend((lo..=hi).map(|n| format!("{prefix}{n:0width$}{suffix}")));
-                }
-            }
+        if item.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return None;
+        }
+        if !item.is_empty() {
+            expand_item(item, &mut names)?;
         }
     }
     Some(names)
+}
+
+/// One host-list item, its bracket groups expanded left to right.
+fn expand_item(item: &str, names: &mut Vec<String>) -> Option<()> {
+    let Some((prefix, tail)) = item.split_once('[') else {
+        if item.contains(']') {
+            return None;
+        }
+        names.push(item.to_string());
+        return Some(());
+    };
+    if prefix.contains(']') {
+        return None;
+    }
+    let (ranges, suffix) = tail.split_once(']')?;
+    let mut suffixes = Vec::new();
+    expand_item(suffix, &mut suffixes)?;
+    for part in ranges.split(',') {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        let width = a.len();
+        let (lo, hi): (u32, u32) = (a.parse().ok()?, b.parse().ok()?);
+        if hi < lo || hi - lo > 65_536 || names.len().saturating_add((hi - lo) as usize * suffixes.len()) > MAX_EXPANDED {
+            return None;
+        }
+        for n in lo..=hi {
+            names.extend(suffixes.iter().map(|s| format!("{prefix}{n:0width$}{s}")));
+        }
+    }
+    Some(())
 }
 
 #[cfg(test)]
@@ -419,7 +444,12 @@ mod tests {
         assert_eq!(expand_hostlist("localhost").unwrap(), ["localhost"]);
         assert_eq!(expand_hostlist("").unwrap(), Vec::<String>::new());
         assert_eq!(expand_hostlist("n[1-2]-ib").unwrap(), ["n1-ib", "n2-ib"]);
+        assert_eq!(expand_hostlist("r[1-2]-n[08-09]").unwrap(), ["r1-n08", "r1-n09", "r2-n08", "r2-n09"]);
+        assert!(expand_hostlist("n1]").is_none() && expand_hostlist("a b").is_none() && expand_hostlist("n[1-2]\nx").is_none());
         assert!(expand_hostlist("n[3-1]").is_none() && expand_hostlist("n[1-").is_none() && expand_hostlist("n[a]").is_none());
+        let flood = vec!["n[0-60000]"; 40].join(",");
+        assert!(expand_hostlist(&flood).is_none(), "2.4 million names is no host list");
+        assert!(expand_indices(&vec!["0-4000"; 400].join(",")).is_none());
         assert_eq!(expand_indices("0-1,3"), Some(vec![0, 1, 3]));
         assert_eq!(compress_indices(&[3, 0, 1, 1]), "0-1,3");
         assert!(expand_indices("0-x").is_none() && expand_indices("5-1").is_none());

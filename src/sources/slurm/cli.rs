@@ -181,8 +181,8 @@ impl SlurmCli {
             match self.run("squeue", &["--json"], false).await {
                 Ok(body) => {
                     let jobs = json::jobs("squeue --json", &body).map_err(|e| Self::bad_reply("squeue --json", e))?;
-                    let body = self.run("sinfo", &["--json"], false).await?;
-                    let nodes = json::nodes("sinfo --json", &body).map_err(|e| Self::bad_reply("sinfo --json", e))?;
+                    let body = self.run("sinfo", &["-N", "--json"], false).await?;
+                    let nodes = json::nodes("sinfo -N --json", &body).map_err(|e| Self::bad_reply("sinfo -N --json", e))?;
                     return Ok(SlurmSnapshot { cluster, version, partitions, nodes, jobs });
                 }
                 Err(e) if Self::no_json(&e) => self.json.store(false, Ordering::Relaxed),

@@ -128,38 +128,120 @@ fn job(source: &str, i: usize, j: &Value) -> Result<SlurmJob, ParseError> {
     })
 }
 
-/// Nodes from `sinfo --json`.
+/// Nodes from `sinfo -N --json`. Slurm up to 23.02 lists node records under
+/// `nodes` (as `scontrol show nodes --json` still does); 23.11 and newer list
+/// `sinfo` records, one per node and partition with `-N`, whose GRES, CPUs and
+/// state sit in sub-objects. Both are read; a node in several partitions comes
+/// back once, with all of them.
 pub fn nodes(source: &str, body: &str) -> Result<Vec<SlurmNode>, ParseError> {
     let doc = parse_doc(source, body)?;
-    let list = doc.get("nodes").and_then(Value::as_array).ok_or_else(|| ParseError::new(source, "top level", "no \"nodes\" list"))?;
-    list.iter()
-        .enumerate()
-        .map(|(i, n)| {
-            let name = text(n.get("name"));
-            if name.is_empty() {
-                return Err(ParseError::new(source, format!("node {}", i + 1), "no name"));
+    if let Some(list) = doc.get("nodes").and_then(Value::as_array) {
+        return list.iter().enumerate().map(|(i, n)| node_record(source, i, n)).collect();
+    }
+    let list = doc.get("sinfo").and_then(Value::as_array).ok_or_else(|| ParseError::new(source, "top level", "neither a \"nodes\" nor a \"sinfo\" list"))?;
+    let mut nodes: Vec<SlurmNode> = Vec::new();
+    for (i, record) in list.iter().enumerate() {
+        for node in sinfo_record(source, i, record)? {
+            match nodes.iter_mut().find(|n| n.name == node.name) {
+                Some(known) => {
+                    for p in node.partitions {
+                        if !known.partitions.contains(&p) {
+                            known.partitions.push(p);
+                        }
+                    }
+                }
+                None => nodes.push(node),
             }
-            let total = gres::parse(&text(n.get("gres")));
-            let used = gres::parse(&text(n.get("gres_used")));
-            let mut state = text(n.get("state")).to_ascii_lowercase();
-            for flag in strings(n.get("state_flags")) {
-                state.push('+');
-                state.push_str(&flag.to_ascii_lowercase());
-            }
-            Ok(SlurmNode {
-                name,
-                state,
-                cpus: number(n.get("cpus")).unwrap_or(0) as u32,
-                cpus_alloc: number(n.get("alloc_cpus")).unwrap_or(0) as u32,
-                gpus: total.count,
-                gpu_type: total.kind,
-                gpus_used: used.count.min(total.count),
-                gpus_used_idx: used.idx,
-                partitions: strings(n.get("partitions")),
-                reason: text(n.get("reason")),
-            })
+        }
+    }
+    Ok(nodes)
+}
+
+/// The state in lower case with its flags after '+' ("mixed+drain").
+fn node_state(base: Option<&Value>, flags: Option<&Value>) -> String {
+    let mut state = text(base).to_ascii_lowercase();
+    for flag in strings(flags) {
+        state.push('+');
+        state.push_str(&flag.to_ascii_lowercase());
+    }
+    state
+}
+
+/// A reason as a string (older) or `{description, time, user}` (23.11+).
+fn reason(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::Object(o)) => text(o.get("description")),
+        other => text(other),
+    }
+}
+
+fn node_record(source: &str, i: usize, n: &Value) -> Result<SlurmNode, ParseError> {
+    let name = text(n.get("name"));
+    if name.is_empty() {
+        return Err(ParseError::new(source, format!("node {}", i + 1), "no name"));
+    }
+    let total = gres::parse(&text(n.get("gres")));
+    let used = gres::parse(&text(n.get("gres_used")));
+    Ok(SlurmNode {
+        name,
+        state: node_state(n.get("state"), n.get("state_flags")),
+        cpus: count(n.get("cpus")),
+        cpus_alloc: count(n.get("alloc_cpus")),
+        gpus: total.count,
+        gpu_type: total.kind,
+        gpus_used: used.count.min(total.count),
+        gpus_used_idx: used.idx,
+        partitions: strings(n.get("partitions")),
+        reason: reason(n.get("reason")),
+    })
+}
+
+/// The nodes of one `sinfo` record. Without `-N` a record groups nodes of
+/// one configuration: each gets its GRES and state, and an even share of
+/// the record's CPUs.
+fn sinfo_record(source: &str, i: usize, r: &Value) -> Result<Vec<SlurmNode>, ParseError> {
+    let names = strings(r.get("nodes").and_then(|n| n.get("nodes")));
+    if names.is_empty() {
+        return Err(ParseError::new(source, format!("record {}", i + 1), "no node names (nodes.nodes)"));
+    }
+    let many = u32::try_from(names.len()).unwrap_or(u32::MAX);
+    let share = |v: Option<&Value>| count(v) / many;
+    let cpus = r.get("cpus");
+    let gres = r.get("gres");
+    let total = gres::parse(&text(gres.and_then(|g| g.get("total"))));
+    let used = gres::parse(&text(gres.and_then(|g| g.get("used"))));
+    let state = r.get("node").and_then(|n| n.get("state"));
+    // The first state is the base one; the rest are flags (["IDLE", "DRAIN"]).
+    let flags: Vec<Value> = match state {
+        Some(Value::Array(a)) => a.iter().skip(1).cloned().collect(),
+        _ => Vec::new(),
+    };
+    let base = match state {
+        Some(Value::Array(a)) => a.first().cloned(),
+        other => other.cloned(),
+    };
+    let partition = text(r.get("partition").and_then(|p| p.get("name")));
+    let (cpus, cpus_alloc) = (share(cpus.and_then(|c| c.get("total"))), share(cpus.and_then(|c| c.get("allocated"))));
+    Ok(names
+        .into_iter()
+        .map(|name| SlurmNode {
+            name,
+            state: node_state(base.as_ref(), Some(&Value::Array(flags.clone()))),
+            cpus,
+            cpus_alloc,
+            gpus: total.count,
+            gpu_type: total.kind.clone(),
+            gpus_used: used.count.min(total.count),
+            gpus_used_idx: used.idx.clone(),
+            partitions: if partition.is_empty() { Vec::new() } else { vec![partition.clone()] },
+            reason: reason(r.get("reason")),
         })
-        .collect()
+        .collect())
+}
+
+/// A count that fits a u32 (a larger one is not a count Slurm means).
+fn count(v: Option<&Value>) -> u32 {
+    number(v).and_then(|n| u32::try_from(n).ok()).unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -206,6 +288,66 @@ mod tests {
         assert!(jobs("squeue", "{\"jobs\": [").unwrap_err().to_string().starts_with("squeue: line 1"));
         assert!(jobs("squeue", r#"{"jobs":[{"name":"no id"}]}"#).unwrap_err().to_string().contains("no job_id"));
         assert!(jobs("squeue", r#"{"jobs":[{"job_id":1,"nodes":"n[1-"}]}"#).unwrap_err().to_string().contains("does not parse"));
+    }
+
+    /// Recorded from Slurm 22.05.8 (`.ci/slurm-up`; fixtures/slurm/README.md).
+    const SQUEUE_22_05: &str = include_str!("../../../fixtures/slurm/squeue-22.05.json");
+    const SINFO_22_05: &str = include_str!("../../../fixtures/slurm/sinfo-22.05.json");
+    /// Written after the documented 24.11 shape (`sinfo` records, flag arrays).
+    const SQUEUE_24_11: &str = include_str!("../../../fixtures/slurm/squeue-24.11.json");
+    const SINFO_24_11: &str = include_str!("../../../fixtures/slurm/sinfo-24.11.json");
+
+    #[test]
+    fn a_recorded_22_05_queue_reads_with_every_state_and_its_gpus() {
+        let jobs = jobs("squeue --json", SQUEUE_22_05).unwrap();
+        let by = |name: &str| jobs.iter().find(|j| j.name == name).unwrap_or_else(|| panic!("{name} in {jobs:#?}"));
+        let run = by("llama-sft");
+        assert_eq!((run.state.clone(), run.gpus, run.account.as_str(), run.partition.as_str()), (SlurmState::Running, 2, "vision", "gpu"));
+        assert_eq!(run.gpu_idx, vec![("localhost".to_string(), vec![0, 1])]);
+        assert_eq!(run.time_limit, Some(Secs(12 * 3600)));
+        let sus = by("bert-eval");
+        assert_eq!((sus.state.clone(), sus.gpus, sus.gpu_idx.clone()), (SlurmState::Suspended, 1, vec![("localhost".to_string(), vec![2])]));
+        let wait = by("mixtral-distill");
+        assert_eq!((wait.state.clone(), wait.gpus, wait.reason.as_str(), wait.nodes.len()), (SlurmState::Pending, 3, "Resources", 0));
+        assert_eq!(wait.time_limit, Some(Secs(2 * 86_400)));
+        let held = by("nightly-ci");
+        assert!(held.held() && held.partition == "spare" && held.gpus == 1, "{held:?}");
+        let cpu = by("data prep|x");
+        assert_eq!((cpu.gpus, cpu.reason.as_str()), (0, "Priority"), "a job without GRES asks no GPU");
+        assert!(jobs.iter().all(|j| j.submitted.is_some()));
+        assert_eq!(meta(SQUEUE_22_05).0, "22.05.8");
+        let nodes = nodes("sinfo -N --json", SINFO_22_05).unwrap();
+        assert_eq!(nodes.len(), 1);
+        let n = &nodes[0];
+        assert_eq!((n.name.as_str(), n.state.as_str(), n.cpus, n.cpus_alloc), ("localhost", "mixed", 4, 1), "a suspended job gives its CPU back, not its GPUs");
+        assert_eq!((n.gpus, n.gpus_used, n.gpus_used_idx.clone(), n.gpu_type.as_deref()), (4, 3, vec![0, 1, 2], Some("fake")));
+        assert_eq!(n.partitions, ["gpu", "spare"]);
+    }
+
+    #[test]
+    fn the_24_11_shape_reads_too_with_one_node_per_name_across_partitions() {
+        let jobs = jobs("squeue --json", SQUEUE_24_11).unwrap();
+        assert_eq!(jobs.iter().map(|j| (j.id, j.state.clone(), j.gpus)).collect::<Vec<_>>(), [(4101, SlurmState::Running, 3), (4102, SlurmState::Pending, 8), (4103, SlurmState::Pending, 1)]);
+        assert_eq!(jobs[0].gpu_idx, vec![("gpu-a01".to_string(), vec![0, 1, 2])]);
+        assert_eq!((jobs[0].time_limit, jobs[1].time_limit, jobs[1].restarts), (Some(Secs(720 * 60)), None, 1));
+        assert_eq!(jobs[1].excluded, ["gpu-a02"]);
+        assert_eq!(meta(SQUEUE_24_11), ("24.11.1".to_string(), "big".to_string()));
+        let nodes = nodes("sinfo -N --json", SINFO_24_11).unwrap();
+        assert_eq!(nodes.len(), 2, "gpu-a01 is listed once per partition but is one node: {nodes:#?}");
+        let a01 = &nodes[0];
+        assert_eq!((a01.name.as_str(), a01.state.as_str(), a01.cpus, a01.cpus_alloc), ("gpu-a01", "mixed", 128, 24));
+        assert_eq!((a01.gpus, a01.gpus_used, a01.gpus_used_idx.clone(), a01.gpu_type.as_deref()), (8, 3, vec![0, 1, 2], Some("h100")));
+        assert_eq!(a01.partitions, ["gpu", "spare"]);
+        let a02 = &nodes[1];
+        assert_eq!((a02.state.as_str(), a02.gpus_used, a02.reason.as_str()), ("idle+drain", 0, "ECC errors on GPU 3"));
+        assert!(a02.unavailable() && !a01.unavailable());
+        let nameless = r#"{"sinfo":[{"node":{"state":["IDLE"]},"nodes":{"nodes":[]}}]}"#;
+        assert!(nodes_err(nameless).contains("record 1") && nodes_err(nameless).contains("no node names"));
+        assert!(nodes_err(r#"{"partitions":[]}"#).contains("neither"));
+    }
+
+    fn nodes_err(body: &str) -> String {
+        nodes("sinfo", body).unwrap_err().to_string()
     }
 
     #[test]

@@ -28,7 +28,7 @@ pub fn partitions(source: &str, body: &str) -> Result<Vec<SlurmPartition>, Parse
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, line)| {
             let kv = pairs(line);
-            let name = kv.get("PartitionName").ok_or_else(|| ParseError::new(source, format!("line {}", i + 1), "no PartitionName="))?;
+            let name = kv.get("PartitionName").filter(|n| !n.is_empty()).ok_or_else(|| ParseError::new(source, format!("line {}", i + 1), "no PartitionName="))?;
             let nodes = kv.get("Nodes").copied().unwrap_or("");
             let nodes = if nodes == "(null)" { Vec::new() } else { expand_hostlist(nodes).ok_or_else(|| ParseError::new(source, format!("line {}", i + 1), format!("node list {nodes:?} does not parse")))? };
             Ok(SlurmPartition { name: name.to_string(), state: kv.get("State").copied().unwrap_or("").to_string(), nodes, default: kv.get("Default") == Some(&"YES") })
@@ -42,6 +42,7 @@ fn time(text: &str) -> Option<At> {
 }
 
 /// "UNLIMITED" → None; "1-02:03:04", "02:03:04", "03:04", "5" (minutes).
+/// A figure too large for a duration is no limit we can read: None.
 pub fn limit(text: &str) -> Option<Secs> {
     let text = text.trim();
     let (days, clock) = match text.split_once('-') {
@@ -49,15 +50,16 @@ pub fn limit(text: &str) -> Option<Secs> {
         None => (0, text),
     };
     let parts: Vec<i64> = clock.split(':').map(|p| p.parse().ok()).collect::<Option<_>>()?;
+    let hms = |h: i64, m: i64, s: i64| h.checked_mul(3600)?.checked_add(m.checked_mul(60)?)?.checked_add(s);
     let secs = match parts.as_slice() {
-        [m] if days == 0 => m * 60,
-        [h] => h * 3600,
-        [m, s] if days == 0 => m * 60 + s,
-        [h, m] => h * 3600 + m * 60,
-        [h, m, s] => h * 3600 + m * 60 + s,
+        [m] if days == 0 => hms(0, *m, 0)?,
+        [h] => hms(*h, 0, 0)?,
+        [m, s] if days == 0 => hms(0, *m, *s)?,
+        [h, m] => hms(*h, *m, 0)?,
+        [h, m, s] => hms(*h, *m, *s)?,
         _ => return None,
     };
-    Some(Secs(days * 86_400 + secs))
+    days.checked_mul(86_400)?.checked_add(secs).filter(|s| *s >= 0).map(Secs)
 }
 
 pub fn jobs(source: &str, body: &str) -> Result<Vec<SlurmJob>, ParseError> {
@@ -102,13 +104,16 @@ pub fn nodes(source: &str, body: &str) -> Result<Vec<SlurmNode>, ParseError> {
         if f.len() < 8 {
             return Err(ParseError::new(source, format!("line {}", i + 1), format!("{} fields, 8 expected", f.len())));
         }
+        if f[0].trim().is_empty() {
+            return Err(ParseError::new(source, format!("line {}", i + 1), "no node name"));
+        }
         let total = gres::parse(f[4]);
         let used = gres::parse(f[5]);
         // CPUsState is allocated/idle/other/total.
         let alloc = f[3].split('/').next().and_then(|a| a.parse().ok()).unwrap_or(0);
         let partition = f[6].trim_end_matches('*').to_string();
-        let node = by_name.entry(f[0].to_string()).or_insert_with(|| SlurmNode {
-            name: f[0].to_string(),
+        let node = by_name.entry(f[0].trim().to_string()).or_insert_with(|| SlurmNode {
+            name: f[0].trim().to_string(),
             state: f[1].trim_end_matches(['*', '~', '#', '!', '%', '$', '@', '^', '-']).to_string(),
             cpus: f[2].trim().parse().unwrap_or(0),
             cpus_alloc: alloc,
@@ -135,6 +140,29 @@ mod tests {
         assert_eq!((p[0].name.as_str(), p[0].default, p[0].nodes.len()), ("gpu", true, 2));
         assert_eq!((p[1].state.as_str(), p[1].nodes.len()), ("DOWN", 0));
         assert!(partitions("scontrol", "Nodes=x\n").unwrap_err().to_string().contains("line 1"));
+    }
+
+    #[test]
+    fn recorded_22_05_text_says_what_its_json_says() {
+        let jobs = jobs("squeue -O", include_str!("../../../fixtures/slurm/squeue-22.05.txt")).unwrap();
+        let from_json = super::super::json::jobs("squeue --json", include_str!("../../../fixtures/slurm/squeue-22.05.json")).unwrap();
+        assert_eq!(jobs.len(), 5);
+        for j in &from_json {
+            let t = jobs.iter().find(|t| t.id == j.id).unwrap_or_else(|| panic!("job {} in the text", j.id));
+            assert_eq!((&t.name, &t.account, &t.partition, &t.state, t.gpus, &t.nodes, t.held(), t.time_limit), (&j.name, &j.account, &j.partition, &j.state, j.gpus, &j.nodes, j.held(), j.time_limit), "job {}", j.id);
+        }
+        let nodes = nodes("sinfo -O", include_str!("../../../fixtures/slurm/sinfo-22.05.txt")).unwrap();
+        assert_eq!((nodes.len(), nodes[0].gpus, nodes[0].gpus_used, nodes[0].gpus_used_idx.clone()), (1, 4, 3, vec![0, 1, 2]));
+        assert_eq!(nodes[0].partitions, ["gpu", "spare"]);
+        let parts = partitions("scontrol show partition", include_str!("../../../fixtures/slurm/scontrol-partition-22.05.txt")).unwrap();
+        assert_eq!(parts.iter().map(|p| (p.name.as_str(), p.default, p.state.as_str(), p.nodes.clone())).collect::<Vec<_>>(), [("gpu", true, "UP", vec!["localhost".to_string()]), ("spare", false, "UP", vec!["localhost".to_string()])]);
+    }
+
+    #[test]
+    fn a_limit_too_large_for_a_duration_is_unread_not_a_panic() {
+        assert_eq!(limit("99999999999999999-00:00:00"), None);
+        assert_eq!(limit("9223372036854775807:00"), None);
+        assert_eq!(limit("-5"), None);
     }
 
     #[test]
