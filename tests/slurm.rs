@@ -11,7 +11,10 @@
 //! `GPUROOM_REQUIRE_SLURM` is (as `.ci/run` does). The tests share the one
 //! cluster, so they take turns.
 
-use std::path::{Path, PathBuf};
+#[path = "support/slurm.rs"]
+mod slurm_support;
+
+use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -25,36 +28,9 @@ use gpuroom::live::Live;
 use gpuroom::sources::report::Report;
 use gpuroom::sources::slurm::cli::{ErrorKind, SlurmCli};
 use gpuroom::store::{RunMeta, Store};
+use slurm_support::{slurm_command, slurm_conf, submit};
 
 static CLUSTER: Mutex<()> = Mutex::new(());
-
-fn slurm_conf() -> Option<PathBuf> {
-    let required = std::env::var_os("GPUROOM_REQUIRE_SLURM").is_some();
-    match std::env::var_os("GPUROOM_SLURM_CONF") {
-        Some(conf) => Some(PathBuf::from(conf)),
-        None => {
-            assert!(!required, "Slurm is required (GPUROOM_REQUIRE_SLURM is set) but GPUROOM_SLURM_CONF is not");
-            eprintln!("SKIPPED: no Slurm; run .ci/slurm-up DIR and set GPUROOM_SLURM_CONF=DIR/slurm.conf");
-            None
-        }
-    }
-}
-
-fn slurm_command(conf: &Path, program: &str, args: &[&str]) -> String {
-    let out = std::process::Command::new(program).args(args).env("SLURM_CONF", conf).output().unwrap_or_else(|e| panic!("{program}: {e}"));
-    assert!(out.status.success(), "{program} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
-/// Submits `sleep 600` under `name`/`account` asking `gpus` GPUs; its id.
-fn submit(conf: &Path, name: &str, account: &str, gpus: u32, extra: &[&str]) -> u64 {
-    let gres = format!("--gres=gpu:{gpus}");
-    let mut args = vec!["--parsable", "-J", name, "-A", account, "-p", "gpu", gres.as_str(), "-o", "/dev/null"];
-    args.extend_from_slice(extra);
-    args.extend_from_slice(&["--wrap", "sleep 600"]);
-    let out = slurm_command(conf, "sbatch", &args);
-    out.split(';').next().unwrap().parse().unwrap_or_else(|_| panic!("sbatch said {out:?}"))
-}
 
 fn cli(conf: &Path) -> SlurmCli {
     SlurmCli::new(Vec::new(), None, Some(conf.to_path_buf()), Duration::from_secs(20))

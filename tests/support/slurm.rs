@@ -1,0 +1,70 @@
+//! The real Slurm that `.ci/slurm-up` starts (one node, 4 CPUs, 4 fake GRES
+//! GPUs, partitions `gpu` and `spare`): where its slurm.conf is, running its
+//! commands, submitting jobs and reading them back. Shared by the Slurm tests.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use gpuroom::core::slurm::SlurmJob;
+use gpuroom::sources::slurm::json;
+
+/// The cluster's slurm.conf, or `None` (the test is skipped, saying so)
+/// unless `GPUROOM_REQUIRE_SLURM` is set, where a missing cluster fails.
+pub fn slurm_conf() -> Option<PathBuf> {
+    let required = std::env::var_os("GPUROOM_REQUIRE_SLURM").is_some();
+    match std::env::var_os("GPUROOM_SLURM_CONF") {
+        Some(conf) => Some(PathBuf::from(conf)),
+        None => {
+            assert!(!required, "Slurm is required (GPUROOM_REQUIRE_SLURM is set) but GPUROOM_SLURM_CONF is not");
+            eprintln!("SKIPPED: no Slurm; run .ci/slurm-up DIR and set GPUROOM_SLURM_CONF=DIR/slurm.conf");
+            None
+        }
+    }
+}
+
+pub fn slurm_command(conf: &Path, program: &str, args: &[&str]) -> String {
+    let out = std::process::Command::new(program).args(args).env("SLURM_CONF", conf).output().unwrap_or_else(|e| panic!("{program}: {e}"));
+    assert!(out.status.success(), "{program} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Submits `sleep 600` under `name`/`account` asking `gpus` GPUs; its id.
+pub fn submit(conf: &Path, name: &str, account: &str, gpus: u32, extra: &[&str]) -> u64 {
+    let gres = format!("--gres=gpu:{gpus}");
+    let mut args = vec!["--parsable", "-J", name, "-A", account, "-p", "gpu", gres.as_str(), "-o", "/dev/null"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--wrap", "sleep 600"]);
+    let out = slurm_command(conf, "sbatch", &args);
+    out.split(';').next().and_then(|id| id.parse().ok()).unwrap_or_else(|| panic!("sbatch said {out:?}"))
+}
+
+/// The jobs as `squeue --json` lists them now.
+pub fn jobs_now(conf: &Path) -> Vec<SlurmJob> {
+    json::jobs("squeue --json", &slurm_command(conf, "squeue", &["--json"])).expect("squeue --json reads")
+}
+
+/// Polls squeue until `ok` holds (or 60 s); the jobs then.
+pub fn wait_for_jobs(conf: &Path, what: &str, ok: impl Fn(&[SlurmJob]) -> bool) -> Vec<SlurmJob> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let jobs = jobs_now(conf);
+        if ok(&jobs) {
+            return jobs;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}; jobs: {jobs:#?}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+pub fn find(jobs: &[SlurmJob], id: u64) -> &SlurmJob {
+    jobs.iter().find(|j| j.id == id).unwrap_or_else(|| panic!("job {id} is not in {jobs:#?}"))
+}
+
+/// Cancels this user's jobs and waits until none is active.
+pub fn cancel_all(conf: &Path) {
+    let user = slurm_command(conf, "id", &["-un"]);
+    slurm_command(conf, "scancel", &["-u", &user]);
+    wait_for_jobs(conf, "no active job", |jobs| jobs.iter().all(|j| !j.active()));
+}
