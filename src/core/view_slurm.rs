@@ -30,6 +30,29 @@ pub struct SlurmView {
     pub commands_in_flight: usize,
 }
 
+/// The cluster at a glance, for the header and the wall.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct SlurmTotals {
+    pub gpus: u32,
+    pub gpus_used: u32,
+    /// GPU jobs pending and not held: what Slurm has yet to place.
+    pub pending: usize,
+    /// The longest of their waits.
+    pub oldest_wait: Option<Secs>,
+}
+
+impl SlurmView {
+    pub fn totals(&self) -> SlurmTotals {
+        let waiting = || self.jobs.iter().filter(|j| j.state == SlurmState::Pending && !j.held && j.gpus > 0);
+        SlurmTotals {
+            gpus: self.nodes.iter().map(|n| n.gpus).sum(),
+            gpus_used: self.nodes.iter().map(|n| n.gpus_used).sum(),
+            pending: waiting().count(),
+            oldest_wait: waiting().filter_map(|j| j.waited).max(),
+        }
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SlurmPartitionRow {
     pub name: String,

@@ -48,6 +48,13 @@ pub fn is_stale(ctx: &DrawContext) -> bool {
     ctx.data_age.is_some_and(|age| age > ctx.stale_after)
 }
 
+/// Whether the room's own GPUs and queue are figures worth showing: a site
+/// that is only a Slurm cluster has none, its figures are Slurm's, and
+/// "GPUs 0/0 busy, queue 0" beside a busy cluster would mislead.
+pub fn own_gpus_shown(view: &View) -> bool {
+    view.cluster.gpus_total > 0 || view.slurm.is_none()
+}
+
 pub fn header(view: &View, ctx: &DrawContext, t: &Theme, area: Rect, buf: &mut Buffer) {
     buf.set_style(area, t.header);
     let c = &view.cluster;
@@ -59,10 +66,19 @@ pub fn header(view: &View, ctx: &DrawContext, t: &Theme, area: Rect, buf: &mut B
         Item::new(" gpuroom".into(), " gpuroom".into(), t.brand, 0),
         Item::new(ctx.source.clone(), fmt::trunc(&ctx.source, 14), t.header, 6),
         Item::new(format!("{clock} UTC"), clock.clone(), t.header, 1),
-        Item::new(format!("GPUs {}/{} busy", c.gpus_busy, c.gpus_total), format!("{}/{} GPU", c.gpus_busy, c.gpus_total), t.header, 3),
-        Item::new(format!("queue {}", view.queue.depth), format!("Q {}", view.queue.depth), t.header, 4),
-        Item::new(format!("burn {}", c.burn), c.burn.to_string(), t.header, 5),
     ];
+    if own_gpus_shown(view) {
+        items.push(Item::new(format!("GPUs {}/{} busy", c.gpus_busy, c.gpus_total), format!("{}/{} GPU", c.gpus_busy, c.gpus_total), t.header, 3));
+        items.push(Item::new(format!("queue {}", view.queue.depth), format!("Q {}", view.queue.depth), t.header, 4));
+    }
+    if let Some(slurm) = &view.slurm {
+        let s = slurm.totals();
+        let wait = s.oldest_wait.map(|w| format!(", oldest {w}")).unwrap_or_default();
+        let style = if slurm.stale.is_some() { t.header.patch(t.warn) } else { t.header };
+        let full = format!("slurm {}/{} GPUs · {} pending{wait}", s.gpus_used, s.gpus, s.pending);
+        items.push(Item::new(full, format!("slurm {}/{} Q{}", s.gpus_used, s.gpus, s.pending), style, 3));
+    }
+    items.push(Item::new(format!("burn {}", c.burn), c.burn.to_string(), t.header, 5));
     // Live: how many sources answer; a failed one is also an alarm, by name.
     if !view.sources.is_empty() {
         let ok = view.sources.iter().filter(|s| s.ok).count();
@@ -202,4 +218,39 @@ pub fn footer(app: &App, t: &Theme, area: Rect, buf: &mut Buffer) {
     }
     put(buf, area, 0, Line::from(spans));
     Line::from(Span::styled(focus, t.title_focused)).right_aligned().render(area, buf);
+}
+
+#[cfg(test)]
+mod tests {
+    use ratatui::buffer::Buffer;
+    use ratatui::layout::Rect;
+
+    use super::*;
+    use crate::tui::fixture::{demo_view, slurm_cluster};
+
+    fn header_text(view: &View, w: u16) -> String {
+        let area = Rect::new(0, 0, w, 1);
+        let mut buf = Buffer::empty(area);
+        header(view, &DrawContext::new("LIVE slurm"), &Theme::dark(), area, &mut buf);
+        (0..w).map(|x| buf[(x, 0)].symbol().to_string()).collect()
+    }
+
+    #[test]
+    fn a_slurm_only_site_shows_slurms_gpus_and_queue_not_zeros_of_its_own() {
+        let mut view = View { at: demo_view().at, ..View::default() };
+        view.slurm = Some(slurm_cluster(view.at));
+        let wide = header_text(&view, 200);
+        assert!(wide.contains("slurm 7/8 GPUs · 2 pending, oldest 47m12s"), "{wide}");
+        assert!(!wide.contains("0/0") && !wide.contains("queue 0"), "{wide}");
+        let narrow = header_text(&view, 60);
+        assert!(narrow.contains("slurm 7/8 Q2"), "{narrow}");
+        if let Some(s) = view.slurm.as_mut() {
+            s.stale = Some("squeue --json: controller unreachable".into());
+        }
+        let area = Rect::new(0, 0, 200, 1);
+        let mut buf = Buffer::empty(area);
+        header(&view, &DrawContext::new("LIVE slurm"), &Theme::dark(), area, &mut buf);
+        let at = wide.find("slurm 7/8").map(|i| wide[..i].chars().count() as u16).unwrap_or_default();
+        assert_eq!(buf[(at, 0)].fg, Theme::dark().header.patch(Theme::dark().warn).fg.unwrap_or_default(), "stale Slurm figures are marked");
+    }
 }

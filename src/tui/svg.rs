@@ -362,5 +362,17 @@ mod shots {
             let buf = render_to_buffer(&view, app, &ctx, w, h);
             std::fs::write(format!("{dir}/{name}.svg"), buffer_to_svg_with(&buf, &fg, &bg)).unwrap();
         }
+        // The wall of a site that is only a Slurm cluster: its page first, Slurm's figures.
+        let mut only = View { at: view.at, ..View::default() };
+        only.slurm = view.slurm.clone();
+        ctx.theme = crate::tui::theme_file::load("high-contrast").unwrap();
+        let bg = color_hex(ctx.theme.background, DEFAULT_BG);
+        let fg = color_hex(ctx.theme.text.fg.unwrap_or(Color::Reset), DEFAULT_FG);
+        for (name, w, h) in [("wall-slurm-120x40", 120, 40), ("wall-slurm-200x60", 200, 60)] {
+            let wall = crate::tui::wall::WallState { page: 0, next_in: Some(std::time::Duration::from_secs(12)) };
+            let mut buf = ratatui::buffer::Buffer::empty(ratatui::layout::Rect::new(0, 0, w, h));
+            crate::tui::wall::draw_wall(&only, &wall, &ctx, buf.area, &mut buf);
+            std::fs::write(format!("{dir}/{name}.svg"), buffer_to_svg_with(&buf, &fg, &bg)).unwrap();
+        }
     }
 }

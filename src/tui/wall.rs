@@ -104,14 +104,42 @@ fn paired(area: Rect) -> bool {
     area.width >= PAIRED_MIN.0 && area.height >= PAIRED_MIN.1
 }
 
-/// The pages of the cycle at this screen size.
-pub fn pages(area: Rect) -> &'static [Page] {
-    if paired(area) { &PAIRED } else { &SINGLE }
+/// The Slurm pane's page: its job table wants the whole width.
+const SLURM_PAGE: Page = Page { parts: &[PaneId::Slurm], split: 100 };
+
+/// The pages of the cycle at this screen size, for what the room shows.
+/// With a Slurm cluster its pane gets a page of its own, before the queue's.
+/// There, panes with nothing to show (no nodes of the room's own, no spot
+/// pools: a site that is only a Slurm cluster) leave the cycle, so the wall
+/// does not spend a page on "no nodes yet"; a pair that loses one pane
+/// shows the other alone.
+pub fn pages(area: Rect, view: &View) -> Vec<Page> {
+    let base: &[Page] = if paired(area) { &PAIRED } else { &SINGLE };
+    if view.slurm.is_none() {
+        return base.to_vec();
+    }
+    let empty = |p: &PaneId| match p {
+        PaneId::Fleet | PaneId::Memory => view.nodes.is_empty(),
+        PaneId::Market => view.market.is_empty(),
+        _ => false,
+    };
+    let mut out = Vec::new();
+    for page in base {
+        if page.parts.contains(&PaneId::Queue) {
+            out.push(SLURM_PAGE);
+        }
+        match page.parts.iter().filter(|p| !empty(p)).collect::<Vec<_>>().as_slice() {
+            [] => {}
+            [one] if page.parts.len() > 1 => out.extend(SINGLE.iter().find(|s| s.parts[0] == **one).copied()),
+            _ => out.push(*page),
+        }
+    }
+    out
 }
 
 /// How many pages the cycle has at this screen size.
-pub fn page_count(area: Rect) -> usize {
-    pages(area).len()
+pub fn page_count(area: Rect, view: &View) -> usize {
+    pages(area, view).len()
 }
 
 /// Draws the wall display into `buf`.
@@ -123,7 +151,7 @@ pub fn draw_wall(view: &View, wall: &WallState, ctx: &DrawContext, area: Rect, b
     let t = &ctx.theme;
     let stale = chrome::is_stale(ctx);
     let big = area.width >= BIG_MIN.0 && area.height >= BIG_MIN.1;
-    let all = pages(area);
+    let all = pages(area, view);
     let index = wall.page % all.len();
 
     // Rows are handed out by importance (STALE, then the clock line, the
@@ -176,7 +204,7 @@ pub fn draw_wall(view: &View, wall: &WallState, ctx: &DrawContext, area: Rect, b
         page_body(view, &all[index], ctx, stale, body, buf);
     }
     if !foot.is_empty() {
-        footer(all, index, wall, t, foot, buf);
+        footer(&all, index, wall, t, foot, buf);
     }
 }
 
@@ -229,17 +257,27 @@ fn tiles(view: &View, t: &Theme) -> Vec<Tile> {
     let burn = c.burn.to_string();
     let burn = burn.strip_prefix('$').and_then(|s| s.strip_suffix("/h")).map(str::to_string).unwrap_or(burn);
     let n = view.alarms.len();
-    vec![
-        Tile { big: format!("{}/{}", c.gpus_busy, c.gpus_total), label: "GPUs busy".into(), style: t.figure, priority: 1 },
-        Tile { big: view.queue.depth.to_string(), label: "queued".into(), style: t.figure, priority: 2 },
-        Tile { big: burn, label: "burn $/h".into(), style: t.figure, priority: 3 },
-        Tile {
-            big: n.to_string(),
-            label: if n == 1 { "alarm".into() } else { "alarms".into() },
-            style: if n > 0 { t.alarm } else { t.ok },
-            priority: 4,
-        },
-    ]
+    let mut tiles = Vec::new();
+    let own = chrome::own_gpus_shown(view);
+    // With both, the two GPU counts and the burn outrank the two queues.
+    let both = own && view.slurm.is_some();
+    if own {
+        tiles.push(Tile { big: format!("{}/{}", c.gpus_busy, c.gpus_total), label: "GPUs busy".into(), style: t.figure, priority: 1 });
+        tiles.push(Tile { big: view.queue.depth.to_string(), label: "queued".into(), style: t.figure, priority: if both { 5 } else { 2 } });
+    }
+    if let Some(slurm) = &view.slurm {
+        let s = slurm.totals();
+        tiles.push(Tile { big: format!("{}/{}", s.gpus_used, s.gpus), label: "Slurm GPUs busy".into(), style: t.figure, priority: if both { 2 } else { 1 } });
+        tiles.push(Tile { big: s.pending.to_string(), label: "Slurm pending".into(), style: t.figure, priority: if both { 6 } else { 2 } });
+    }
+    tiles.push(Tile { big: burn, label: "burn $/h".into(), style: t.figure, priority: 3 });
+    tiles.push(Tile {
+        big: n.to_string(),
+        label: if n == 1 { "alarm".into() } else { "alarms".into() },
+        style: if n > 0 { t.alarm } else { t.ok },
+        priority: 4,
+    });
+    tiles
     .into_iter()
     .filter(|tile| font::width(&tile.big, Scale::Half).is_some())
     .collect()
@@ -327,12 +365,20 @@ fn top_small(view: &View, ctx: &DrawContext, stale: bool, area: Rect, buf: &mut 
         0 => vec![sep(), Span::styled("✓ no alarms", aged(t.ok, stale))],
         _ => vec![sep(), Span::styled(format!("▲ {n} alarm{}", if n == 1 { "" } else { "s" }), aged(t.alarm, stale))],
     };
-    let groups = vec![
-        vec![Span::styled(" GPUs ", label), Span::styled(format!("{}/{}", c.gpus_busy, c.gpus_total), fig), Span::styled(" busy", label)],
-        vec![sep(), Span::styled("queue ", label), Span::styled(view.queue.depth.to_string(), fig)],
-        vec![sep(), Span::styled("burn ", label), Span::styled(c.burn.to_string(), fig)],
-        alarms,
-    ];
+    let mut groups = Vec::new();
+    if chrome::own_gpus_shown(view) {
+        groups.push(vec![Span::styled(" GPUs ", label), Span::styled(format!("{}/{}", c.gpus_busy, c.gpus_total), fig), Span::styled(" busy", label)]);
+        groups.push(vec![sep(), Span::styled("queue ", label), Span::styled(view.queue.depth.to_string(), fig)]);
+    }
+    if let Some(slurm) = &view.slurm {
+        let s = slurm.totals();
+        let lead = if groups.is_empty() { " " } else { "" };
+        let mut group = if groups.is_empty() { Vec::new() } else { vec![sep()] };
+        group.extend([Span::styled(format!("{lead}Slurm GPUs "), label), Span::styled(format!("{}/{}", s.gpus_used, s.gpus), fig), Span::styled(" · pending ", label), Span::styled(s.pending.to_string(), fig)]);
+        groups.push(group);
+    }
+    groups.push(vec![sep(), Span::styled("burn ", label), Span::styled(c.burn.to_string(), fig)]);
+    groups.push(alarms);
     put(buf, area, 1, fmt::fit_groups(groups, w));
 }
 
@@ -489,7 +535,7 @@ mod tests {
     use ratatui::Terminal;
 
     use super::*;
-    use crate::tui::fixture::demo_view;
+    use crate::tui::fixture::{demo_view, slurm_cluster, slurm_view};
 
     fn ctx() -> DrawContext {
         DrawContext { theme: Theme::dark(), data_age: Some(Duration::from_millis(400)), ..DrawContext::new("SIM seed 1 ×60") }
@@ -549,7 +595,7 @@ mod tests {
     fn every_page_shows_its_pane_title_and_names_the_next() {
         let view = demo_view();
         for (w, h) in [(80, 24), (120, 40), (200, 60), (300, 100)] {
-            let all = pages(Rect::new(0, 0, w, h));
+            let all = pages(Rect::new(0, 0, w, h), &view);
             assert_eq!(all.len(), if w >= 200 { 3 } else { 6 });
             for (i, page) in all.iter().enumerate() {
                 let shown = text(&screen(w, h, i, &view, &ctx()));
@@ -561,12 +607,13 @@ mod tests {
                 assert!(shown.contains(&format!("next: {next}")), "page {i} at {w}x{h} does not name {next}");
             }
         }
-        // Every pane comes round in both cycles.
-        for cycle in [&SINGLE[..], &PAIRED[..]] {
-            let parts: Vec<PaneId> = cycle.iter().flat_map(|p| p.parts.iter().copied()).collect();
-            // The Slurm pane is not on the wall (yet): its pages do not depend on the View.
-            for id in PaneId::ALL.into_iter().filter(|p| *p != PaneId::Slurm) {
-                assert!(parts.contains(&id), "{id:?} never shown");
+        // Every pane comes round in both cycles; the Slurm pane where a cluster is attached.
+        let slurm = slurm_view();
+        for (w, h) in [(120, 40), (200, 60)] {
+            let parts = |v: &View| pages(Rect::new(0, 0, w, h), v).iter().flat_map(|p| p.parts.iter().copied()).collect::<Vec<PaneId>>();
+            for id in PaneId::ALL {
+                assert_eq!(parts(&view).contains(&id), id != PaneId::Slurm, "{id:?} at {w}x{h} without Slurm");
+                assert!(parts(&slurm).contains(&id), "{id:?} at {w}x{h} with Slurm");
             }
         }
     }
@@ -600,7 +647,7 @@ mod tests {
         for (w, h, page) in [(120, 40, 0), (120, 40, 2), (80, 24, 5), (200, 60, 2)] {
             let terminal = screen(w, h, page, &view, &stale_ctx());
             let shown = text(&terminal);
-            let parts = pages(Rect::new(0, 0, w, h))[page % page_count(Rect::new(0, 0, w, h))].parts.len();
+            let parts = pages(Rect::new(0, 0, w, h), &view)[page % page_count(Rect::new(0, 0, w, h), &view)].parts.len();
             assert_eq!(shown.matches(" STALE 42 s ").count(), parts, "{w}x{h} page {page}: one tag per pane\n{shown}");
             // Somewhere in the body a pane's figure is dimmed.
             let buf = terminal.backend().buffer();
@@ -644,7 +691,7 @@ mod tests {
     fn the_page_wraps_modulo_the_page_count() {
         let view = demo_view();
         for (w, h) in [(120, 40), (200, 60)] {
-            let n = page_count(Rect::new(0, 0, w, h));
+            let n = page_count(Rect::new(0, 0, w, h), &view);
             for page in 0..n {
                 let a = screen(w, h, page, &view, &ctx());
                 let b = screen(w, h, page + n, &view, &ctx());
@@ -749,5 +796,47 @@ mod tests {
         assert_eq!(age_text(Duration::from_millis(400)), "0.4 s");
         assert_eq!(age_text(Duration::from_secs(42)), "42 s");
         assert_eq!(age_text(Duration::from_secs(185)), "3m05s");
+    }
+
+    /// A site that is only a Slurm cluster: no nodes of the room's own, no spot pools.
+    fn slurm_only() -> View {
+        let mut view = View { at: demo_view().at, ..View::default() };
+        view.slurm = Some(slurm_cluster(view.at));
+        view
+    }
+
+    #[test]
+    fn a_slurm_site_gets_a_slurm_page_and_its_figures() {
+        let view = slurm_view();
+        let all = pages(Rect::new(0, 0, 120, 40), &view);
+        let titles: Vec<String> = all.iter().map(Page::title).collect();
+        assert_eq!(titles, ["Fleet", "GPU memory", "Slurm", "Queue", "Spot market", "Budgets", "Alarms & log"]);
+        let slurm_page = titles.iter().position(|t| t == "Slurm").unwrap_or_default();
+        let shown = text(&screen(120, 40, slurm_page, &view, &ctx()));
+        assert!(shown.contains("gpuroom-ci") && shown.contains("llama-70b-sft"), "the Slurm pane is drawn:\n{shown}");
+        assert!(shown.contains("Slurm GPUs busy") && shown.contains(" GPUs busy ") && shown.contains("burn $/h"), "both GPU counts and the burn in large type:\n{shown}");
+        let s = view.slurm.as_ref().map(|s| s.totals()).unwrap_or_default();
+        let small = text(&screen(80, 24, slurm_page, &view, &ctx()));
+        assert!(small.contains(&format!("Slurm GPUs {}/{}", s.gpus_used, s.gpus)), "{small}");
+        assert!(small.contains(&format!("GPUs {}/{} busy", view.cluster.gpus_busy, view.cluster.gpus_total)), "the room's own GPUs stay: {small}");
+        let paired: Vec<String> = pages(Rect::new(0, 0, 200, 60), &view).iter().map(Page::title).collect();
+        assert_eq!(paired, ["Fleet + GPU memory", "Slurm", "Queue + Spot market", "Budgets + Alarms & log"]);
+    }
+
+    #[test]
+    fn a_slurm_only_site_spends_no_page_on_empty_panes_and_no_figure_on_zero_gpus() {
+        let view = slurm_only();
+        let titles: Vec<String> = pages(Rect::new(0, 0, 120, 40), &view).iter().map(Page::title).collect();
+        assert_eq!(titles, ["Slurm", "Queue", "Budgets", "Alarms & log"]);
+        let paired: Vec<String> = pages(Rect::new(0, 0, 200, 60), &view).iter().map(Page::title).collect();
+        assert_eq!(paired, ["Slurm", "Queue", "Budgets + Alarms & log"]);
+        let s = view.slurm.as_ref().map(|s| s.totals()).unwrap_or_default();
+        for (w, h) in [(120, 40), (200, 60)] {
+            let shown = text(&screen(w, h, 0, &view, &ctx()));
+            assert!(shown.contains("Slurm pending") && shown.matches("GPUs busy").count() == 1 && shown.contains("Slurm GPUs busy"), "{w}x{h}: Slurm's figures only:\n{shown}");
+        }
+        let small = text(&screen(80, 24, 0, &view, &ctx()));
+        assert!(small.contains(&format!("Slurm GPUs {}/{} · pending {}", s.gpus_used, s.gpus, s.pending)), "{small}");
+        assert!(!small.contains("0/0") && !small.contains("queue 0"), "no 0/0 GPUs on a Slurm site:\n{small}");
     }
 }
