@@ -4,8 +4,9 @@
 //! read back through squeue/sinfo/scontrol (JSON and the parsable text),
 //! driven through gpuroom (requeue, suspend/resume, hold/release, migrate,
 //! cancel) and checked in Slurm; Slurm's errors (job not found, permission
-//! denied, controller down) come back classified; and the engine's quota
-//! policy preempts a borrower in control mode and only advises otherwise.
+//! denied, controller down) come back classified; `gpuroom doctor` says
+//! which Slurm answers and why one does not; and the engine's quota policy
+//! preempts a borrower in control mode and only advises otherwise.
 //!
 //! Skipped with a message when `GPUROOM_SLURM_CONF` is not set, unless
 //! `GPUROOM_REQUIRE_SLURM` is (as `.ci/run` does). The tests share the one
@@ -15,7 +16,6 @@
 mod slurm_support;
 
 use std::path::Path;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use gpuroom::core::event::{Action, Actor, Role};
@@ -30,7 +30,8 @@ use gpuroom::sources::slurm::cli::{ErrorKind, SlurmCli};
 use gpuroom::store::{RunMeta, Store};
 use slurm_support::{slurm_command, slurm_conf, submit};
 
-static CLUSTER: Mutex<()> = Mutex::new(());
+/// One cluster for every test here: they take turns (tokio's lock, held across awaits).
+static CLUSTER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn cli(conf: &Path) -> SlurmCli {
     SlurmCli::new(Vec::new(), None, Some(conf.to_path_buf()), Duration::from_secs(20))
@@ -67,7 +68,7 @@ fn command(id: u64, job: u64, verb: SlurmVerb) -> SlurmCommand {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jobs_nodes_and_partitions_read_back_with_their_gres_gpus_in_json_and_in_text() {
     let Some(conf) = slurm_conf() else { return };
-    let _turn = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = CLUSTER.lock().await;
     clean(&conf).await;
     let running = submit(&conf, "gr-read-run", "acme", 2, &[]);
     let json = cli(&conf);
@@ -105,7 +106,7 @@ async fn jobs_nodes_and_partitions_read_back_with_their_gres_gpus_in_json_and_in
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_verb_is_carried_out_by_slurm_and_read_back() {
     let Some(conf) = slurm_conf() else { return };
-    let _turn = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = CLUSTER.lock().await;
     clean(&conf).await;
     let c = cli(&conf);
     let a = submit(&conf, "gr-verbs-a", "acme", 1, &[]);
@@ -145,7 +146,7 @@ async fn every_verb_is_carried_out_by_slurm_and_read_back() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slurms_refusals_come_back_classified_in_its_own_words() {
     let Some(conf) = slurm_conf() else { return };
-    let _turn = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = CLUSTER.lock().await;
     clean(&conf).await;
     let c = cli(&conf);
     let e = c.execute(&command(1, 999_999, SlurmVerb::Requeue)).await.unwrap_err();
@@ -169,17 +170,47 @@ async fn slurms_refusals_come_back_classified_in_its_own_words() {
 
     // A controller nobody answers on: squeue --json exits 0 with an errors list.
     let dir = tempfile::tempdir().unwrap();
-    let text = std::fs::read_to_string(&conf).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let moved: String = text.lines().map(|l| if l.starts_with("SlurmctldPort=") { format!("SlurmctldPort={port}\n") } else { format!("{l}\n") }).collect();
-    std::fs::write(dir.path().join("slurm.conf"), moved).unwrap();
-    std::fs::copy(conf.with_file_name("gres.conf"), dir.path().join("gres.conf")).unwrap();
-    let down = SlurmCli::new(Vec::new(), None, Some(dir.path().join("slurm.conf")), Duration::from_secs(30));
+    let down = SlurmCli::new(Vec::new(), None, Some(dead_controller(&conf, dir.path())), Duration::from_secs(30));
     let e = down.snapshot().await.unwrap_err();
     assert_eq!(e.kind, ErrorKind::ControllerDown, "{e}");
     let e = down.execute(&command(6, a, SlurmVerb::Requeue)).await.unwrap_err();
     assert_ne!(e.kind, ErrorKind::NotFound, "{e}");
     clean(&conf).await;
+}
+
+/// A copy of the cluster's slurm.conf in `dir` whose controller port nobody listens on.
+fn dead_controller(conf: &Path, dir: &Path) -> std::path::PathBuf {
+    let text = std::fs::read_to_string(conf).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let moved: String = text.lines().map(|l| if l.starts_with("SlurmctldPort=") { format!("SlurmctldPort={port}\n") } else { format!("{l}\n") }).collect();
+    std::fs::write(dir.join("slurm.conf"), moved).unwrap();
+    std::fs::copy(conf.with_file_name("gres.conf"), dir.join("gres.conf")).unwrap();
+    dir.join("slurm.conf")
+}
+
+/// `gpuroom doctor` on a configuration whose Slurm uses `conf`: its exit status and output.
+fn doctor(conf: &Path) -> (bool, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.toml");
+    let text = format!("[sources.nvml]\nenabled = false\n[sources.slurm]\ntimeout_secs = 20\nconf = {:?}\n", conf.display().to_string());
+    std::fs::write(&config, text).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpuroom")).args(["doctor", "--config"]).arg(&config).output().expect("run gpuroom doctor");
+    (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_says_which_slurm_answers_and_why_one_does_not() {
+    let Some(conf) = slurm_conf() else { return };
+    let _turn = CLUSTER.lock().await;
+    clean(&conf).await;
+    let (ok, text) = doctor(&conf);
+    let line = text.lines().find(|l| l.contains("slurm")).unwrap_or_else(|| panic!("no slurm line:\n{text}"));
+    assert!(ok && line.starts_with("ok"), "{text}");
+    assert!(line.contains("Slurm 22.05") && line.contains("cluster gpuroom-ci: 2 partitions, 1 nodes, 4 GRES GPUs") && line.contains("read with --json"), "{line}");
+    let dir = tempfile::tempdir().unwrap();
+    let (ok, text) = doctor(&dead_controller(&conf, dir.path()));
+    let line = text.lines().find(|l| l.contains("slurm")).unwrap_or_else(|| panic!("no slurm line:\n{text}"));
+    assert!(!ok && line.starts_with("FAIL") && line.contains("controller unreachable"), "a failing exit and why: {text}");
 }
 
 fn sources(conf: &Path, mode: &str, prefix: &[&str]) -> SourcesConfig {
@@ -203,8 +234,7 @@ fn engine(conf: &Path, mode: &str, prefix: &[&str]) -> Engine {
     let config = sources(conf, mode, prefix);
     let slurm = config.slurm.clone().unwrap();
     let adapters = spawn_sources(&config, "head");
-    let mut room_config = RoomConfig::default();
-    room_config.slurm = slurm.policy();
+    let room_config = RoomConfig { slurm: slurm.policy(), ..RoomConfig::default() };
     let dir = tempfile::tempdir().unwrap();
     let meta = RunMeta { room_config: room_config.clone(), source: "slurm test".into(), created_with: "test".into(), world: None };
     let store = Store::create(&dir.path().join("run.db"), &meta).expect("a store");
@@ -262,7 +292,7 @@ async fn contest(conf: &Path) -> (u64, u64, u64) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn control_mode_preempts_the_borrowers_newest_job_and_the_owner_runs() {
     let Some(conf) = slurm_conf() else { return };
-    let _turn = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = CLUSTER.lock().await;
     clean(&conf).await;
     let (first, second, waiting) = contest(&conf).await;
     let mut e = engine(&conf, "control", &[]);
@@ -288,7 +318,7 @@ async fn control_mode_preempts_the_borrowers_newest_job_and_the_owner_runs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn advisory_mode_shows_the_advice_and_an_operators_verbs_and_failures_are_audited() {
     let Some(conf) = slurm_conf() else { return };
-    let _turn = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = CLUSTER.lock().await;
     clean(&conf).await;
     let (first, second, waiting) = contest(&conf).await;
     let mut e = engine(&conf, "advisory", &[]);

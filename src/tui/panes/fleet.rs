@@ -141,7 +141,12 @@ fn table(view: &View, cursor: Option<usize>, props: PaneProps<'_>, area: Rect, b
         return Drawn::default();
     }
     if view.nodes.is_empty() {
-        put(buf, inner, 1, Line::from(Span::styled("no nodes yet", t.dim)));
+        // On a Slurm site the GPUs are Slurm's nodes: say where they are.
+        let empty = match &view.slurm {
+            Some(s) => format!("no nodes of gpuroom's own: Slurm's {} node(s) and {} GPUs are in the Slurm pane (7)", s.nodes.len(), s.totals().gpus),
+            None => "no nodes yet".to_string(),
+        };
+        put(buf, inner, 1, Line::from(Span::styled(empty, t.dim)));
         return Drawn::default();
     }
     // A gutter for the cursor's `▶` only while it is drawn, so that an
@@ -525,6 +530,14 @@ pub(crate) mod tests {
     fn fleet_pane_empty_view() {
         let terminal = draw_pane(40, 4, false, |p, a, b| render(&View::default(), &FleetUi::default(), p, a, b));
         insta::assert_snapshot!(terminal.backend());
+    }
+
+    #[test]
+    fn an_empty_fleet_on_a_slurm_site_points_at_the_slurm_pane() {
+        let view = View { slurm: Some(crate::tui::fixture::slurm_cluster(None)), ..View::default() };
+        let terminal = draw_pane(100, 4, false, |p, a, b| render(&view, &FleetUi::default(), p, a, b));
+        let text: String = terminal.backend().buffer().content().iter().map(|c| c.symbol()).collect();
+        assert!(text.contains("Slurm's 2 node(s) and 8 GPUs are in the Slurm pane (7)"), "{text}");
     }
 
     fn ids(view: &View) -> Vec<u32> {
