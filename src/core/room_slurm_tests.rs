@@ -83,6 +83,8 @@ fn advisory_mode_shows_the_reclaim_and_sends_nothing() {
     assert!(two.name.starts_with("job2") && !two.name.contains('\u{1b}'), "Slurm's texts are cleaned");
     assert_eq!(two.placement, "n1[0-1]");
     assert_eq!(slurm.accounts.iter().map(|a| (a.account.as_str(), a.quota, a.holding)).collect::<Vec<_>>(), [("a", Some(2), 4), ("b", Some(2), 0)]);
+    let budgets: Vec<_> = view.budgets.iter().map(|b| (b.tenant.as_str(), b.gpus_held, b.quota_gpus)).collect();
+    assert_eq!(budgets, [("a", 4, 2), ("b", 0, 2)], "the budget pane's GPUs held count the account's Slurm jobs");
     assert!(view.log.iter().any(|l| l.text.contains("slurm advice: requeue job 2")));
 }
 

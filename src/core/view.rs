@@ -690,6 +690,9 @@ impl Room {
                 *held.entry(job.spec.tags.tenant.0.as_str()).or_default() += u32::from(job.spec.gpus);
             }
         }
+        // A tenant that is a Slurm account holds what its Slurm jobs hold
+        // too: one quota, wherever its GPUs run.
+        let slurm_held = self.slurm.snapshot.as_ref().map(crate::sched::slurm_advice::usage).unwrap_or_default();
         // Unit costs: (cost, requests) and (cost, tokens) over the jobs that
         // reported output: finished ones from the books, running ones live.
         let mut output: std::collections::BTreeMap<&str, [(i128, i128); 2]> = std::collections::BTreeMap::new();
@@ -736,7 +739,7 @@ impl Room {
                 month_to_date: mtd,
                 budget: spec.monthly_budget,
                 projected: mtd + Micros((rate * hours_left).round() as i64),
-                gpus_held: held.get(tenant.0.as_str()).copied().unwrap_or(0),
+                gpus_held: held.get(tenant.0.as_str()).copied().unwrap_or(0).saturating_add(slurm_held.get(tenant.0.as_str()).copied().unwrap_or(0)),
                 quota_gpus: spec.quota_gpus,
                 level: self.budget_level_of(tenant),
                 notify_at: at(policy.notify_pct),
