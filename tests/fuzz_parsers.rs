@@ -30,7 +30,10 @@
 //!
 //! Bugs found so far, now fixed and kept as properties: a trace `gap_seconds`
 //! large enough to overflow lifetimes, dcgm figures above `f32::MAX` turning
-//! into `inf`, and TOML errors that named the line before the one at fault.
+//! into `inf`, TOML errors that named the line before the one at fault, and
+//! in Slurm's outputs nameless nodes and partitions taken as real, a host
+//! list's second bracket group kept as text, and a pending job keeping GPU
+//! indices from an earlier run.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Display;

@@ -117,7 +117,8 @@ fn job(source: &str, i: usize, j: &Value) -> Result<SlurmJob, ParseError> {
         reason: text(j.get("state_reason")),
         gpus: if allocated > 0 && state != SlurmState::Pending { allocated } else { asked },
         nodes: if state == SlurmState::Pending { Vec::new() } else { nodes },
-        gpu_idx,
+        // A pending job is on no node: indices left from an earlier run are not its.
+        gpu_idx: if state == SlurmState::Pending { Vec::new() } else { gpu_idx },
         submitted: epoch(j.get("submit_time")),
         started: if state == SlurmState::Pending { None } else { epoch(j.get("start_time")) },
         time_limit: number(j.get("time_limit")).map(|m| Secs((m as i64).saturating_mul(60))),
@@ -177,7 +178,7 @@ fn reason(v: Option<&Value>) -> String {
 
 fn node_record(source: &str, i: usize, n: &Value) -> Result<SlurmNode, ParseError> {
     let name = text(n.get("name"));
-    if name.is_empty() {
+    if name.trim().is_empty() {
         return Err(ParseError::new(source, format!("node {}", i + 1), "no name"));
     }
     let total = gres::parse(&text(n.get("gres")));
@@ -201,8 +202,8 @@ fn node_record(source: &str, i: usize, n: &Value) -> Result<SlurmNode, ParseErro
 /// the record's CPUs.
 fn sinfo_record(source: &str, i: usize, r: &Value) -> Result<Vec<SlurmNode>, ParseError> {
     let names = strings(r.get("nodes").and_then(|n| n.get("nodes")));
-    if names.is_empty() {
-        return Err(ParseError::new(source, format!("record {}", i + 1), "no node names (nodes.nodes)"));
+    if names.is_empty() || names.iter().any(|n| n.trim().is_empty()) {
+        return Err(ParseError::new(source, format!("record {}", i + 1), "no node names (nodes.nodes), or an empty one"));
     }
     let many = u32::try_from(names.len()).unwrap_or(u32::MAX);
     let share = |v: Option<&Value>| count(v) / many;
