@@ -244,13 +244,19 @@ mod tests {
         assert!(!wide.contains("0/0") && !wide.contains("queue 0"), "{wide}");
         let narrow = header_text(&view, 60);
         assert!(narrow.contains("slurm 7/8 Q2"), "{narrow}");
+        let at = wide.find("slurm 7/8").map(|i| wide[..i].chars().count() as u16).unwrap_or_default();
+        let colour = |view: &View| {
+            let area = Rect::new(0, 0, 200, 1);
+            let mut buf = Buffer::empty(area);
+            header(view, &DrawContext::new("LIVE slurm"), &Theme::dark(), area, &mut buf);
+            buf[(at, 0)].fg
+        };
+        let fresh = colour(&view);
         if let Some(s) = view.slurm.as_mut() {
             s.stale = Some("squeue --json: controller unreachable".into());
         }
-        let area = Rect::new(0, 0, 200, 1);
-        let mut buf = Buffer::empty(area);
-        header(&view, &DrawContext::new("LIVE slurm"), &Theme::dark(), area, &mut buf);
-        let at = wide.find("slurm 7/8").map(|i| wide[..i].chars().count() as u16).unwrap_or_default();
-        assert_eq!(buf[(at, 0)].fg, Theme::dark().header.patch(Theme::dark().warn).fg.unwrap_or_default(), "stale Slurm figures are marked");
+        let stale = colour(&view);
+        assert_ne!(fresh, stale, "stale Slurm figures are marked");
+        assert_eq!(stale, Theme::dark().header.patch(Theme::dark().warn).fg.unwrap_or_default());
     }
 }
