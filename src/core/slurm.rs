@@ -208,19 +208,27 @@ impl SlurmVerb {
         }
     }
 
+    /// The verbs that take no words, in the order the console lists them.
+    const PLAIN: [SlurmVerb; 7] =
+        [SlurmVerb::Preempt, SlurmVerb::Requeue, SlurmVerb::Suspend, SlurmVerb::Resume, SlurmVerb::Cancel, SlurmVerb::Hold, SlurmVerb::Release];
+
+    /// Every verb's name as the console types it; migrate last.
+    pub fn names() -> impl Iterator<Item = &'static str> {
+        SlurmVerb::PLAIN.into_iter().map(|v| v.name()).chain(["migrate"])
+    }
+
+    /// "preempt, requeue, … or migrate", for messages.
+    fn listed() -> String {
+        let plain: Vec<&str> = SlurmVerb::PLAIN.into_iter().map(|v| v.name()).collect();
+        format!("{} or migrate", plain.join(", "))
+    }
+
     /// From the console's words: `requeue`, `migrate partition=spare exclude=n1,n2`.
     pub fn parse(words: &[&str]) -> Result<SlurmVerb, String> {
-        let (first, rest) = words.split_first().ok_or("a Slurm verb is needed: preempt, requeue, suspend, resume, cancel, hold, release or migrate")?;
+        let (first, rest) = words.split_first().ok_or_else(|| format!("a Slurm verb is needed: {}", SlurmVerb::listed()))?;
         let plain = match *first {
-            "preempt" => Some(SlurmVerb::Preempt),
-            "requeue" => Some(SlurmVerb::Requeue),
-            "suspend" => Some(SlurmVerb::Suspend),
-            "resume" => Some(SlurmVerb::Resume),
-            "cancel" => Some(SlurmVerb::Cancel),
-            "hold" => Some(SlurmVerb::Hold),
-            "release" => Some(SlurmVerb::Release),
             "migrate" => None,
-            other => return Err(format!("unknown Slurm verb {other:?}: preempt, requeue, suspend, resume, cancel, hold, release or migrate")),
+            other => Some(SlurmVerb::PLAIN.into_iter().find(|v| v.name() == other).ok_or_else(|| format!("unknown Slurm verb {other:?}: {}", SlurmVerb::listed()))?),
         };
         if let Some(verb) = plain {
             return match rest {
@@ -466,6 +474,10 @@ mod tests {
         assert!(SlurmVerb::parse(&["migrate", "to=x"]).unwrap_err().contains("\"to=x\""));
         assert!(SlurmVerb::parse(&["hold", "now"]).unwrap_err().contains("no arguments"));
         assert!(SlurmVerb::parse(&["explode"]).unwrap_err().contains("unknown Slurm verb"));
+        assert_eq!(SlurmVerb::parse(&[]).unwrap_err(), "a Slurm verb is needed: preempt, requeue, suspend, resume, cancel, hold, release or migrate");
+        for name in SlurmVerb::names().filter(|n| *n != "migrate") {
+            assert_eq!(SlurmVerb::parse(&[name]).map(|v| v.name()), Ok(name), "every plain name parses back");
+        }
         assert!(SlurmVerb::parse(&[]).is_err());
     }
 

@@ -28,8 +28,6 @@ use crate::sched::DisciplineKind;
 pub const COMMAND_NAMES: [&str; 15] =
     ["preempt", "requeue", "migrate", "cancel", "approve", "ack", "discipline", "filter", "sort", "slurm", "pane", "help", "quit", "fleet", "queue"];
 
-/// The verbs `slurm JOBID VERB` takes (`SlurmVerb::parse` reads them).
-pub const SLURM_VERBS: [&str; 8] = ["preempt", "requeue", "suspend", "resume", "cancel", "hold", "release", "migrate"];
 
 /// What a command asks the App to do.
 #[derive(Clone, Debug, PartialEq)]
@@ -285,7 +283,7 @@ fn candidates(view: &View, command: &str, position: usize) -> Vec<String> {
 /// verbs, then a migration's `partition=` and `exclude=` words.
 fn slurm_candidates(view: &View, args: &[&str]) -> Vec<String> {
     let Some(s) = view.slurm.as_ref() else { return Vec::new() };
-    let verbs = || SLURM_VERBS.iter().map(|v| v.to_string());
+    let verbs = || SlurmVerb::names().map(str::to_string);
     let numeric = args.first().is_some_and(|a| a.parse::<u64>().is_ok());
     let words = if numeric { &args[1..] } else { args };
     match words.first() {
