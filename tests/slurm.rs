@@ -28,7 +28,7 @@ use gpuroom::live::Live;
 use gpuroom::sources::report::Report;
 use gpuroom::sources::slurm::cli::{ErrorKind, SlurmCli};
 use gpuroom::store::{RunMeta, Store};
-use slurm_support::{slurm_command, slurm_conf, submit};
+use slurm_support::{cancel_all, slurm_conf, submit};
 
 /// One cluster for every test here: they take turns (tokio's lock, held across awaits).
 static CLUSTER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -54,11 +54,10 @@ fn job(s: &SlurmSnapshot, id: u64) -> &gpuroom::core::slurm::SlurmJob {
     s.jobs.iter().find(|j| j.id == id).unwrap_or_else(|| panic!("job {id} is not in the snapshot"))
 }
 
-/// Cancels every job and waits until none holds a GPU: each test starts on an idle cluster.
+/// `cancel_all` off the async threads: each test starts on an idle cluster.
 async fn clean(conf: &Path) {
-    let user = slurm_command(conf, "id", &["-un"]);
-    slurm_command(conf, "scancel", &["-u", &user]);
-    wait_for(&cli(conf), "an idle cluster", |s| s.jobs.iter().all(|j| !j.active()) && s.nodes.iter().all(|n| n.gpus_used == 0)).await;
+    let conf = conf.to_path_buf();
+    tokio::task::spawn_blocking(move || cancel_all(&conf)).await.expect("the cluster is cleaned");
 }
 
 fn command(id: u64, job: u64, verb: SlurmVerb) -> SlurmCommand {

@@ -30,21 +30,40 @@ fn selected_row(screen: &str) -> Option<&str> {
     screen.lines().find(|l| l.contains('▶'))
 }
 
-/// Moves the Slurm pane's selection to the row of job `name`.
-fn select(tmux: &Tmux, name: &str) {
-    for _ in 0..12 {
-        let screen = tmux.screen();
-        if selected_row(&screen).is_some_and(|l| l.contains(name)) {
-            return;
+/// The job id on the selected row (its times tick, its id does not).
+fn selected_id(screen: &str) -> Option<String> {
+    let row = selected_row(screen)?;
+    row.split('▶').nth(1)?.split_whitespace().next().map(str::to_string)
+}
+
+/// Presses `key` and waits (up to 2 s) for the selection to leave job `id`;
+/// false when it stayed (the key had nowhere to go).
+fn press_and_move(tmux: &Tmux, key: &str, id: &str) -> bool {
+    tmux.keys(&[key]);
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    while std::time::Instant::now() < deadline {
+        if selected_id(&tmux.screen()).is_some_and(|now| now != id) {
+            return true;
         }
-        tmux.keys(&["j"]);
+        std::thread::sleep(Duration::from_millis(50));
     }
-    tmux.keys(&["g"]);
-    for _ in 0..12 {
-        if selected_row(&tmux.screen()).is_some_and(|l| l.contains(name)) {
+    false
+}
+
+/// Moves the Slurm pane's selection to the row of job `name`: down a row at
+/// a time, from the top once the bottom is reached. Each key is seen to land
+/// before the next look, so a screen not yet redrawn never picks the row.
+fn select(tmux: &Tmux, name: &str) {
+    for _ in 0..24 {
+        let screen = tmux.screen();
+        let row = selected_row(&screen).unwrap_or_else(|| panic!("no selected row:\n{screen}")).to_string();
+        if row.contains(name) {
             return;
         }
-        tmux.keys(&["k"]);
+        let id = selected_id(&screen).unwrap_or_default();
+        if !press_and_move(tmux, "j", &id) {
+            press_and_move(tmux, "g", &id);
+        }
     }
     panic!("cannot select {name}:\n{}", tmux.screen());
 }

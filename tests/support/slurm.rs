@@ -62,9 +62,19 @@ pub fn find(jobs: &[SlurmJob], id: u64) -> &SlurmJob {
     jobs.iter().find(|j| j.id == id).unwrap_or_else(|| panic!("job {id} is not in {jobs:#?}"))
 }
 
-/// Cancels this user's jobs and waits until none is active.
+/// Cancels this user's jobs and waits until none is active and no node
+/// holds a GPU: each test starts on an idle cluster.
 pub fn cancel_all(conf: &Path) {
     let user = slurm_command(conf, "id", &["-un"]);
     slurm_command(conf, "scancel", &["-u", &user]);
     wait_for_jobs(conf, "no active job", |jobs| jobs.iter().all(|j| !j.active()));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let nodes = json::nodes("sinfo -N --json", &slurm_command(conf, "sinfo", &["-N", "--json"])).expect("sinfo -N --json reads");
+        if nodes.iter().all(|n| n.gpus_used == 0) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for the GPUs to be free: {nodes:#?}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
 }
