@@ -6,12 +6,12 @@ use std::hint::black_box;
 
 use chrono::TimeDelta;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use gpuroom::core::Room;
+use gpuroom::room::Room;
 use gpuroom::engine::Engine;
 use gpuroom::sim::config::SimConfig;
 use gpuroom::sim::{Simulation, Traces};
 
-fn recorded_day() -> Vec<(gpuroom::core::units::At, gpuroom::core::Event)> {
+fn recorded_day() -> Vec<(gpuroom::domain::units::At, gpuroom::domain::Event)> {
     let traces = Traces::embedded().unwrap();
     let config = SimConfig::default_embedded();
     let end = config.start + TimeDelta::hours(24);

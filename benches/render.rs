@@ -21,7 +21,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion};
-use gpuroom::core::{Room, View};
+use gpuroom::room::{Room, View};
 use gpuroom::tui::fixture_large::{STEP_SECS, large_room, telemetry_step};
 use gpuroom::tui::{App, DrawContext, Theme};
 use ratatui::backend::CrosstermBackend;

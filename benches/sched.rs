@@ -7,12 +7,13 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
-use gpuroom::core::cluster::BillingMode;
-use gpuroom::core::event::Event;
-use gpuroom::core::ids::JobId;
-use gpuroom::core::testkit::{job_spec, node_spec, t, tenant_spec};
-use gpuroom::core::units::{Mib, Secs};
-use gpuroom::core::{Effect, Room, RoomConfig};
+use gpuroom::domain::cluster::BillingMode;
+use gpuroom::domain::event::Event;
+use gpuroom::domain::ids::JobId;
+use gpuroom::domain::testkit::{job_spec, node_spec, t, tenant_spec};
+use gpuroom::domain::units::{Mib, Secs};
+use gpuroom::domain::Effect;
+use gpuroom::room::{Room, RoomConfig};
 use gpuroom::sched::{DisciplineKind, SchedConfig};
 use gpuroom::sim::Traces;
 

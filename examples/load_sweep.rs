@@ -7,7 +7,7 @@ fn main() {
     config.target_load = load;
     let start = config.start;
     let world = gpuroom::sim::Simulation::new(config, &traces, 1).unwrap();
-    let mut engine = gpuroom::engine::Engine::new(gpuroom::core::Room::default(), world, None);
+    let mut engine = gpuroom::engine::Engine::new(gpuroom::room::Room::default(), world, None);
     for h in (6..=96).step_by(6) {
         engine.run_until(start + chrono::TimeDelta::hours(h)).unwrap();
         let v = engine.room.view();

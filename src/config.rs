@@ -34,7 +34,7 @@
 use serde::Deserialize;
 
 use crate::ckpt::CheckpointPolicy;
-use crate::core::RoomConfig;
+use crate::room::RoomConfig;
 use crate::sched::SchedConfig;
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
@@ -44,7 +44,7 @@ pub struct EngineConfig {
     pub checkpoint: CheckpointPolicy,
     pub spot: SpotConfig,
     pub cost: crate::cost::CostConfig,
-    pub forecast: crate::core::room_forecast::ForecastConfig,
+    pub forecast: crate::room::forecast::ForecastConfig,
     /// Live sources and executors (`gpuroom --live`); see `live::config`.
     pub sources: crate::live::config::SourcesConfig,
 }
@@ -54,7 +54,7 @@ pub struct EngineConfig {
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SpotConfig {
-    pub after_interruption: crate::core::room_spot::AfterInterruption,
+    pub after_interruption: crate::room::spot::AfterInterruption,
     pub degraded_bids: bool,
     pub bids: crate::market::bid::BidPolicy,
     pub hazard: crate::market::hazard::HazardConfig,
@@ -126,7 +126,7 @@ mod tests {
 
     #[test]
     fn spot_policy_keys_and_their_refusals() {
-        use crate::core::room_spot::AfterInterruption;
+        use crate::room::spot::AfterInterruption;
         let c = EngineConfig::parse("c.toml", "[spot]\nafter_interruption = \"requeue\"\n[spot.bids]\ntop = 3.0\n[checkpoint]\nfull_every = 4\n").unwrap();
         let room = c.room_config();
         assert_eq!((room.after_interruption, room.bids.top, room.checkpoint.full_every), (AfterInterruption::Requeue, 3.0, 4));

@@ -7,9 +7,9 @@
 
 use std::fmt;
 
-use crate::core::event::{Event, GpuSample};
-use crate::core::room::Room;
-use crate::core::units::{At, Micros};
+use crate::domain::event::{Event, GpuSample};
+use crate::room::Room;
+use crate::domain::units::{At, Micros};
 use crate::cost::ledger::LineKind;
 use crate::store::{Store, StoreError};
 

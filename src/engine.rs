@@ -8,9 +8,9 @@
 //! resuming a run from its log after a crash (`Engine::resume`). Holds no
 //! policy and draws nothing.
 
-use crate::core::event::{Action, Actor, Effect, Event};
-use crate::core::room::Room;
-use crate::core::units::At;
+use crate::domain::event::{Action, Actor, Effect, Event};
+use crate::room::Room;
+use crate::domain::units::At;
 use crate::sim::Simulation;
 use crate::store::{Store, StoreError};
 

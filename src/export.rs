@@ -12,8 +12,8 @@ use std::io::Write;
 
 use chrono::{Datelike, TimeZone, Utc};
 
-use crate::core::cluster::BillingMode;
-use crate::core::units::{At, Micros};
+use crate::domain::cluster::BillingMode;
+use crate::domain::units::{At, Micros};
 use crate::cost::ledger::{LedgerLine, LineKind};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -30,7 +30,7 @@ pub fn month_span(text: &str) -> Result<(At, At), String> {
     let (y, m) = text.split_once('-').ok_or_else(bad)?;
     let (year, month): (i32, u32) = (y.parse().map_err(|_| bad())?, m.parse().map_err(|_| bad())?);
     let start = Utc.with_ymd_and_hms(year, month, 1, 0, 0, 0).single().ok_or_else(bad)?;
-    Ok((start, crate::core::units::start_of_next_month(start)))
+    Ok((start, crate::domain::units::start_of_next_month(start)))
 }
 
 fn dollars(m: Micros) -> String {
@@ -109,7 +109,7 @@ pub fn write_focus(out: impl Write, lines: &[LedgerLine]) -> Result<(), csv::Err
     w.write_record(FOCUS_COLUMNS)?;
     for l in lines {
         let billing_start = Utc.with_ymd_and_hms(l.start.year(), l.start.month(), 1, 0, 0, 0).single().unwrap_or(l.start);
-        let billing_end = crate::core::units::start_of_next_month(billing_start);
+        let billing_end = crate::domain::units::start_of_next_month(billing_start);
         let (service_name, category, unit) = service(l.kind);
         let quantity = match l.kind {
             LineKind::Compute | LineKind::Idle => format!("{:.6}", l.quantity as f64 / 3_600_000.0),

@@ -8,8 +8,8 @@
 pub mod bench;
 pub mod ckpt;
 pub mod config;
-pub mod core;
 pub mod cost;
+pub mod domain;
 pub mod efficiency;
 pub mod engine;
 pub mod export;
@@ -19,6 +19,7 @@ pub mod market;
 pub mod mix_report;
 pub mod operator;
 pub mod predict;
+pub mod room;
 pub mod report;
 pub mod sched;
 pub mod sim;

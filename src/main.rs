@@ -10,8 +10,8 @@ use anyhow::{bail, Context, Result};
 use chrono::TimeDelta;
 use clap::{Args, Parser, Subcommand};
 use gpuroom::config::EngineConfig;
-use gpuroom::core::event::{Action, Role};
-use gpuroom::core::{Room, RoomConfig, View};
+use gpuroom::domain::event::{Action, Role};
+use gpuroom::room::{Room, RoomConfig, View};
 use gpuroom::tui::run::{OperatorLink, Screen};
 use gpuroom::sched::DisciplineKind;
 use gpuroom::engine::Engine;
@@ -399,7 +399,7 @@ fn run_export(db: &Path, format: gpuroom::export::Format, month: &str, out: Opti
         Some(path) => {
             let mut file = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
             write(&mut file).with_context(|| format!("writing {}", path.display()))?;
-            let total: gpuroom::core::units::Micros = lines.iter().map(|l| l.amount).sum();
+            let total: gpuroom::domain::units::Micros = lines.iter().map(|l| l.amount).sum();
             eprintln!("{} lines, {total} in all, written to {}", lines.len(), path.display());
         }
         None => write(&mut std::io::stdout().lock()).context("writing to standard output")?,
@@ -553,7 +553,7 @@ fn run_screenshot(world: &WorldArgs, out: &Path, shot: &Shot) -> Result<()> {
 
 /// The console's drawing context, actor and screen from the flags; the
 /// theme's error, if the theme could not be used, to repeat on exit.
-fn console_setup(cli: &Cli, source: String) -> (gpuroom::tui::DrawContext, gpuroom::core::Actor, Screen, Option<gpuroom::tui::theme_file::ThemeError>) {
+fn console_setup(cli: &Cli, source: String) -> (gpuroom::tui::DrawContext, gpuroom::domain::Actor, Screen, Option<gpuroom::tui::theme_file::ThemeError>) {
     let mut ctx = gpuroom::tui::DrawContext::new(source);
     ctx.stale_after = Duration::from_secs(cli.stale_after.max(1));
     let role = if cli.wall { Role::Viewer } else { Role::Operator };

@@ -8,7 +8,7 @@
 
 use std::fmt::Write as _;
 
-use crate::core::ids::PoolKey;
+use crate::domain::ids::PoolKey;
 use crate::cost::mix::{self, Constraint, GridPrices, MixProblem, SpotOffer, SpotRisk};
 use crate::market::hazard::Survival;
 use crate::market::series;

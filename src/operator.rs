@@ -8,7 +8,7 @@
 //!
 //! Owns nothing else: whether the actor may act is the core's decision.
 
-use crate::core::event::{Actor, Role};
+use crate::domain::event::{Actor, Role};
 
 /// The actor from the given environment values (pure, for tests).
 pub fn actor_from(sudo_user: Option<&str>, user: Option<&str>, logname: Option<&str>, ssh_connection: Option<&str>, role: Role) -> Actor {

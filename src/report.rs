@@ -3,8 +3,8 @@
 
 use std::fmt::Write;
 
-use crate::core::cluster::BillingMode;
-use crate::core::view::View;
+use crate::domain::cluster::BillingMode;
+use crate::room::view::View;
 use crate::sim::WorldStats;
 
 pub fn summary(view: &View, world: Option<&WorldStats>) -> String {
@@ -54,7 +54,7 @@ pub fn summary(view: &View, world: Option<&WorldStats>) -> String {
     for b in &view.budgets {
         let used = if b.budget.0 > 0 { 100.0 * b.month_to_date.as_f64() / b.budget.as_f64() } else { 0.0 };
         // Unit costs are fractions of a cent: four decimals.
-        let fine = |m: crate::core::units::Micros| format!("${:.4}", m.as_f64());
+        let fine = |m: crate::domain::units::Micros| format!("${:.4}", m.as_f64());
         let unit = match (b.per_1k_requests, b.per_1m_tokens) {
             (Some(r), Some(k)) => format!(", {} per 1k requests, {} per 1M tokens", fine(r), fine(k)),
             (Some(r), None) => format!(", {} per 1k requests", fine(r)),

@@ -14,13 +14,13 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use chrono::TimeDelta;
-use gpuroom::core::cluster::{BillingMode, NodeSpec};
-use gpuroom::core::event::{Effect, Event, TenantSpec};
-use gpuroom::core::ids::{JobId, NodeId, TenantId};
-use gpuroom::core::job::{JobClass, JobSpec, PoolPreference, Tags};
-use gpuroom::core::testkit::t;
-use gpuroom::core::units::{Mib, Micros, MicrosPerHour};
-use gpuroom::core::{Room, RoomConfig};
+use gpuroom::domain::cluster::{BillingMode, NodeSpec};
+use gpuroom::domain::event::{Effect, Event, TenantSpec};
+use gpuroom::domain::ids::{JobId, NodeId, TenantId};
+use gpuroom::domain::job::{JobClass, JobSpec, PoolPreference, Tags};
+use gpuroom::domain::testkit::t;
+use gpuroom::domain::units::{Mib, Micros, MicrosPerHour};
+use gpuroom::room::{Room, RoomConfig};
 use gpuroom::sched::{FitPolicy, SchedConfig};
 use gpuroom::sources::alibaba::{parse_nodes, parse_pods, AlibabaPod};
 
@@ -57,7 +57,7 @@ fn pod_spec(i: usize, pod: &AlibabaPod) -> JobSpec {
 fn replay(fit: FitPolicy) -> Outcome {
     let nodes = parse_nodes("fixtures/cluster/alibaba-2023-gpu-nodes.csv", NODES).unwrap();
     let pods = parse_pods("fixtures/jobs/alibaba-2023-pods-default.csv", PODS).unwrap();
-    let sched = SchedConfig { fit, backfill: false, time_sharing: false, idle_window: gpuroom::core::units::Secs(0), ..SchedConfig::default() };
+    let sched = SchedConfig { fit, backfill: false, time_sharing: false, idle_window: gpuroom::domain::units::Secs(0), ..SchedConfig::default() };
     let mut room = Room::new(RoomConfig { sched, ..RoomConfig::default() });
     let tenant = TenantSpec { id: TenantId("alibaba".into()), quota_gpus: 100_000, monthly_budget: Micros(0), quota_gpu_mem: Mib(0), borrow_limit_gpus: 0 };
     room.apply(t(0), &Event::TenantDefined { spec: tenant });

@@ -6,7 +6,7 @@
 //! moto is not running, unless `GPUROOM_REQUIRE_MOTO` is set (as `.ci/run`
 //! does), where a missing server fails the run.
 
-use gpuroom::core::units::MicrosPerHour;
+use gpuroom::domain::units::MicrosPerHour;
 use gpuroom::sources::aws::{self, AwsConfig, AwsError};
 
 fn moto() -> Option<String> {

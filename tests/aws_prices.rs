@@ -62,7 +62,7 @@ fn config(url: String, timeout_ms: u64) -> AwsConfig {
     AwsConfig { region: "us-west-2".into(), endpoint_url: Some(url), instance_types: vec!["p3.8xlarge".into()], timeout_ms, max_attempts: 3, ..AwsConfig::default() }
 }
 
-fn since() -> gpuroom::core::units::At {
+fn since() -> gpuroom::domain::units::At {
     chrono::DateTime::from_timestamp(0, 0).expect("epoch")
 }
 

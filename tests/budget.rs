@@ -2,13 +2,13 @@
 //! 100% limit, 120% stop), the approval path with its audit record, and the
 //! ledger lines that carry the money, attributed down to one GPU.
 
-use gpuroom::core::cluster::BillingMode;
-use gpuroom::core::event::{Action, Actor, Effect, Event, Role};
-use gpuroom::core::ids::{JobId, NodeId, TenantId};
-use gpuroom::core::job::Phase;
-use gpuroom::core::testkit::{job_spec, node_spec, t, tenant_spec};
-use gpuroom::core::units::{Micros, MicrosPerHour};
-use gpuroom::core::{Room, RoomConfig};
+use gpuroom::domain::cluster::BillingMode;
+use gpuroom::domain::event::{Action, Actor, Effect, Event, Role};
+use gpuroom::domain::ids::{JobId, NodeId, TenantId};
+use gpuroom::domain::job::Phase;
+use gpuroom::domain::testkit::{job_spec, node_spec, t, tenant_spec};
+use gpuroom::domain::units::{Micros, MicrosPerHour};
+use gpuroom::room::{Room, RoomConfig};
 use gpuroom::cost::budget::{AtLimit, BudgetLevel};
 use gpuroom::cost::ledger::{LedgerLine, LineKind};
 

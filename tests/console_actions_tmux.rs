@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use tmux::{Tmux, tmux_available};
 
-use gpuroom::core::event::Role;
+use gpuroom::domain::event::Role;
 use gpuroom::store::Store;
 
 /// The id of the job on the selected (`▶`) row of the queue table.

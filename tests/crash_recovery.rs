@@ -21,8 +21,8 @@ use std::process::{Child, Command, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use gpuroom::core::event::{Action, Actor, Event, Role};
-use gpuroom::core::job::Phase;
+use gpuroom::domain::event::{Action, Actor, Event, Role};
+use gpuroom::domain::job::Phase;
 use gpuroom::store::{self, Attached, CommandState, Store};
 
 const BIN: &str = env!("CARGO_BIN_EXE_gpuroom");
@@ -50,7 +50,7 @@ fn kill(mut child: Child) {
 }
 
 /// Waits until the engine has published a view with running jobs, then returns it.
-fn busy_view(attached: &Attached, limit: Duration) -> gpuroom::core::View {
+fn busy_view(attached: &Attached, limit: Duration) -> gpuroom::room::View {
     let start = Instant::now();
     loop {
         if let Ok(Some(p)) = attached.latest_view(i64::MIN)

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use gpuroom::core::units::Mib;
+use gpuroom::domain::units::Mib;
 use gpuroom::sources::dcgm::{self, DcgmConfig, ScrapeError};
 use gpuroom::sources::report::Report;
 use loopback::{Loopback, Reply};

@@ -3,8 +3,8 @@
 //! that reads back to the same totals.
 
 use chrono::TimeDelta;
-use gpuroom::core::units::Micros;
-use gpuroom::core::{Room, RoomConfig};
+use gpuroom::domain::units::Micros;
+use gpuroom::room::{Room, RoomConfig};
 use gpuroom::cost::ledger::LineKind;
 use gpuroom::engine::Engine;
 use gpuroom::export::{self, FOCUS_COLUMNS};

@@ -5,7 +5,7 @@
 //! tried on the same series with an injected overrun. The tables print with
 //! `cargo test --test forecast_helios -- --nocapture`.
 
-use gpuroom::core::units::Micros;
+use gpuroom::domain::units::Micros;
 use gpuroom::cost::forecast::{self, Alarm, AnomalyDetector, Refit, RollingConfig, RollingReport};
 use gpuroom::sources::helios;
 

@@ -40,10 +40,10 @@ use std::fmt::Display;
 use std::ops::Range;
 
 use gpuroom::config::EngineConfig;
-use gpuroom::core::units::Micros;
+use gpuroom::domain::units::Micros;
 use gpuroom::live::config::JobsFile;
 use gpuroom::sim::config::SimConfig;
-use gpuroom::core::slurm::{expand_hostlist, SlurmJob, SlurmNode, SlurmState};
+use gpuroom::domain::slurm::{expand_hostlist, SlurmJob, SlurmNode, SlurmState};
 use gpuroom::sources::slurm::{gres, json as slurm_json, text as slurm_text};
 use gpuroom::sources::{alibaba, dcgm, helios, imds, local, philly, price_history, spot_trace};
 use gpuroom::tui::theme_file;

@@ -6,12 +6,12 @@ mod common;
 
 use common::check;
 use chrono::TimeDelta;
-use gpuroom::core::cluster::BillingMode;
-use gpuroom::core::event::{Action, Actor, Event, GpuSample, Role};
-use gpuroom::core::ids::{GpuRef, JobId, NodeId};
-use gpuroom::core::testkit::{job_spec, node_spec, t, tenant_spec};
-use gpuroom::core::units::{Mib, MicrosPerHour};
-use gpuroom::core::Room;
+use gpuroom::domain::cluster::BillingMode;
+use gpuroom::domain::event::{Action, Actor, Event, GpuSample, Role};
+use gpuroom::domain::ids::{GpuRef, JobId, NodeId};
+use gpuroom::domain::testkit::{job_spec, node_spec, t, tenant_spec};
+use gpuroom::domain::units::{Mib, MicrosPerHour};
+use gpuroom::room::Room;
 use gpuroom::sim::config::SimConfig;
 use gpuroom::sim::{Simulation, Traces};
 use rand::{RngExt, SeedableRng};
@@ -29,7 +29,7 @@ fn a_three_day_simulated_run_keeps_every_invariant_after_every_event() {
     while let Some((at, event)) = world.next_event(end) {
         let effects = room.apply(at, &event);
         for e in &effects {
-            if let gpuroom::core::Effect::Rejected { reason } = e {
+            if let gpuroom::domain::Effect::Rejected { reason } = e {
                 rejections.push(format!("{at} {}: {reason}", event.kind()));
             }
         }

@@ -2,13 +2,13 @@
 //! refusals: what the core does with input that does not make sense.
 
 use gpuroom::ckpt::CheckpointKind;
-use gpuroom::core::cluster::BillingMode;
-use gpuroom::core::event::{Action, Actor, Effect, Event, GpuSample, Role};
-use gpuroom::core::ids::{GpuRef, JobId, NodeId};
-use gpuroom::core::job::{JobSpec, Phase};
-use gpuroom::core::testkit::{job_spec, node_spec, t, tenant_spec};
-use gpuroom::core::units::{Mib, Micros, MicrosPerHour};
-use gpuroom::core::Room;
+use gpuroom::domain::cluster::BillingMode;
+use gpuroom::domain::event::{Action, Actor, Effect, Event, GpuSample, Role};
+use gpuroom::domain::ids::{GpuRef, JobId, NodeId};
+use gpuroom::domain::job::{JobSpec, Phase};
+use gpuroom::domain::testkit::{job_spec, node_spec, t, tenant_spec};
+use gpuroom::domain::units::{Mib, Micros, MicrosPerHour};
+use gpuroom::room::Room;
 
 fn room_with(nodes: &[(u32, BillingMode, u8)]) -> Room {
     let mut room = Room::default();
@@ -78,7 +78,7 @@ fn a_job_runs_checkpoints_and_finishes() {
     let view = room.view();
     assert_eq!(view.totals.stats.done, 1);
     // The tenant pays the GPUs and, on top, writing and keeping the checkpoint.
-    assert!(job.service_cost > gpuroom::core::units::Micros(0));
+    assert!(job.service_cost > gpuroom::domain::units::Micros(0));
     assert_eq!(view.budgets.iter().find(|b| b.tenant == "nlp").unwrap().month_to_date, job.cost + job.service_cost);
 }
 
@@ -279,7 +279,7 @@ fn a_job_being_cancelled_when_its_node_is_lost_ends_cancelled() {
     room.apply(t(2), &Event::Operator { actor: alice, action: Action::Cancel { job: JobId(1) } });
     room.apply(t(3), &Event::NodeLost { node: NodeId(1), reason: "reclaimed".into() });
     let job = room.job(JobId(1)).unwrap();
-    assert_eq!(job.state, gpuroom::core::job::JobState::Failed { reason: "cancelled by alice".into() });
+    assert_eq!(job.state, gpuroom::domain::job::JobState::Failed { reason: "cancelled by alice".into() });
     assert_eq!(job.requeues, 0);
 }
 
@@ -288,7 +288,7 @@ fn a_tenants_burn_counts_a_mig_slice_at_its_share_of_the_instance() {
     let mut room = Room::default();
     room.apply(t(0), &Event::TenantDefined { spec: tenant_spec("nlp", 8) });
     // Two A100s, the first split into 20+10+5+5 GiB slices: five units.
-    room.apply(t(0), &Event::NodeUp { spec: gpuroom::core::testkit::mig_node_spec(1, BillingMode::Reserved, 2) });
+    room.apply(t(0), &Event::NodeUp { spec: gpuroom::domain::testkit::mig_node_spec(1, BillingMode::Reserved, 2) });
     let mut small = job_spec(1, "nlp", 1);
     small.gpu_mem = Mib(5000);
     submit(&mut room, 1, small);

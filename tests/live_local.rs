@@ -6,9 +6,9 @@
 
 use std::time::Duration;
 
-use gpuroom::core::event::{Action, Actor, Role};
-use gpuroom::core::ids::JobId;
-use gpuroom::core::Room;
+use gpuroom::domain::event::{Action, Actor, Role};
+use gpuroom::domain::ids::JobId;
+use gpuroom::room::Room;
 use gpuroom::live::catalogue::Catalogue;
 use gpuroom::live::config::{JobsFile, SourcesConfig};
 use gpuroom::live::run::spawn_sources;

@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use gpuroom::ckpt::CheckpointKind;
-use gpuroom::core::event::{Effect, Event};
-use gpuroom::core::ids::{JobId, NodeId};
+use gpuroom::domain::event::{Effect, Event};
+use gpuroom::domain::ids::{JobId, NodeId};
 use gpuroom::sources::local::{spawn, ExecutorInput, JobCommand, LocalConfig};
 use gpuroom::sources::report::Report;
 use tokio::sync::mpsc;

@@ -5,10 +5,10 @@
 //! alarm says by whom; and replaying the log rebuilds the same state.
 
 use chrono::TimeDelta;
-use gpuroom::core::event::{Action, Actor, Role};
-use gpuroom::core::ids::JobId;
-use gpuroom::core::job::{Phase, PoolTarget};
-use gpuroom::core::{Room, RoomConfig};
+use gpuroom::domain::event::{Action, Actor, Role};
+use gpuroom::domain::ids::JobId;
+use gpuroom::domain::job::{Phase, PoolTarget};
+use gpuroom::room::{Room, RoomConfig};
 use gpuroom::engine::Engine;
 use gpuroom::sim::config::SimConfig;
 use gpuroom::sim::{Simulation, Traces};
@@ -127,7 +127,7 @@ fn a_migrated_job_saves_and_runs_next_in_the_chosen_pool() {
     assert!(j.steps_saved > 0, "it saved before moving");
 
     // A pool that does not exist, and a finished job, are refused clearly.
-    let nowhere = PoolTarget { billing: gpuroom::core::cluster::BillingMode::Spot, instance_type: "x1.nothing".into(), zone: "mars-1a".into() };
+    let nowhere = PoolTarget { billing: gpuroom::domain::cluster::BillingMode::Spot, instance_type: "x1.nothing".into(), zone: "mars-1a".into() };
     let refused = engine.operate(&actor(Role::Operator), Action::Migrate { job: running(&engine)[0], to: nowhere }).unwrap();
     assert!(refused.unwrap_err().contains("no node in"));
 }

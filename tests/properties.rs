@@ -7,13 +7,13 @@
 
 mod common;
 
-use gpuroom::core::cluster::BillingMode;
-use gpuroom::core::event::{Action, Actor, Effect, Event, GpuSample, Role};
-use gpuroom::core::ids::{GpuRef, JobId, NodeId};
-use gpuroom::core::job::PoolPreference;
-use gpuroom::core::testkit::{job_spec, node_spec, t, tenant_spec};
-use gpuroom::core::units::{Mib, MicrosPerHour, Secs};
-use gpuroom::core::{Room, RoomConfig};
+use gpuroom::domain::cluster::BillingMode;
+use gpuroom::domain::event::{Action, Actor, Effect, Event, GpuSample, Role};
+use gpuroom::domain::ids::{GpuRef, JobId, NodeId};
+use gpuroom::domain::job::PoolPreference;
+use gpuroom::domain::testkit::{job_spec, node_spec, t, tenant_spec};
+use gpuroom::domain::units::{Mib, MicrosPerHour, Secs};
+use gpuroom::room::{Room, RoomConfig};
 use gpuroom::sched::{DisciplineKind, FitPolicy, SchedConfig};
 use proptest::prelude::*;
 
@@ -71,7 +71,7 @@ fn nth_job(room: &Room, k: usize) -> Option<JobId> {
     (!ids.is_empty()).then(|| ids[k % ids.len()])
 }
 
-fn node(i: u8) -> gpuroom::core::cluster::NodeSpec {
+fn node(i: u8) -> gpuroom::domain::cluster::NodeSpec {
     let billing = [BillingMode::Reserved, BillingMode::Spot, BillingMode::OnDemand, BillingMode::Spot][usize::from(i - 1) % 4];
     node_spec(u32::from(i), billing, [8, 4, 8, 1][usize::from(i - 1) % 4])
 }
@@ -83,7 +83,7 @@ fn run(config: SchedConfig, steps: Vec<Step>) {
         let mut spec = tenant_spec(name, [8, 6, 4][i]);
         spec.borrow_limit_gpus = [4, 8, 0][i];
         // Budgets small enough that long cases pass 80%, 100% and 120%.
-        spec.monthly_budget = gpuroom::core::units::Micros([50_000_000, 200_000_000, 0][i]);
+        spec.monthly_budget = gpuroom::domain::units::Micros([50_000_000, 200_000_000, 0][i]);
         room.apply(t(0), &Event::TenantDefined { spec });
     }
     room.apply(t(0), &Event::PriceTick { zone: "us-east-1c".into(), instance_type: "p3.16xlarge".into(), price: MicrosPerHour(7_344_000) });
@@ -144,9 +144,9 @@ fn run(config: SchedConfig, steps: Vec<Step>) {
             Step::Approve(tenant, reason, amount) => Event::Operator {
                 actor: Actor { user: "p".into(), origin: "prop".into(), role: Role::Operator },
                 action: Action::ApproveOverrun {
-                    tenant: gpuroom::core::ids::TenantId(["a", "b", "c"][usize::from(tenant)].into()),
+                    tenant: gpuroom::domain::ids::TenantId(["a", "b", "c"][usize::from(tenant)].into()),
                     reason: if reason { "deadline".into() } else { String::new() },
-                    amount: amount.map(gpuroom::core::units::Micros),
+                    amount: amount.map(gpuroom::domain::units::Micros),
                     until: None,
                 },
             },

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use chrono::TimeDelta;
-use gpuroom::core::{Room, RoomConfig};
+use gpuroom::room::{Room, RoomConfig};
 use gpuroom::engine::Engine;
 use gpuroom::sim::config::SimConfig;
 use gpuroom::sim::{Simulation, Traces};

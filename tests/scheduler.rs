@@ -7,13 +7,13 @@
 use gpuroom::ckpt::CheckpointKind;
 use std::collections::BTreeMap;
 
-use gpuroom::core::cluster::{BillingMode, NodeSpec};
-use gpuroom::core::event::{Action, Actor, Effect, Event, GpuSample, Role, TenantSpec};
-use gpuroom::core::ids::{GpuRef, JobId, NodeId};
-use gpuroom::core::job::{JobSpec, Phase, PoolPreference};
-use gpuroom::core::testkit::{job_spec, node_spec, t, tenant_spec};
-use gpuroom::core::units::{Mib, Secs};
-use gpuroom::core::{Room, RoomConfig};
+use gpuroom::domain::cluster::{BillingMode, NodeSpec};
+use gpuroom::domain::event::{Action, Actor, Effect, Event, GpuSample, Role, TenantSpec};
+use gpuroom::domain::ids::{GpuRef, JobId, NodeId};
+use gpuroom::domain::job::{JobSpec, Phase, PoolPreference};
+use gpuroom::domain::testkit::{job_spec, node_spec, t, tenant_spec};
+use gpuroom::domain::units::{Mib, Secs};
+use gpuroom::room::{Room, RoomConfig};
 use gpuroom::sched::{DisciplineKind, SchedConfig};
 
 /// Plays the executor: a job runs for its `run_secs` once started; saves take
@@ -218,7 +218,7 @@ fn backfill_lets_short_jobs_ahead_only_if_they_do_not_delay_the_reserved_one() {
 fn a_wait_past_its_limit_alarms_escalates_and_clears_when_placed() {
     let mut h = Harness::new(config(DisciplineKind::Fifo), vec![tenant_spec("a", 64)], vec![node_spec(1, BillingMode::Reserved, 2)]);
     let mut eval = job(1, "a", 1, 0, None);
-    eval.class = gpuroom::core::job::JobClass::Eval;
+    eval.class = gpuroom::domain::job::JobClass::Eval;
     eval.exclusive = false;
     eval.gpu_mem = Mib(4000);
     eval.pool = PoolPreference::SpotOnly;
@@ -260,7 +260,7 @@ fn a_short_idle_never_reclaims_a_long_one_does() {
     h.run_until(1100, 3600);
     let job1 = h.room.job(JobId(1)).unwrap();
     assert_eq!(job1.phase(), Phase::Failed);
-    assert!(matches!(&job1.state, gpuroom::core::job::JobState::Failed { reason } if reason.contains("released")), "{:?}", job1.state);
+    assert!(matches!(&job1.state, gpuroom::domain::job::JobState::Failed { reason } if reason.contains("released")), "{:?}", job1.state);
     assert!(h.room.node(NodeId(1)).unwrap().gpus[0].allocations.is_empty());
 }
 
@@ -292,7 +292,7 @@ fn fifo_does_not_preempt_for_a_short_job() {
 
 #[test]
 fn mig_slices_take_small_jobs_side_by_side() {
-    let a100 = gpuroom::core::testkit::mig_node_spec(1, BillingMode::Reserved, 1);
+    let a100 = gpuroom::domain::testkit::mig_node_spec(1, BillingMode::Reserved, 1);
     let mut h = Harness::new(config(DisciplineKind::Fifo), vec![tenant_spec("a", 64)], vec![a100]);
     for (id, mem) in [(1, 4000), (2, 4500), (3, 9000), (4, 18_000), (5, 4000)] {
         let mut spec = job(id, "a", 1, 0, None);
@@ -325,7 +325,7 @@ fn a_backlog_past_its_limit_is_one_alarm_per_tenant_and_class_that_counts_and_cl
     h.submit(0, job(1, "a", 2, 0, None), 3 * 3600);
     for id in 2..=5 {
         let mut eval = job(id, "a", 2, 0, None);
-        eval.class = gpuroom::core::job::JobClass::Eval;
+        eval.class = gpuroom::domain::job::JobClass::Eval;
         h.submit(1, eval, 600);
     }
     h.run_until(50 * 60, 60);

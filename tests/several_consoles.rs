@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use gpuroom::core::event::{Action, Actor, Event, Role};
+use gpuroom::domain::event::{Action, Actor, Event, Role};
 use gpuroom::store::{Attached, CommandState, Store};
 use tmux::{Tmux, tmux_available};
 
@@ -79,7 +79,7 @@ fn consoles_attach_to_one_engine_and_only_operators_can_act() {
     // A viewer writing to the commands table directly is refused by the engine.
     let attached = Attached::open(&db).unwrap();
     let viewer = Actor { user: "mallory".into(), origin: "local".into(), role: Role::Viewer };
-    let id = attached.submit(&viewer, &Action::Cancel { job: gpuroom::core::ids::JobId(1) }, 0).unwrap();
+    let id = attached.submit(&viewer, &Action::Cancel { job: gpuroom::domain::ids::JobId(1) }, 0).unwrap();
     wait("the viewer's command to be answered", Duration::from_secs(10), || attached.state(id).unwrap() != Some(CommandState::Pending));
     let Some(CommandState::Refused { reason, .. }) = attached.state(id).unwrap() else { panic!("a viewer's command was applied") };
     assert!(reason.contains("read-only"), "{reason}");

@@ -18,9 +18,9 @@ mod slurm_support;
 use std::path::Path;
 use std::time::Duration;
 
-use gpuroom::core::event::{Action, Actor, Role};
-use gpuroom::core::slurm::{SlurmCommand, SlurmSnapshot, SlurmState, SlurmVerb};
-use gpuroom::core::{Room, RoomConfig};
+use gpuroom::domain::event::{Action, Actor, Role};
+use gpuroom::domain::slurm::{SlurmCommand, SlurmSnapshot, SlurmState, SlurmVerb};
+use gpuroom::room::{Room, RoomConfig};
 use gpuroom::live::catalogue::Catalogue;
 use gpuroom::live::config::SourcesConfig;
 use gpuroom::live::run::spawn_sources;
@@ -50,7 +50,7 @@ async fn wait_for(cli: &SlurmCli, what: &str, ok: impl Fn(&SlurmSnapshot) -> boo
     }
 }
 
-fn job(s: &SlurmSnapshot, id: u64) -> &gpuroom::core::slurm::SlurmJob {
+fn job(s: &SlurmSnapshot, id: u64) -> &gpuroom::domain::slurm::SlurmJob {
     s.jobs.iter().find(|j| j.id == id).unwrap_or_else(|| panic!("job {id} is not in the snapshot"))
 }
 
@@ -267,7 +267,7 @@ impl Engine {
         }
     }
 
-    fn row(&self, id: u64) -> Option<gpuroom::core::view_slurm::SlurmJobRow> {
+    fn row(&self, id: u64) -> Option<gpuroom::room::view_slurm::SlurmJobRow> {
         self.live.engine.room.view().slurm?.jobs.into_iter().find(|j| j.id == id)
     }
 

@@ -18,7 +18,7 @@ mod tmux;
 use std::path::Path;
 use std::time::Duration;
 
-use gpuroom::core::slurm::SlurmState;
+use gpuroom::domain::slurm::SlurmState;
 use gpuroom::store::Store;
 use slurm_support::{cancel_all, find, slurm_conf, submit, wait_for_jobs};
 use tmux::{Tmux, tmux_available};

@@ -4,13 +4,13 @@
 
 use std::collections::BTreeMap;
 
-use gpuroom::core::cluster::{BillingMode, NodeSpec};
-use gpuroom::core::event::{Effect, Event};
-use gpuroom::core::ids::{JobId, NodeId};
-use gpuroom::core::job::{Phase, PoolPreference};
-use gpuroom::core::testkit::{job_spec, node_spec, t, tenant_spec};
-use gpuroom::core::units::{Mib, MicrosPerHour};
-use gpuroom::core::{Room, RoomConfig};
+use gpuroom::domain::cluster::{BillingMode, NodeSpec};
+use gpuroom::domain::event::{Effect, Event};
+use gpuroom::domain::ids::{JobId, NodeId};
+use gpuroom::domain::job::{Phase, PoolPreference};
+use gpuroom::domain::testkit::{job_spec, node_spec, t, tenant_spec};
+use gpuroom::domain::units::{Mib, MicrosPerHour};
+use gpuroom::room::{Room, RoomConfig};
 use gpuroom::market::hazard::Lifetime;
 use gpuroom::sources::spot_trace;
 
@@ -140,7 +140,7 @@ fn a_real_preemption_trace_end_to_end_through_the_room() {
         assert!(!rejected(&fx), "at {now}: {event:?} → {fx:?}");
         exec.react(now, &fx, total);
         if is_notice {
-            hazard_after_notice.push(room.hazard().assess("p3.2xlarge", t(now), gpuroom::core::units::Secs(0), 1).recent_events);
+            hazard_after_notice.push(room.hazard().assess("p3.2xlarge", t(now), gpuroom::domain::units::Secs(0), 1).recent_events);
         }
     }
 
@@ -225,7 +225,7 @@ fn a_riskier_type_saves_more_often_and_bad_lifetimes_are_refused() {
         room.apply(t(60), &Event::JobStarted { job: JobId(1) });
         room.job(JobId(1)).unwrap().risk.clone().unwrap()
     };
-    let life = |mins: i64| Lifetime { secs: gpuroom::core::units::Secs(mins * 60), interrupted: true };
+    let life = |mins: i64| Lifetime { secs: gpuroom::domain::units::Secs(mins * 60), interrupted: true };
     let calm = interval_with((0..50).map(|i| life(600 + i)).collect());
     let risky = interval_with((0..50).map(|i| life(5 + i % 10)).collect());
     assert!(risky.p_next_minute > calm.p_next_minute, "{risky:?} vs {calm:?}");
@@ -233,7 +233,7 @@ fn a_riskier_type_saves_more_often_and_bad_lifetimes_are_refused() {
 
     let mut room = spot_and_on_demand();
     let before = room.hazard().clone();
-    let fx = room.apply(t(5), &Event::SpotLifetimes { instance_type: "p3.2xlarge".into(), lifetimes: vec![life(10), Lifetime { secs: gpuroom::core::units::Secs(0), interrupted: true }] });
+    let fx = room.apply(t(5), &Event::SpotLifetimes { instance_type: "p3.2xlarge".into(), lifetimes: vec![life(10), Lifetime { secs: gpuroom::domain::units::Secs(0), interrupted: true }] });
     assert!(rejected(&fx), "{fx:?}");
     assert_eq!(room.hazard(), &before, "a refused batch changes nothing");
 }

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use gpuroom::core::units::Secs;
+use gpuroom::domain::units::Secs;
 use gpuroom::market::Trend;
 use gpuroom::market::hazard::{HazardConfig, HazardModel, Lifetime, Survival};
 use gpuroom::market::series::{self, DEFAULT_DEAD_BAND};
@@ -224,7 +224,7 @@ fn the_real_preemption_traces_give_sane_survival_curves() {
     // The model built on that prior, for the console.
     let mut model = HazardModel::new(HazardConfig::default()).unwrap();
     model.set_prior("p3.2xlarge", &pooled).unwrap();
-    let now = gpuroom::core::testkit::t(0);
+    let now = gpuroom::domain::testkit::t(0);
     let quiet = model.view("p3.2xlarge", now, 8);
     model.record_interruption("p3.2xlarge", now - chrono::TimeDelta::seconds(90));
     model.record_interruption("p3.2xlarge", now - chrono::TimeDelta::seconds(30));

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::Command;
 
 use chrono::TimeDelta;
-use gpuroom::core::Room;
+use gpuroom::room::Room;
 use gpuroom::engine::Engine;
 use gpuroom::sim::config::SimConfig;
 use gpuroom::sim::{Simulation, Traces};

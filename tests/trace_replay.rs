@@ -7,7 +7,7 @@
 mod common;
 
 use chrono::TimeDelta;
-use gpuroom::core::{Room, RoomConfig};
+use gpuroom::room::{Room, RoomConfig};
 use gpuroom::sched::{DisciplineKind, SchedConfig};
 use gpuroom::sim::config::SimConfig;
 use gpuroom::sim::{Simulation, Traces};
@@ -31,7 +31,7 @@ fn replay(discipline: DisciplineKind, traces: &Traces) -> Outcome {
     let mut n = 0u64;
     while let Some((at, event)) = world.next_event(limit) {
         let effects = room.apply(at, &event);
-        assert!(!effects.iter().any(|e| matches!(e, gpuroom::core::Effect::Rejected { .. })), "{discipline:?}: {effects:?}");
+        assert!(!effects.iter().any(|e| matches!(e, gpuroom::domain::Effect::Rejected { .. })), "{discipline:?}: {effects:?}");
         world.handle(at, &effects);
         n += 1;
         if n.is_multiple_of(97) {

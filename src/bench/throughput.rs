@@ -12,8 +12,9 @@ use chrono::TimeDelta;
 
 use super::progress;
 use crate::config::EngineConfig;
-use crate::core::units::At;
-use crate::core::{Event, Room, RoomConfig};
+use crate::domain::units::At;
+use crate::domain::Event;
+use crate::room::{Room, RoomConfig};
 use crate::engine::Engine;
 use crate::sim::config::SimConfig;
 use crate::sim::workload::Workload;

@@ -17,9 +17,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::core::cluster::BillingMode;
-use crate::core::job::Job;
-use crate::core::units::{At, Secs};
+use crate::domain::cluster::BillingMode;
+use crate::domain::job::Job;
+use crate::domain::units::{At, Secs};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -159,7 +159,7 @@ impl CheckpointPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::testkit::{job_spec, t};
+    use crate::domain::testkit::{job_spec, t};
 
     #[test]
     fn daly_matches_young_for_cheap_saves_and_stops_at_the_mtbf() {

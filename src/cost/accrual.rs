@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::core::units::{Micros, MicrosPerHour};
+use crate::domain::units::{Micros, MicrosPerHour};
 
 const MS_PER_HOUR: i128 = 3_600_000;
 

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use chrono::Datelike;
 use serde::{Deserialize, Serialize};
 
-use crate::core::cluster::BillingMode;
-use crate::core::ids::TenantId;
-use crate::core::units::{At, Micros};
+use crate::domain::cluster::BillingMode;
+use crate::domain::ids::TenantId;
+use crate::domain::units::{At, Micros};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TenantBook {

@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::core::units::{At, Micros};
+use crate::domain::units::{At, Micros};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -139,7 +139,7 @@ impl BudgetPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::testkit::t;
+    use crate::domain::testkit::t;
 
     fn approval(amount: Option<i64>, until: Option<At>) -> Approval {
         Approval { user: "ana".into(), origin: "console".into(), at: t(0), reason: "launch week".into(), amount: amount.map(Micros), until }

@@ -15,7 +15,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::core::units::Micros;
+use crate::domain::units::Micros;
 
 /// Objective evaluations one [`fit`] may spend: the 5³ grid that seeds the
 /// search, then Nelder–Mead with restarts. A fixed budget keeps a fit's cost

@@ -11,10 +11,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::core::cluster::BillingMode;
-use crate::core::ids::{JobId, NodeId};
-use crate::core::job::Tags;
-use crate::core::units::{At, Micros};
+use crate::domain::cluster::BillingMode;
+use crate::domain::ids::{JobId, NodeId};
+use crate::domain::job::Tags;
+use crate::domain::units::{At, Micros};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -94,7 +94,7 @@ pub struct OpenPeriod {
     pub start: Option<At>,
     /// Per node, per unit: (job or idle, accrued so far). A unit holds one
     /// to a few jobs, so a short vector beats a map on the accrual's hot path.
-    #[serde(with = "crate::core::serde_pairs")]
+    #[serde(with = "crate::domain::serde_pairs")]
     pub instance: BTreeMap<NodeId, Vec<UnitLines>>,
     /// Storage, I/O and network lines already priced in this period.
     pub services: Vec<LedgerLine>,

@@ -20,7 +20,7 @@ pub use books::{Books, TenantBook};
 
 use serde::{Deserialize, Serialize};
 
-use crate::core::units::Micros;
+use crate::domain::units::Micros;
 
 /// Prices of what comes on top of instance time, and the budget policy.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

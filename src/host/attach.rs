@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, watch};
 
 use super::now_ms;
-use crate::core::event::{Action, Actor};
-use crate::core::view::View;
+use crate::domain::event::{Action, Actor};
+use crate::room::view::View;
 use crate::store::{Attached, CommandState, Lease, Published, Store, StoreError};
 use crate::tui::run::OperatorLink;
 

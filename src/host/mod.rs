@@ -15,8 +15,8 @@
 
 use std::path::Path;
 
-use crate::core::room::Room;
-use crate::core::view::View;
+use crate::room::Room;
+use crate::room::view::View;
 use crate::engine::{Engine, Recovery, World};
 use crate::sim::config::SimConfig;
 use crate::sim::{Simulation, Traces};
@@ -84,7 +84,7 @@ impl Duty {
     /// One batch of a simulated engine: heartbeat and commands, the world up
     /// to `until`, and the view if the caller wants it or it is due. The
     /// view is returned when one was built.
-    pub fn step<W: World>(&mut self, engine: &mut Engine<W>, until: crate::core::units::At, want_view: bool) -> Result<Option<View>, StoreError> {
+    pub fn step<W: World>(&mut self, engine: &mut Engine<W>, until: crate::domain::units::At, want_view: bool) -> Result<Option<View>, StoreError> {
         let now = now_ms();
         let own_batch = engine.begin_batch()?;
         let commands = self.intake(engine, now)?;

@@ -5,9 +5,9 @@
 
 use serde::Deserialize;
 
-use crate::core::cluster::{BillingMode, NodeSpec};
-use crate::core::ids::NodeId;
-use crate::core::units::{Mib, Micros, MicrosPerHour};
+use crate::domain::cluster::{BillingMode, NodeSpec};
+use crate::domain::ids::NodeId;
+use crate::domain::units::{Mib, Micros, MicrosPerHour};
 
 /// One instance type's GPUs, host and on-demand list price.
 #[derive(Clone, Debug, PartialEq, Deserialize)]

@@ -25,10 +25,10 @@
 use serde::Deserialize;
 
 use super::catalogue::{InstanceShape, NodeDecl};
-use crate::core::event::TenantSpec;
-use crate::core::ids::{JobId, TenantId};
-use crate::core::job::{JobClass, JobSpec, PoolPreference, Tags};
-use crate::core::units::{Mib, Micros, Secs};
+use crate::domain::event::TenantSpec;
+use crate::domain::ids::{JobId, TenantId};
+use crate::domain::job::{JobClass, JobSpec, PoolPreference, Tags};
+use crate::domain::units::{Mib, Micros, Secs};
 use crate::sources::aws::AwsConfig;
 use crate::sources::dcgm::DcgmConfig;
 use crate::sources::imds::ImdsConfig;

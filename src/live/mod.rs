@@ -18,11 +18,11 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use tokio::sync::mpsc;
 
-use crate::core::event::{Effect, Event};
-use crate::core::ids::{JobId, NodeId};
-use crate::core::slurm::SlurmCommand;
-use crate::core::units::At;
-use crate::core::Room;
+use crate::domain::event::{Effect, Event};
+use crate::domain::ids::{JobId, NodeId};
+use crate::domain::slurm::SlurmCommand;
+use crate::domain::units::At;
+use crate::room::Room;
 use crate::engine::{Engine, World};
 use crate::sources::local::{ExecutorInput, JobCommand};
 use crate::sources::report::Report;
@@ -119,7 +119,7 @@ pub struct Live {
     /// This machine's name: the node the local executor runs jobs on.
     local_host: String,
     /// Slurm accounts declared as tenants, defined at `begin`.
-    accounts: Vec<crate::core::event::TenantSpec>,
+    accounts: Vec<crate::domain::event::TenantSpec>,
 }
 
 impl Live {
@@ -128,7 +128,7 @@ impl Live {
     }
 
     /// Routes Slurm commands to `slurm` and defines its accounts as tenants at `begin`.
-    pub fn with_slurm(mut self, slurm: Option<mpsc::Sender<SlurmCommand>>, accounts: Vec<crate::core::event::TenantSpec>) -> Live {
+    pub fn with_slurm(mut self, slurm: Option<mpsc::Sender<SlurmCommand>>, accounts: Vec<crate::domain::event::TenantSpec>) -> Live {
         self.engine.world.slurm = slurm;
         self.accounts = accounts;
         self

@@ -11,8 +11,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use super::config::SourcesConfig;
 use super::Live;
-use crate::core::event::{Action, Actor};
-use crate::core::View;
+use crate::domain::event::{Action, Actor};
+use crate::room::View;
 use crate::host::{self, Duty};
 use crate::sources::local::ExecutorInput;
 use crate::sources::report::Report;
@@ -24,7 +24,7 @@ pub struct Adapters {
     pub reports: mpsc::Receiver<Report>,
     pub executor: Option<mpsc::Sender<ExecutorInput>>,
     /// The Slurm executor's inbox, if a Slurm cluster is configured.
-    pub slurm: Option<mpsc::Sender<crate::core::slurm::SlurmCommand>>,
+    pub slurm: Option<mpsc::Sender<crate::domain::slurm::SlurmCommand>>,
     /// What runs, for the header and the log ("nvml", "dcgm ×3", …).
     pub running: Vec<String>,
 }

@@ -12,10 +12,10 @@ use std::collections::BTreeMap;
 use chrono::TimeDelta;
 
 use super::catalogue::{Catalogue, NodeDecl};
-use crate::core::cluster::{BillingMode, NodeSpec};
-use crate::core::event::{Event, GpuHealth, GpuSample};
-use crate::core::ids::{GpuRef, NodeId, PoolKey};
-use crate::core::units::{At, Mib, MicrosPerHour};
+use crate::domain::cluster::{BillingMode, NodeSpec};
+use crate::domain::event::{Event, GpuHealth, GpuSample};
+use crate::domain::ids::{GpuRef, NodeId, PoolKey};
+use crate::domain::units::{At, Mib, MicrosPerHour};
 use crate::sources::report::{GpuReading, Instance, NoticeKind, PricePoint, Report};
 
 /// What a spot notice without a time means: AWS gives two minutes.
@@ -269,7 +269,7 @@ fn mean(values: impl Iterator<Item = f32>) -> Option<f32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::testkit::t;
+    use crate::domain::testkit::t;
     use crate::live::catalogue::NodeDecl;
 
     fn reading(host: &str, index: u8, util: f32) -> GpuReading {

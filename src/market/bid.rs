@@ -22,7 +22,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::core::units::MicrosPerHour;
+use crate::domain::units::MicrosPerHour;
 
 use crate::predict::lifetime::DEGRADED_STD_RATIO as RELIABLE_CV;
 

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
-use crate::core::units::{At, Secs};
+use crate::domain::units::{At, Secs};
 
 /// One observed lifetime of a spot instance.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -569,7 +569,7 @@ impl HazardModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::testkit::t;
+    use crate::domain::testkit::t;
 
     fn life(secs: i64, interrupted: bool) -> Lifetime {
         Lifetime { secs: Secs(secs), interrupted }

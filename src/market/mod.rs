@@ -13,8 +13,8 @@ use std::collections::{BTreeMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
-use crate::core::ids::PoolKey;
-use crate::core::units::{At, MicrosPerHour, Secs};
+use crate::domain::ids::PoolKey;
+use crate::domain::units::{At, MicrosPerHour, Secs};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Pool {
@@ -38,7 +38,7 @@ pub struct Market {
     /// Span of the trend window.
     #[serde(default = "default_trend_window")]
     pub trend_window: Secs,
-    #[serde(with = "crate::core::serde_pairs")]
+    #[serde(with = "crate::domain::serde_pairs")]
     pub pools: BTreeMap<PoolKey, Pool>,
 }
 
@@ -133,7 +133,7 @@ impl Market {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::testkit::t;
+    use crate::domain::testkit::t;
 
     fn key() -> PoolKey {
         PoolKey { zone: "us-east-1c".into(), instance_type: "p3.2xlarge".into() }

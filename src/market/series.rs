@@ -14,8 +14,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::Trend;
-use crate::core::ids::PoolKey;
-use crate::core::units::{At, MicrosPerHour, Secs};
+use crate::domain::ids::PoolKey;
+use crate::domain::units::{At, MicrosPerHour, Secs};
 
 /// A relative slope (per hour) within ± this is `Trend::Flat`: 0.5 % per
 /// hour, the same dead band `Market::trend` puts on a change.
@@ -281,7 +281,7 @@ pub fn volatility_by_type(pools: &BTreeMap<PoolKey, Vec<(At, MicrosPerHour)>>) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::testkit::t;
+    use crate::domain::testkit::t;
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-9 * b.abs().max(1.0)

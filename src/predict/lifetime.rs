@@ -475,7 +475,7 @@ impl Estimate {
     pub fn from_log(log: Normal) -> Estimate {
         let mu = log.mean.clamp(
             MIN_SECS.ln(),
-            (crate::core::units::HORIZON_SECS as f64).ln(),
+            (crate::domain::units::HORIZON_SECS as f64).ln(),
         );
         let s2 = log.var.clamp(0.0, MAX_LOG_VAR);
         let mean_secs = (mu + s2 / 2.0).exp();

@@ -11,7 +11,7 @@ pub mod philly_eval;
 
 use serde::{Deserialize, Serialize};
 
-use crate::core::units::At;
+use crate::domain::units::At;
 
 /// Weight of the newest observation.
 const ALPHA: f64 = 0.2;
@@ -68,7 +68,7 @@ impl ProgressRate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::testkit::t;
+    use crate::domain::testkit::t;
 
     #[test]
     fn a_steady_job_has_a_tight_estimate() {

@@ -24,7 +24,7 @@ use chrono::{Datelike, Timelike};
 use serde::{Deserialize, Serialize};
 
 use super::lifetime::{self, JobFeatures, LifetimePredictor, RecentDurations};
-use crate::core::units::At;
+use crate::domain::units::At;
 use crate::sources::philly::PhillyJob;
 
 /// Share of the (sorted, non-zero) jobs that form the training part.
@@ -313,8 +313,8 @@ pub fn evaluate(jobs: &[PhillyJob]) -> Result<EvalReport, EvalError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::testkit::t;
-    use crate::core::units::Secs;
+    use crate::domain::testkit::t;
+    use crate::domain::units::Secs;
 
     fn job(at: i64, secs: i64, gpus: u32, cluster: &str) -> PhillyJob {
         PhillyJob {

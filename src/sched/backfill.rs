@@ -7,10 +7,10 @@
 use std::collections::BTreeMap;
 
 use super::placement::pool_allows;
-use crate::core::cluster::Node;
-use crate::core::ids::{JobId, NodeId};
-use crate::core::job::JobSpec;
-use crate::core::units::At;
+use crate::domain::cluster::Node;
+use crate::domain::ids::{JobId, NodeId};
+use crate::domain::job::JobSpec;
+use crate::domain::units::At;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Reservation {
@@ -28,7 +28,7 @@ pub fn reserve(nodes: &BTreeMap<NodeId, Node>, spec: &JobSpec, escalated: bool, 
     let wanted = u32::from(spec.gpus);
     let mut best: Option<Reservation> = None;
     for node in nodes.values().filter(|n| n.accepts_work() && pool_allows(spec.pool, escalated, n.spec.billing)) {
-        let eligible: Vec<&crate::core::cluster::Gpu> =
+        let eligible: Vec<&crate::domain::cluster::Gpu> =
             node.gpus.iter().filter(|g| g.memory.0 >= spec.gpu_mem.0 && (wanted == 1 || g.mig.is_none())).collect();
         if (eligible.len() as u32) < wanted {
             continue;
@@ -57,9 +57,9 @@ pub fn reserve(nodes: &BTreeMap<NodeId, Node>, spec: &JobSpec, escalated: bool, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::cluster::{Allocation, BillingMode};
-    use crate::core::testkit::{job_spec, node_spec, t};
-    use crate::core::units::Mib;
+    use crate::domain::cluster::{Allocation, BillingMode};
+    use crate::domain::testkit::{job_spec, node_spec, t};
+    use crate::domain::units::Mib;
 
     #[test]
     fn the_reservation_is_the_earliest_node_where_enough_gpus_free_up() {

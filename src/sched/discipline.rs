@@ -9,9 +9,9 @@ use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use serde::{Deserialize, Serialize};
 
 use super::{Resources, SchedConfig};
-use crate::core::ids::TenantId;
-use crate::core::job::Job;
-use crate::core::units::At;
+use crate::domain::ids::TenantId;
+use crate::domain::job::Job;
+use crate::domain::units::At;
 
 /// What a discipline may look at besides the jobs.
 pub struct OrderContext<'a> {
@@ -56,7 +56,7 @@ impl DisciplineKind {
     }
 }
 
-fn arrival(job: &Job) -> (At, crate::core::ids::JobId) {
+fn arrival(job: &Job) -> (At, crate::domain::ids::JobId) {
     (job.submitted_at, job.spec.id)
 }
 
@@ -204,9 +204,9 @@ impl Discipline for Mlfq {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::job::Job;
-    use crate::core::testkit::{job_spec, t};
-    use crate::core::units::{Mib, Secs};
+    use crate::domain::job::Job;
+    use crate::domain::testkit::{job_spec, t};
+    use crate::domain::units::{Mib, Secs};
 
     fn ctx<'a>(config: &'a SchedConfig, held: &'a BTreeMap<TenantId, Resources>, capacity: Resources, now: i64) -> OrderContext<'a> {
         OrderContext { now: t(now), config, held, capacity }

@@ -10,9 +10,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::core::cluster::Node;
-use crate::core::ids::NodeId;
-use crate::core::units::Mib;
+use crate::domain::cluster::Node;
+use crate::domain::ids::NodeId;
+use crate::domain::units::Mib;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ClusterFragmentation {
@@ -72,9 +72,9 @@ pub fn measure_nodes<'a>(nodes: impl Iterator<Item = &'a Node>) -> ClusterFragme
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::cluster::{Allocation, BillingMode};
-    use crate::core::ids::JobId;
-    use crate::core::testkit::{node_spec, t};
+    use crate::domain::cluster::{Allocation, BillingMode};
+    use crate::domain::ids::JobId;
+    use crate::domain::testkit::{node_spec, t};
 
     #[test]
     fn measures_memory_and_gpu_fragmentation() {

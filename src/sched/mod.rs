@@ -26,8 +26,8 @@ use serde::{Deserialize, Serialize};
 
 pub use discipline::{Discipline, DisciplineKind, OrderContext};
 
-use crate::core::job::{JobClass, JobSpec};
-use crate::core::units::Secs;
+use crate::domain::job::{JobClass, JobSpec};
+use crate::domain::units::Secs;
 
 /// Resources a job asks or a tenant holds, in the four dimensions DRF shares.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -12,10 +12,10 @@
 use std::collections::BTreeMap;
 
 use super::FitPolicy;
-use crate::core::cluster::{BillingMode, Gpu, Node};
-use crate::core::ids::NodeId;
-use crate::core::job::{JobSpec, PoolPreference};
-use crate::core::units::Mib;
+use crate::domain::cluster::{BillingMode, Gpu, Node};
+use crate::domain::ids::NodeId;
+use crate::domain::job::{JobSpec, PoolPreference};
+use crate::domain::units::Mib;
 
 /// The chosen GPUs with the memory offset reserved on each.
 #[derive(Clone, Debug, PartialEq)]
@@ -145,11 +145,11 @@ pub fn best_fit(nodes: &BTreeMap<NodeId, Node>, spec: &JobSpec) -> Option<Plan> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::cluster::{Allocation, NodeState};
-    use crate::core::ids::JobId;
-    use crate::core::testkit::{job_spec, node_spec, t};
+    use crate::domain::cluster::{Allocation, NodeState};
+    use crate::domain::ids::JobId;
+    use crate::domain::testkit::{job_spec, node_spec, t};
 
-    fn cluster(specs: Vec<crate::core::cluster::NodeSpec>) -> BTreeMap<NodeId, Node> {
+    fn cluster(specs: Vec<crate::domain::cluster::NodeSpec>) -> BTreeMap<NodeId, Node> {
         specs.into_iter().map(|s| (s.id, Node::new(s, t(0)))).collect()
     }
 
@@ -247,7 +247,7 @@ mod tests {
 
     #[test]
     fn mig_slices_are_units_of_their_own_but_not_for_multi_gpu_jobs() {
-        let nodes = cluster(vec![crate::core::testkit::mig_node_spec(1, BillingMode::Reserved, 2)]);
+        let nodes = cluster(vec![crate::domain::testkit::mig_node_spec(1, BillingMode::Reserved, 2)]);
         let node = &nodes[&NodeId(1)];
         assert_eq!(node.gpus.len(), 5, "4 slices of GPU 0 and the whole GPU 1");
         let mut small_job = job_spec(1, "a", 1);

@@ -5,9 +5,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::placement::{fit_on_node, Options};
-use crate::core::cluster::Node;
-use crate::core::ids::{JobId, NodeId};
-use crate::core::job::JobSpec;
+use crate::domain::cluster::Node;
+use crate::domain::ids::{JobId, NodeId};
+use crate::domain::job::JobSpec;
 
 /// The victims to stop so `spec` fits, or `None` if stopping the candidates
 /// cannot make it fit. Candidates are tried in order, node by node; the node
@@ -46,9 +46,9 @@ pub fn victims_for(nodes: &BTreeMap<NodeId, Node>, spec: &JobSpec, escalated: bo
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::cluster::{Allocation, BillingMode};
-    use crate::core::testkit::{job_spec, node_spec, t};
-    use crate::core::units::Mib;
+    use crate::domain::cluster::{Allocation, BillingMode};
+    use crate::domain::testkit::{job_spec, node_spec, t};
+    use crate::domain::units::Mib;
 
     fn hold(node: &mut Node, gpu: usize, job: u64) {
         node.gpus[gpu].allocations.push(Allocation { job: JobId(job), offset: Mib(0), size: Mib(16_384), exclusive: true });

@@ -7,9 +7,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::core::event::TenantSpec;
-use crate::core::ids::{JobId, TenantId};
-use crate::core::job::{Job, JobSpec};
+use crate::domain::event::TenantSpec;
+use crate::domain::ids::{JobId, TenantId};
+use crate::domain::job::{Job, JobSpec};
 
 /// What a tenant holds: GPUs and GPU memory (MiB) over its placed jobs.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -84,8 +84,8 @@ pub fn borrowed<'a>(holding: impl Iterator<Item = &'a Job>, tenants: &BTreeMap<T
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::testkit::{job_spec, t, tenant_spec};
-    use crate::core::units::Mib;
+    use crate::domain::testkit::{job_spec, t, tenant_spec};
+    use crate::domain::units::Mib;
 
     #[test]
     fn admission_is_quota_then_borrowing_then_refusal() {

@@ -9,9 +9,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::core::event::TenantSpec;
-use crate::core::ids::TenantId;
-use crate::core::slurm::{SlurmJob, SlurmSnapshot, SlurmState};
+use crate::domain::event::TenantSpec;
+use crate::domain::ids::TenantId;
+use crate::domain::slurm::{SlurmJob, SlurmSnapshot, SlurmState};
 
 /// One thing gpuroom would ask Slurm to do, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -155,12 +155,12 @@ fn victims_on<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::slurm::{SlurmNode, SlurmPartition};
-    use crate::core::units::Mib;
+    use crate::domain::slurm::{SlurmNode, SlurmPartition};
+    use crate::domain::units::Mib;
 
     fn tenant(name: &str, quota: u32) -> (TenantId, TenantSpec) {
         let id = TenantId(name.to_string());
-        (id.clone(), TenantSpec { id, quota_gpus: quota, monthly_budget: crate::core::units::Micros(0), quota_gpu_mem: Mib(0), borrow_limit_gpus: 8 })
+        (id.clone(), TenantSpec { id, quota_gpus: quota, monthly_budget: crate::domain::units::Micros(0), quota_gpu_mem: Mib(0), borrow_limit_gpus: 8 })
     }
 
     fn job(id: u64, account: &str, state: SlurmState, gpus: u32, started: i64) -> SlurmJob {

@@ -3,10 +3,10 @@
 
 use serde::Deserialize;
 
-use crate::core::cluster::{BillingMode, NodeSpec};
-use crate::core::event::TenantSpec;
-use crate::core::ids::{NodeId, TenantId};
-use crate::core::units::{At, Mib, Micros, MicrosPerHour};
+use crate::domain::cluster::{BillingMode, NodeSpec};
+use crate::domain::event::TenantSpec;
+use crate::domain::ids::{NodeId, TenantId};
+use crate::domain::units::{At, Mib, Micros, MicrosPerHour};
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

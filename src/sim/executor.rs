@@ -10,11 +10,11 @@ use rand_chacha::ChaCha8Rng;
 use super::after;
 use crate::ckpt::CheckpointKind;
 use super::workload::SimJob;
-use crate::core::cluster::NodeSpec;
-use crate::core::event::{Effect, Event, GpuSample};
-use crate::core::ids::{GpuRef, JobId, NodeId};
-use crate::core::job::JobClass;
-use crate::core::units::{At, Mib};
+use crate::domain::cluster::NodeSpec;
+use crate::domain::event::{Effect, Event, GpuSample};
+use crate::domain::ids::{GpuRef, JobId, NodeId};
+use crate::domain::job::JobClass;
+use crate::domain::units::{At, Mib};
 
 /// A CUDA context takes 3–5 s to initialize (SPEC §2).
 const CUDA_INIT_SECS: f64 = 4.0;

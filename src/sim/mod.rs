@@ -23,10 +23,10 @@ use std::collections::{BTreeMap, BinaryHeap};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::core::cluster::{BillingMode, NodeSpec};
-use crate::core::event::Event;
-use crate::core::ids::{JobId, NodeId, PoolKey};
-use crate::core::units::{At, MicrosPerHour};
+use crate::domain::cluster::{BillingMode, NodeSpec};
+use crate::domain::event::Event;
+use crate::domain::ids::{JobId, NodeId, PoolKey};
+use crate::domain::units::{At, MicrosPerHour};
 use crate::sources::{philly, price_history, spot_trace, ParseError};
 use config::SimConfig;
 use executor::Executor;
@@ -283,7 +283,7 @@ impl Simulation {
     }
 
     /// The executor's part: react to the `Room`'s effects.
-    pub fn handle(&mut self, at: At, effects: &[crate::core::event::Effect]) {
+    pub fn handle(&mut self, at: At, effects: &[crate::domain::event::Effect]) {
         let mut steps = Vec::new();
         for effect in effects {
             self.executor.handle(at, effect, &mut self.rng, &mut steps);

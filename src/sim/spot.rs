@@ -9,8 +9,8 @@
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
-use crate::core::ids::PoolKey;
-use crate::core::units::{At, MicrosPerHour, Secs};
+use crate::domain::ids::PoolKey;
+use crate::domain::units::{At, MicrosPerHour, Secs};
 use crate::sources::price_history::PriceSeries;
 use crate::sources::spot_trace::SpotTrace;
 
@@ -117,7 +117,7 @@ pub const NOTICE: Secs = Secs(120);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::testkit::t;
+    use crate::domain::testkit::t;
 
     #[test]
     fn a_trace_gives_reclaims_and_relaunches_in_time_order() {

@@ -8,9 +8,9 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp};
 
 use super::config::SimConfig;
-use crate::core::ids::{JobId, TenantId};
-use crate::core::job::{JobClass, JobSpec, PoolPreference, Tags};
-use crate::core::units::{At, Mib, Secs};
+use crate::domain::ids::{JobId, TenantId};
+use crate::domain::job::{JobClass, JobSpec, PoolPreference, Tags};
+use crate::domain::units::{At, Mib, Secs};
 use crate::sources::philly::PhillyJob;
 
 /// The simulated world's private facts about a job.

@@ -35,7 +35,7 @@ use serde::Deserialize;
 use tokio::sync::mpsc;
 
 use super::report::{Instance, PricePoint, Report};
-use crate::core::units::{At, Micros, MicrosPerHour};
+use crate::domain::units::{At, Micros, MicrosPerHour};
 
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]

@@ -13,7 +13,7 @@ use chrono::{DurationRound, NaiveDateTime, TimeDelta};
 use serde::{Deserialize, Serialize};
 
 use super::ParseError;
-use crate::core::units::At;
+use crate::domain::units::At;
 
 /// The columns we keep; the others (the `_noless_8` / `_less_8` splits and
 /// GPU-job counts) are derivable or unused, and serde skips them by name.

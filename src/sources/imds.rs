@@ -20,7 +20,7 @@ use tokio::time::Instant;
 
 use super::ParseError;
 use super::report::{NoticeKind, Report};
-use crate::core::units::At;
+use crate::domain::units::At;
 
 const TOKEN_PATH: &str = "/latest/api/token";
 const ACTION_PATH: &str = "/latest/meta-data/spot/instance-action";

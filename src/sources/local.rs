@@ -39,8 +39,8 @@ use tokio::sync::mpsc;
 
 use super::report::Report;
 use crate::ckpt::CheckpointKind;
-use crate::core::event::{Effect, Event};
-use crate::core::ids::JobId;
+use crate::domain::event::{Effect, Event};
+use crate::domain::ids::JobId;
 
 /// What a job runs.
 #[derive(Clone, Debug, PartialEq, Deserialize)]

@@ -17,7 +17,7 @@ use nvml_wrapper::Nvml;
 use serde::Deserialize;
 
 use super::report::{GpuProcess, GpuReading, Report};
-use crate::core::units::Mib;
+use crate::domain::units::Mib;
 
 /// Figures of one device as the driver gives them, in its units (bytes,
 /// milliwatts). `None`: the device does not support that query.

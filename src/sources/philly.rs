@@ -5,7 +5,7 @@ use chrono::NaiveDateTime;
 use serde::Deserialize;
 
 use super::ParseError;
-use crate::core::units::{At, Secs};
+use crate::domain::units::{At, Secs};
 
 #[derive(Deserialize)]
 struct Row {

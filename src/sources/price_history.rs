@@ -11,8 +11,8 @@ use chrono::DateTime;
 use serde::Deserialize;
 
 use super::ParseError;
-use crate::core::ids::PoolKey;
-use crate::core::units::{At, Micros, MicrosPerHour};
+use crate::domain::ids::PoolKey;
+use crate::domain::units::{At, Micros, MicrosPerHour};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "PascalCase")]

@@ -6,8 +6,8 @@
 //! `Room`. Everything here is plain data, so the conversion code of each
 //! adapter is unit-tested with recorded values.
 
-use crate::core::event::Event;
-use crate::core::units::{At, Mib, MicrosPerHour};
+use crate::domain::event::Event;
+use crate::domain::units::{At, Mib, MicrosPerHour};
 
 /// One GPU (or MIG instance) as a sampler saw it. Every figure is optional:
 /// exporters and drivers leave fields out, and a missing figure is shown as
@@ -98,7 +98,7 @@ pub enum Report {
     /// The metadata service of `host` announced an interruption or rebalance.
     Notice { host: String, kind: NoticeKind, deadline: Option<At> },
     /// What a Slurm cluster reported, all at once.
-    Slurm { snapshot: crate::core::slurm::SlurmSnapshot },
+    Slurm { snapshot: crate::domain::slurm::SlurmSnapshot },
     /// Already a core event (the local executor speaks in job ids).
     Core(Event),
 }

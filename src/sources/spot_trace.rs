@@ -8,7 +8,7 @@
 use serde::Deserialize;
 
 use super::ParseError;
-use crate::core::units::Secs;
+use crate::domain::units::Secs;
 /// Lifetimes are the hazard model's input; the type lives with the model so
 /// the core does not depend on this adapter.
 pub use crate::market::hazard::Lifetime;

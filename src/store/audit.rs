@@ -11,8 +11,8 @@
 use rusqlite::params;
 
 use super::{Store, StoreError, at_text};
-use crate::core::event::{Action, Actor, Role};
-use crate::core::units::At;
+use crate::domain::event::{Action, Actor, Role};
+use crate::domain::units::At;
 
 const COLUMNS: &str = "(
     id INTEGER PRIMARY KEY,

@@ -22,8 +22,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::lease::{Lease, lease_of};
 use super::{Store, StoreError};
-use crate::core::event::{Action, Actor};
-use crate::core::view::View;
+use crate::domain::event::{Action, Actor};
+use crate::room::view::View;
 
 pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS commands (

@@ -134,7 +134,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::room::RoomConfig;
+    use crate::room::RoomConfig;
     use crate::store::RunMeta;
 
     fn store(dir: &tempfile::TempDir) -> Store {

@@ -8,10 +8,10 @@
 use rusqlite::params;
 
 use super::{Store, StoreError, at_text};
-use crate::core::cluster::BillingMode;
-use crate::core::ids::{JobId, NodeId, TenantId};
-use crate::core::job::Tags;
-use crate::core::units::{At, Micros};
+use crate::domain::cluster::BillingMode;
+use crate::domain::ids::{JobId, NodeId, TenantId};
+use crate::domain::job::Tags;
+use crate::domain::units::{At, Micros};
 use crate::cost::ledger::{LedgerLine, LineKind};
 
 const COLUMNS: &str = "(

@@ -31,9 +31,9 @@ use std::path::{Path, PathBuf};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
-use crate::core::event::Event;
-use crate::core::room::{Room, RoomConfig};
-use crate::core::units::At;
+use crate::domain::event::Event;
+use crate::room::{Room, RoomConfig};
+use crate::domain::units::At;
 
 pub mod audit;
 pub mod commands;

@@ -16,9 +16,9 @@ use super::commands::{self, Act};
 use super::job_order::JobOrder;
 use super::log::AlarmsUi;
 use super::modes::{Mode, Status};
-use crate::core::event::Action;
-use crate::core::ids::JobId;
-use crate::core::View;
+use crate::domain::event::Action;
+use crate::domain::ids::JobId;
+use crate::room::View;
 
 /// The seven panes, in the order of their digit keys (`1`–`7`). The Slurm
 /// pane is there only while a Slurm cluster is attached (`View::slurm`).

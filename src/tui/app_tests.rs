@@ -4,7 +4,7 @@
 use ratatui::crossterm::event::{KeyCode, KeyModifiers};
 
 use super::*;
-use crate::core::job::Phase;
+use crate::domain::job::Phase;
 use crate::tui::fixture::demo_view;
 use crate::tui::modes::Tone;
 
@@ -248,7 +248,7 @@ fn the_wall_console_ignores_every_key_but_quit() {
 
 mod slurm {
     use super::*;
-    use crate::core::slurm::SlurmVerb;
+    use crate::domain::slurm::SlurmVerb;
     use crate::tui::fixture::slurm_view;
 
     fn slurm_ids(view: &View) -> Vec<u64> {

@@ -17,9 +17,9 @@ use super::commands::{Act, COMMANDS};
 use super::fmt::{self, put};
 use super::theme::Theme;
 use super::DrawContext;
-use crate::core::room::Severity;
-use crate::core::units::Secs;
-use crate::core::View;
+use crate::room::Severity;
+use crate::domain::units::Secs;
+use crate::room::View;
 
 /// An item of the header: full text, short text, style, priority (lower
 /// stays longer; 0 is never dropped), and whether it sits on the right.

@@ -17,12 +17,12 @@ use chrono::TimeDelta;
 
 use super::app::PaneId;
 use super::job_order::SortKey;
-use crate::core::event::Action;
-use crate::core::ids::{JobId, TenantId};
-use crate::core::job::PoolTarget;
-use crate::core::slurm::SlurmVerb;
-use crate::core::units::{At, Micros};
-use crate::core::View;
+use crate::domain::event::Action;
+use crate::domain::ids::{JobId, TenantId};
+use crate::domain::job::PoolTarget;
+use crate::domain::slurm::SlurmVerb;
+use crate::domain::units::{At, Micros};
+use crate::room::View;
 use crate::sched::DisciplineKind;
 
 pub const COMMAND_NAMES: [&str; 15] =
@@ -341,7 +341,7 @@ pub fn complete(line: &str, view: &View) -> Completion {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::job::Phase;
+    use crate::domain::job::Phase;
     use crate::tui::fixture::demo_view;
 
     #[test]

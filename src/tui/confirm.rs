@@ -6,11 +6,11 @@
 //! Owns the wording only. It reads the `View` for names, places and figures
 //! and never decides anything: the engine may still refuse (and says why).
 
-use crate::core::event::Action;
-use crate::core::job::Phase;
-use crate::core::units::Secs;
-use crate::core::view::JobRow;
-use crate::core::View;
+use crate::domain::event::Action;
+use crate::domain::job::Phase;
+use crate::domain::units::Secs;
+use crate::room::view::JobRow;
+use crate::room::View;
 
 /// A pending action and what it will do.
 #[derive(Clone, Debug, PartialEq)]
@@ -158,8 +158,8 @@ pub fn describe(action: Action, view: &View) -> Confirm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::ids::TenantId;
-    use crate::core::units::Micros;
+    use crate::domain::ids::TenantId;
+    use crate::domain::units::Micros;
     use crate::tui::fixture::demo_view;
 
     #[test]

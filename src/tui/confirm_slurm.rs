@@ -3,9 +3,9 @@
 //! engine checks the job's state again and Slurm may still refuse.
 
 use super::confirm::Confirm;
-use crate::core::slurm::{SlurmState, SlurmVerb};
-use crate::core::view_slurm::SlurmJobRow;
-use crate::core::View;
+use crate::domain::slurm::{SlurmState, SlurmVerb};
+use crate::room::view_slurm::SlurmJobRow;
+use crate::room::View;
 
 fn gpus(job: &SlurmJobRow) -> String {
     if job.placement.is_empty() { format!("{} GPU(s)", job.gpus) } else { format!("{} GPU(s) on {}", job.gpus, job.placement) }

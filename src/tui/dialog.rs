@@ -18,8 +18,8 @@ use super::fmt::{self, put};
 use super::input::LineInput;
 use super::modes::{ApproveForm, Mode, Status, Tone};
 use super::theme::Theme;
-use crate::core::job::PoolTarget;
-use crate::core::View;
+use crate::domain::job::PoolTarget;
+use crate::room::View;
 
 /// Whether the footer row belongs to the mode (command bar, filter) or a status.
 pub fn owns_footer(app: &App) -> bool {
@@ -162,7 +162,7 @@ fn approve_form(form: &ApproveForm, view: &View, t: &Theme, max_w: u16, area: Re
 }
 
 #[allow(clippy::too_many_arguments)]
-fn pool_picker(job: crate::core::ids::JobId, options: &[PoolTarget], cursor: usize, view: &View, t: &Theme, max_w: u16, area: Rect, buf: &mut Buffer) {
+fn pool_picker(job: crate::domain::ids::JobId, options: &[PoolTarget], cursor: usize, view: &View, t: &Theme, max_w: u16, area: Rect, buf: &mut Buffer) {
     let text_w = max_w.saturating_sub(4) as usize;
     let mut lines = Vec::new();
     let row = view.jobs.iter().find(|j| j.id == job);

@@ -15,7 +15,7 @@ use super::panes::queue::QueueUi;
 use super::panes::slurm::SlurmUi;
 use super::panes::{self, PaneProps};
 use super::{chrome, dialog, help, layout, log, DrawContext};
-use crate::core::View;
+use crate::room::View;
 
 /// Draws the whole console into `frame`.
 pub fn draw(frame: &mut Frame<'_>, app: &App, view: &View, ctx: &DrawContext) {
@@ -268,15 +268,15 @@ mod tests {
 
     #[test]
     fn a_hostile_job_name_never_puts_an_escape_on_screen() {
-        use crate::core::event::{Event, TenantSpec};
-        use crate::core::ids::TenantId;
-        use crate::core::job::JobSpec;
-        use crate::core::testkit::job_spec;
-        use crate::core::units::Micros;
+        use crate::domain::event::{Event, TenantSpec};
+        use crate::domain::ids::TenantId;
+        use crate::domain::job::JobSpec;
+        use crate::domain::testkit::job_spec;
+        use crate::domain::units::Micros;
         let mut room = crate::tui::fixture::demo_room();
         let at = room.now().unwrap();
         let evil = "\x1b[2J\x1b]0;pwned\x07\u{9b}31m";
-        let spec = TenantSpec { id: TenantId(format!("t{evil}")), quota_gpus: 1, monthly_budget: Micros(1), quota_gpu_mem: crate::core::units::Mib(0), borrow_limit_gpus: 0 };
+        let spec = TenantSpec { id: TenantId(format!("t{evil}")), quota_gpus: 1, monthly_budget: Micros(1), quota_gpu_mem: crate::domain::units::Mib(0), borrow_limit_gpus: 0 };
         room.apply(at, &Event::TenantDefined { spec });
         let spec = JobSpec { name: format!("job{evil}"), ..job_spec(99, &format!("t{evil}"), 64) };
         room.apply(at + chrono::TimeDelta::seconds(1), &Event::JobSubmitted { spec });

@@ -11,15 +11,16 @@
 
 use std::collections::VecDeque;
 
-use crate::core::cluster::BillingMode;
-use crate::core::event::{Action, Actor, GpuSample, Role, TenantSpec};
-use crate::core::ids::{GpuRef, JobId, NodeId, TenantId};
-use crate::core::job::{JobClass, JobSpec, Phase, PoolPreference};
-use crate::core::testkit::{job_spec, node_spec, t};
-use crate::core::slurm::{SlurmMode, SlurmState};
-use crate::core::units::{Mib, Micros, MicrosPerHour, Secs};
-use crate::core::view_slurm::{SlurmAccountRow, SlurmJobRow, SlurmNodeRow, SlurmPartitionRow, SlurmView};
-use crate::core::{Effect, Event, Room, View};
+use crate::domain::cluster::BillingMode;
+use crate::domain::event::{Action, Actor, GpuSample, Role, TenantSpec};
+use crate::domain::ids::{GpuRef, JobId, NodeId, TenantId};
+use crate::domain::job::{JobClass, JobSpec, Phase, PoolPreference};
+use crate::domain::testkit::{job_spec, node_spec, t};
+use crate::domain::slurm::{SlurmMode, SlurmState};
+use crate::domain::units::{Mib, Micros, MicrosPerHour, Secs};
+use crate::room::view_slurm::{SlurmAccountRow, SlurmJobRow, SlurmNodeRow, SlurmPartitionRow, SlurmView};
+use crate::domain::{Effect, Event};
+use crate::room::{Room, View};
 
 /// Feeds a room and plays the executor: starts what is placed, saves what is
 /// asked to checkpoint (unless `hold_saves`), stops what is asked to stop.
@@ -183,7 +184,7 @@ pub fn demo_room() -> Room {
     d.room
 }
 
-fn on_demand(id: u32) -> crate::core::cluster::NodeSpec {
+fn on_demand(id: u32) -> crate::domain::cluster::NodeSpec {
     let mut spec = node_spec(id, BillingMode::OnDemand, 4);
     spec.instance_type = "p3.8xlarge".into();
     spec.zone = "us-east-1a".into();
@@ -207,7 +208,7 @@ pub fn demo_view() -> View {
 /// one finished with an error, one with gpuroom's advice to requeue it, one
 /// whose last command failed, one with a cancel on its way and one whose
 /// name has odd and wide characters.
-pub fn slurm_cluster(at: Option<crate::core::units::At>) -> SlurmView {
+pub fn slurm_cluster(at: Option<crate::domain::units::At>) -> SlurmView {
     let part = |name: &str, default: bool, nodes: usize, gpus: u32, gpus_used: u32, running: usize, pending: usize, pending_gpus: u32| SlurmPartitionRow {
         name: name.into(),
         state: "up".into(),

@@ -19,13 +19,14 @@
 
 use std::collections::VecDeque;
 
-use crate::core::cluster::{BillingMode, NodeSpec};
-use crate::core::event::{GpuSample, TenantSpec};
-use crate::core::ids::{GpuRef, JobId, NodeId, TenantId};
-use crate::core::job::{JobClass, JobSpec, Phase, PoolPreference, Tags};
-use crate::core::testkit::t;
-use crate::core::units::{At, Mib, Micros, MicrosPerHour, Secs};
-use crate::core::{Effect, Event, Room, View};
+use crate::domain::cluster::{BillingMode, NodeSpec};
+use crate::domain::event::{GpuSample, TenantSpec};
+use crate::domain::ids::{GpuRef, JobId, NodeId, TenantId};
+use crate::domain::job::{JobClass, JobSpec, Phase, PoolPreference, Tags};
+use crate::domain::testkit::t;
+use crate::domain::units::{At, Mib, Micros, MicrosPerHour, Secs};
+use crate::domain::{Effect, Event};
+use crate::room::{Room, View};
 
 /// Simulated seconds between two views at the default speed (×60, 4 views/s).
 pub const STEP_SECS: i64 = 15;

@@ -10,7 +10,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
-use crate::core::units::{At, Micros, Secs};
+use crate::domain::units::{At, Micros, Secs};
 
 /// The utilization ramp, index 0 = idle.
 pub const RAMP: [char; 9] = [' ', '▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];

@@ -6,8 +6,8 @@
 //! Owns presentation only: which rows of `View::jobs` show and in what
 //! order. It never changes the `View`.
 
-use crate::core::view::JobRow;
-use crate::core::View;
+use crate::room::view::JobRow;
+use crate::room::View;
 
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub enum SortKey {

@@ -16,7 +16,7 @@
 use ratatui::layout::{Constraint, Layout, Rect};
 
 use super::app::{App, PaneId};
-use crate::core::View;
+use crate::room::View;
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Areas {

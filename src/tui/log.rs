@@ -17,9 +17,9 @@ use super::chrome::{severity_style, severity_tag};
 use super::fmt::{self, put};
 use super::panes::{frame, PaneProps};
 use super::theme::Theme;
-use crate::core::room::Severity;
-use crate::core::units::At;
-use crate::core::View;
+use crate::room::Severity;
+use crate::domain::units::At;
+use crate::room::View;
 
 /// The pane's UI state.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]

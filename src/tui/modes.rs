@@ -13,10 +13,10 @@ use super::app::{App, Control};
 use super::command_bar::{self, Intent};
 use super::confirm::{self, Confirm};
 use super::input::LineInput;
-use crate::core::event::Action;
-use crate::core::ids::JobId;
-use crate::core::job::PoolTarget;
-use crate::core::View;
+use crate::domain::event::Action;
+use crate::domain::ids::JobId;
+use crate::domain::job::PoolTarget;
+use crate::room::View;
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub enum Mode {

@@ -27,8 +27,8 @@ use super::app::{App, Control};
 use super::chrome::is_stale;
 use super::wall::{WallState, WALL_CYCLE};
 use super::DrawContext;
-use crate::core::event::Action;
-use crate::core::View;
+use crate::domain::event::Action;
+use crate::room::View;
 
 /// The console's line to the engine: operator actions out, and for each one
 /// the engine's answer back (what was done, or why it was refused).

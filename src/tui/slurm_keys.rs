@@ -9,9 +9,9 @@
 
 use super::app::{App, Control};
 use super::modes::{self, Mode, Status};
-use crate::core::event::Action;
-use crate::core::slurm::SlurmVerb;
-use crate::core::View;
+use crate::domain::event::Action;
+use crate::domain::slurm::SlurmVerb;
+use crate::room::View;
 
 /// A verb key of the Slurm pane.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

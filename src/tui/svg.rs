@@ -15,7 +15,7 @@ use ratatui::Terminal;
 
 use super::app::App;
 use super::DrawContext;
-use crate::core::View;
+use crate::room::View;
 
 /// What `Color::Reset` stands for: the dark theme's terminal.
 pub const DEFAULT_FG: &str = "#d0d0d0";

@@ -11,7 +11,7 @@
 use ratatui::style::{Color, Style};
 use ratatui::widgets::BorderType;
 
-use crate::core::cluster::BillingMode;
+use crate::domain::cluster::BillingMode;
 
 /// Levels of the utilization ramp (` ▁▂▃▄▅▆▇█`).
 pub const RAMP_LEVELS: usize = 9;

@@ -32,8 +32,8 @@ use super::panes::{self, PaneProps};
 use super::theme::Theme;
 use super::wall_font::{self as font, Scale};
 use super::{DrawContext, chrome, log};
-use crate::core::units::Secs;
-use crate::core::View;
+use crate::domain::units::Secs;
+use crate::room::View;
 
 /// How long each page stays on the wall before the next one.
 pub const WALL_CYCLE: Duration = Duration::from_secs(15);

@@ -3,9 +3,9 @@
 
 use std::collections::BTreeSet;
 
-use gpuroom::core::ids::{GpuRef, JobId};
-use gpuroom::core::units::Micros;
-use gpuroom::core::Room;
+use gpuroom::domain::ids::{GpuRef, JobId};
+use gpuroom::domain::units::Micros;
+use gpuroom::room::Room;
 
 /// No GPU over-committed, allocations and placements agree, progress within
 /// bounds, money reconciled, and every tenant within quota plus borrowing.

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use gpuroom::core::slurm::SlurmJob;
+use gpuroom::domain::slurm::SlurmJob;
 use gpuroom::sources::slurm::json;
 
 /// The cluster's slurm.conf, or `None` (the test is skipped, saying so)

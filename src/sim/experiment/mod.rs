@@ -24,8 +24,8 @@ use std::fmt::Write as _;
 use serde::Deserialize;
 
 use crate::ckpt::CheckpointPolicy;
-use crate::core::ids::PoolKey;
-use crate::core::units::{At, Micros, MicrosPerHour};
+use crate::domain::ids::PoolKey;
+use crate::domain::units::{At, Micros, MicrosPerHour};
 use crate::market::bid::BidPolicy;
 use crate::sim::Traces;
 

@@ -8,7 +8,7 @@
 //! `market::hazard`, the cap from `market::bid`, the interval from `ckpt`.
 
 use crate::ckpt::{CheckpointKind, CheckpointPolicy};
-use crate::core::units::{Micros, MicrosPerHour, Secs};
+use crate::domain::units::{Micros, MicrosPerHour, Secs};
 use crate::market::bid::{BidInput, BidPolicy, Verdict, rebase};
 use crate::market::hazard::{self, HazardConfig};
 

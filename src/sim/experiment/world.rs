@@ -5,8 +5,8 @@
 //! pool, which is what one probed instance can tell. The trace is not wrapped:
 //! the experiment's span is the trace's.
 
-use crate::core::ids::PoolKey;
-use crate::core::units::{At, Micros, MicrosPerHour, Secs};
+use crate::domain::ids::PoolKey;
+use crate::domain::units::{At, Micros, MicrosPerHour, Secs};
 use crate::market::hazard::{Lifetime, Survival};
 use crate::market::{Trend, series};
 use crate::sources::price_history::PriceSeries;
@@ -144,7 +144,7 @@ pub struct Prices {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::testkit::t;
+    use crate::domain::testkit::t;
 
     fn zone() -> Zone {
         let key = PoolKey { zone: "z".into(), instance_type: "p3.2xlarge".into() };

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use prometheus_parse::{LineInfo, Sample, Scrape, Value};
 
-use crate::core::units::Mib;
+use crate::domain::units::Mib;
 use crate::sources::ParseError;
 use crate::sources::report::GpuReading;
 

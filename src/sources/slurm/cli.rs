@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use super::{json, text};
-use crate::core::slurm::{SlurmCommand, SlurmSnapshot, SlurmVerb};
+use crate::domain::slurm::{SlurmCommand, SlurmSnapshot, SlurmVerb};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum ErrorKind {

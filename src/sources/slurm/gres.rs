@@ -3,7 +3,7 @@
 //! comma-separated (`gpu:2,mps:100`), the per-node ask `gres:gpu:2` or
 //! `gres/gpu:2` and the TRES form `cpu=4,gres/gpu=2,gres/gpu:a100=2`.
 
-use crate::core::slurm::expand_indices;
+use crate::domain::slurm::expand_indices;
 
 /// GPUs named in one GRES list: how many, of which type, at which indices.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -8,8 +8,8 @@
 use serde_json::Value;
 
 use super::gres;
-use crate::core::slurm::{expand_hostlist, SlurmJob, SlurmNode, SlurmState};
-use crate::core::units::{At, Secs};
+use crate::domain::slurm::{expand_hostlist, SlurmJob, SlurmNode, SlurmState};
+use crate::domain::units::{At, Secs};
 use crate::sources::ParseError;
 
 /// A number, or the newer `{set, infinite, number}`; `None` when unset,

@@ -36,10 +36,10 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::core::slurm::{PreemptBy, SlurmMode, SlurmPolicy};
-use crate::core::event::TenantSpec;
-use crate::core::ids::TenantId;
-use crate::core::units::{Mib, Micros, Secs};
+use crate::domain::slurm::{PreemptBy, SlurmMode, SlurmPolicy};
+use crate::domain::event::TenantSpec;
+use crate::domain::ids::TenantId;
+use crate::domain::units::{Mib, Micros, Secs};
 use crate::live::config::TenantDecl;
 
 #[derive(Clone, Debug, PartialEq, Deserialize)]

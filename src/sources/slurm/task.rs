@@ -10,8 +10,8 @@ use tokio::sync::{mpsc, Notify};
 
 use super::cli::SlurmCli;
 use super::SlurmConfig;
-use crate::core::event::Event;
-use crate::core::slurm::SlurmCommand;
+use crate::domain::event::Event;
+use crate::domain::slurm::SlurmCommand;
 use crate::sources::report::Report;
 
 pub const SOURCE: &str = "slurm";

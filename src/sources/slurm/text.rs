@@ -8,8 +8,8 @@
 use std::collections::BTreeMap;
 
 use super::gres;
-use crate::core::slurm::{expand_hostlist, SlurmJob, SlurmNode, SlurmPartition, SlurmState};
-use crate::core::units::{At, Secs};
+use crate::domain::slurm::{expand_hostlist, SlurmJob, SlurmNode, SlurmPartition, SlurmState};
+use crate::domain::units::{At, Secs};
 use crate::sources::ParseError;
 
 /// The squeue fields the fallback asks for, in order; the name goes last

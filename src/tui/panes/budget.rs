@@ -20,12 +20,12 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use super::{Col, PaneProps, fit_columns, frame, header_line, table_line_parts, widest};
-use crate::core::cluster::BillingMode;
-use crate::core::units::{Micros, MicrosPerHour};
+use crate::domain::cluster::BillingMode;
+use crate::domain::units::{Micros, MicrosPerHour};
 use crate::cost::budget::BudgetLevel;
 
-use crate::core::view::BudgetRow;
-use crate::core::View;
+use crate::room::view::BudgetRow;
+use crate::room::View;
 use crate::tui::app::PaneId;
 use crate::tui::fmt::{self, put};
 use crate::tui::theme::Theme;
@@ -220,7 +220,7 @@ impl Tone {
 
 /// `✓ approved by ana: +$50.00 — paper deadline` in `w` cells: the reason
 /// is cut first, then the rest.
-fn approval_note<'a>(a: &crate::core::view::ApprovalView, w: usize, t: &Theme) -> Vec<Span<'a>> {
+fn approval_note<'a>(a: &crate::room::view::ApprovalView, w: usize, t: &Theme) -> Vec<Span<'a>> {
     let how_far = match (a.amount, a.until) {
         (Some(m), Some(u)) => format!("+{m} until {}", u.format("%m-%d %H:%M")),
         (Some(m), None) => format!("+{m}"),
@@ -429,13 +429,13 @@ mod tests {
         assert_eq!(text(60), "✓ approved by ana: +$50.00 — paper deadline");
         assert_eq!(text(36), "✓ approved by ana: +$50.00 — paper…");
         assert_eq!(text(20), "✓ approved by ana:…");
-        let ended = crate::core::view::ApprovalView { in_force: false, ..approval };
+        let ended = crate::room::view::ApprovalView { in_force: false, ..approval };
         assert!(text_of(&ended).starts_with("✗ approval by ana ended: +$50.00"));
         assert_eq!(unit_money(Micros(66_987)), "$0.067");
         assert_eq!(unit_money(Micros(999_600)), "$1.00");
     }
 
-    fn text_of(a: &crate::core::view::ApprovalView) -> String {
+    fn text_of(a: &crate::room::view::ApprovalView) -> String {
         approval_note(a, 80, &Theme::dark()).iter().map(|s| s.content.to_string()).collect()
     }
 

@@ -23,9 +23,9 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
 use super::{PaneProps, fleet_detail, fleet_grid, frame, widest};
-use crate::core::View;
-use crate::core::ids::NodeId;
-use crate::core::view::{GpuView, NodeView};
+use crate::room::View;
+use crate::domain::ids::NodeId;
+use crate::room::view::{GpuView, NodeView};
 use crate::tui::app::PaneId;
 use crate::tui::fmt::{self, put};
 use crate::tui::theme::Theme;
@@ -363,10 +363,10 @@ pub(crate) mod tests {
     use ratatui::Terminal;
 
     use super::*;
-    use crate::core::cluster::BillingMode;
-    use crate::core::ids::JobId;
-    use crate::core::units::{Mib, MicrosPerHour};
-    use crate::core::view::ClusterView;
+    use crate::domain::cluster::BillingMode;
+    use crate::domain::ids::JobId;
+    use crate::domain::units::{Mib, MicrosPerHour};
+    use crate::room::view::ClusterView;
     use crate::sched::fragmentation::ClusterFragmentation;
     use crate::tui::fixture::demo_view;
     use crate::tui::panes::testing::draw_pane;

@@ -16,10 +16,10 @@ use ratatui::text::{Line, Span};
 use super::fleet;
 use super::memory::mem_bar;
 use super::{Col, PaneProps, fit_columns, frame, header_line, table_line_parts};
-use crate::core::View;
-use crate::core::ids::NodeId;
-use crate::core::units::Mib;
-use crate::core::view::{GpuView, NodeView};
+use crate::room::View;
+use crate::domain::ids::NodeId;
+use crate::domain::units::Mib;
+use crate::room::view::{GpuView, NodeView};
 use crate::tui::app::PaneId;
 use crate::tui::fmt::{self, put};
 use crate::tui::theme::Theme;
@@ -261,13 +261,13 @@ fn totals_line<'a>(node: &NodeView, t: &Theme, w: usize) -> Line<'a> {
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use crate::core::ids::NodeId;
+    use crate::domain::ids::NodeId;
     use crate::tui::fixture::demo_view;
     use crate::tui::panes::fleet::tests::{rows, thousand_gpus};
     use crate::tui::panes::fleet::{FleetUi, render as fleet};
     use crate::tui::panes::testing::draw_pane;
 
-    fn drilled(view: &crate::core::View, id: u32) -> FleetUi {
+    fn drilled(view: &crate::room::View, id: u32) -> FleetUi {
         let mut ui = FleetUi::default();
         let i = view.nodes.iter().position(|n| n.id == NodeId(id)).unwrap();
         ui.move_by(view, i as isize);
@@ -277,9 +277,9 @@ pub(crate) mod tests {
 
     /// The demo room as live sources leave it: node n01's health read by
     /// NVML, then its dcgm endpoint timing out (GPUs 0–3 stale).
-    pub(crate) fn live_view() -> crate::core::View {
-        use crate::core::event::{Event, GpuHealth};
-        use crate::core::ids::GpuRef;
+    pub(crate) fn live_view() -> crate::room::View {
+        use crate::domain::event::{Event, GpuHealth};
+        use crate::domain::ids::GpuRef;
         let mut room = crate::tui::fixture::demo_room();
         let at = room.now().unwrap_or_default();
         let gpu = |index| GpuRef { node: NodeId(1), index };

@@ -17,9 +17,9 @@ use ratatui::text::{Line, Span};
 
 use super::fleet::{self, Drawn};
 use super::{PaneProps, frame};
-use crate::core::View;
-use crate::core::cluster::BillingMode;
-use crate::core::view::NodeView;
+use crate::room::View;
+use crate::domain::cluster::BillingMode;
+use crate::room::view::NodeView;
 use crate::tui::app::PaneId;
 use crate::tui::fmt::{self, put};
 use crate::tui::theme::Theme;
@@ -395,7 +395,7 @@ fn billing_lines<'a>(view: &View, t: &Theme, w: usize) -> Vec<Line<'a>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::ids::NodeId;
+    use crate::domain::ids::NodeId;
     use crate::tui::panes::fleet::tests::{rows, thousand_gpus};
     use crate::tui::panes::fleet::{FleetUi, render as fleet};
     use crate::tui::panes::testing::draw_pane;

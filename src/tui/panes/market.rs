@@ -18,9 +18,9 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
 use super::{Col, PaneProps, fit_columns, frame, header_line, table_line, widest};
-use crate::core::units::{At, Micros, MicrosPerHour, Secs};
-use crate::core::view::{MarketRow, PoolHazard, SpotJobRow};
-use crate::core::View;
+use crate::domain::units::{At, Micros, MicrosPerHour, Secs};
+use crate::room::view::{MarketRow, PoolHazard, SpotJobRow};
+use crate::room::View;
 use crate::market::Trend;
 use crate::market::bid::{BidMode, Verdict};
 use crate::tui::app::PaneId;

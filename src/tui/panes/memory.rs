@@ -18,9 +18,9 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
 use super::{PaneProps, frame, widest};
-use crate::core::units::Mib;
-use crate::core::view::{GpuView, NodeView};
-use crate::core::View;
+use crate::domain::units::Mib;
+use crate::room::view::{GpuView, NodeView};
+use crate::room::View;
 use crate::tui::app::PaneId;
 use crate::tui::fmt::{self, put};
 use crate::tui::theme::Theme;
@@ -406,7 +406,7 @@ mod tests {
         let mut huge = thousand_gpus();
         let template = huge.nodes.clone();
         for k in 1..10u32 {
-            huge.nodes.extend(template.iter().map(|n| NodeView { id: crate::core::ids::NodeId(n.id.0 + 1000 * k), ..n.clone() }));
+            huge.nodes.extend(template.iter().map(|n| NodeView { id: crate::domain::ids::NodeId(n.id.0 + 1000 * k), ..n.clone() }));
         }
         for view in [demo_view(), View::default(), zero_gpus, thousand_gpus(), huge] {
             for w in SIZES {

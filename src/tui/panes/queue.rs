@@ -15,10 +15,10 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
 use super::{Col, PaneProps, fit_columns, frame, header_line, table_line, widest};
-use crate::core::job::Phase;
-use crate::core::units::Secs;
-use crate::core::view::JobRow;
-use crate::core::View;
+use crate::domain::job::Phase;
+use crate::domain::units::Secs;
+use crate::room::view::JobRow;
+use crate::room::View;
 use crate::tui::app::{PaneId, Window};
 use crate::tui::fmt::{self, put};
 use crate::tui::theme::Theme;

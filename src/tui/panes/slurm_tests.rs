@@ -138,7 +138,7 @@ fn many_nodes_end_in_a_count_and_the_jobs_keep_their_rows() {
     let s = view.slurm.as_mut().unwrap();
     let spare = s.nodes[1].clone();
     for i in 3..40 {
-        s.nodes.push(crate::core::view_slurm::SlurmNodeRow { name: format!("n{i}"), ..spare.clone() });
+        s.nodes.push(crate::room::view_slurm::SlurmNodeRow { name: format!("n{i}"), ..spare.clone() });
     }
     let terminal = draw(&view, 120, 20, None);
     let shown = text(&terminal);

@@ -9,12 +9,12 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::cluster::{BillingMode, NodeState};
-use super::ids::{JobId, NodeId};
-use super::job::{JobClass, Phase};
-use super::room::{AuditEntry, LogLine, Room, Severity, Stats};
-use super::text::clean;
-use super::units::{start_of_next_month, At, Mib, Micros, MicrosPerHour, Secs};
+use crate::domain::cluster::{BillingMode, NodeState};
+use crate::domain::ids::{JobId, NodeId};
+use crate::domain::job::{JobClass, Phase};
+use super::{AuditEntry, LogLine, Room, Severity, Stats};
+use crate::domain::text::clean;
+use crate::domain::units::{start_of_next_month, At, Mib, Micros, MicrosPerHour, Secs};
 use crate::cost::budget::{BudgetLevel, threshold};
 use crate::market::Trend;
 use crate::market::bid::{BidMode, Verdict};
@@ -66,7 +66,7 @@ pub struct SourceView {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PoolRow {
-    pub target: crate::core::job::PoolTarget,
+    pub target: crate::domain::job::PoolTarget,
     pub nodes_up: u32,
     pub nodes_total: u32,
     /// GPUs of up nodes with no allocation, and the largest count on one node.
@@ -115,8 +115,8 @@ pub struct NodeView {
 
 impl NodeView {
     /// The pool the node belongs to (names as cleaned for the view).
-    pub fn pool(&self) -> crate::core::job::PoolTarget {
-        crate::core::job::PoolTarget { billing: self.billing, instance_type: self.instance_type.clone(), zone: self.zone.clone() }
+    pub fn pool(&self) -> crate::domain::job::PoolTarget {
+        crate::domain::job::PoolTarget { billing: self.billing, instance_type: self.instance_type.clone(), zone: self.zone.clone() }
     }
 }
 
@@ -135,7 +135,7 @@ pub struct GpuView {
     #[serde(default)]
     pub stale: bool,
     #[serde(default)]
-    pub health: Option<crate::core::event::GpuHealth>,
+    pub health: Option<crate::domain::event::GpuHealth>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -191,7 +191,7 @@ pub struct JobRow {
     pub escalated: bool,
     /// The pool an operator sent it to, until it is placed there.
     #[serde(default)]
-    pub target: Option<crate::core::job::PoolTarget>,
+    pub target: Option<crate::domain::job::PoolTarget>,
     /// Share of the job computed since its last checkpoint: what a stop
     /// without saving would lose.
     #[serde(default)]
@@ -476,11 +476,11 @@ impl Room {
     }
 
     fn pool_rows(&self) -> Vec<PoolRow> {
-        let mut pools: BTreeMap<crate::core::job::PoolTarget, PoolRow> = BTreeMap::new();
+        let mut pools: BTreeMap<crate::domain::job::PoolTarget, PoolRow> = BTreeMap::new();
         for node in self.nodes.values() {
-            let target = crate::core::job::PoolTarget::of(&node.spec);
+            let target = crate::domain::job::PoolTarget::of(&node.spec);
             let row = pools.entry(target.clone()).or_insert_with(|| PoolRow {
-                target: crate::core::job::PoolTarget {
+                target: crate::domain::job::PoolTarget {
                     billing: target.billing,
                     instance_type: clean(&target.instance_type),
                     zone: clean(&target.zone),

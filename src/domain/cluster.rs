@@ -180,7 +180,7 @@ pub struct Gpu {
     #[serde(default)]
     pub stale: bool,
     #[serde(default)]
-    pub health: Option<crate::core::event::GpuHealth>,
+    pub health: Option<crate::domain::event::GpuHealth>,
 }
 
 impl Gpu {

@@ -6,10 +6,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::room::Room;
-use super::slurm::{SlurmJob, SlurmMode, SlurmState};
-use super::text::clean;
-use super::units::{At, Secs};
+use super::Room;
+use crate::domain::slurm::{SlurmJob, SlurmMode, SlurmState};
+use crate::domain::text::clean;
+use crate::domain::units::{At, Secs};
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SlurmView {
@@ -123,7 +123,7 @@ fn placement(job: &SlurmJob) -> String {
     job.gpu_idx
         .iter()
         .map(|(node, idx)| {
-            let list = super::slurm::compress_indices(idx);
+            let list = crate::domain::slurm::compress_indices(idx);
             format!("{}[{list}]", clean(node))
         })
         .collect::<Vec<_>>()

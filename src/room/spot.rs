@@ -7,13 +7,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::cluster::{BillingMode, Node};
-use super::event::Effect;
-use super::ids::{JobId, PoolKey};
-use super::job::{Avoid, JobRisk, Phase, StopReason};
-use super::room::{Room, Severity};
-use super::text::clean;
-use super::units::{At, MicrosPerHour, Secs};
+use crate::domain::cluster::{BillingMode, Node};
+use crate::domain::event::Effect;
+use crate::domain::ids::{JobId, PoolKey};
+use crate::domain::job::{Avoid, JobRisk, Phase, StopReason};
+use super::{Room, Severity};
+use crate::domain::text::clean;
+use crate::domain::units::{At, MicrosPerHour, Secs};
 use crate::market::bid::{BidInput, Verdict, rebase};
 use crate::market::hazard::Lifetime;
 

@@ -8,13 +8,13 @@
 //! caller (`Room::apply`) turns the error into `Effect::Rejected`. Budget
 //! rules live in `room_budget`, placement in `room_sched`.
 
-use super::cluster::BillingMode;
-use super::event::{Action, Actor, Effect, Role};
-use super::ids::JobId;
-use super::job::{JobState, Phase, PoolPreference, PoolTarget, StopReason};
-use super::room::{Room, Severity};
-use super::text::clean;
-use super::units::At;
+use crate::domain::cluster::BillingMode;
+use crate::domain::event::{Action, Actor, Effect, Role};
+use crate::domain::ids::JobId;
+use crate::domain::job::{JobState, Phase, PoolPreference, PoolTarget, StopReason};
+use super::{Room, Severity};
+use crate::domain::text::clean;
+use crate::domain::units::At;
 
 impl Room {
     pub(crate) fn on_operator(&mut self, at: At, actor: &Actor, action: &Action, effects: &mut Vec<Effect>) -> Result<(), String> {
@@ -37,7 +37,7 @@ impl Room {
                 if let Some(ack) = &alarm.acked {
                     return Err(format!("alarm already acknowledged by {} at {}", clean(&ack.user), ack.at.format("%H:%M:%S")));
                 }
-                alarm.acked = Some(super::room::Ack { at, user: actor.user.clone() });
+                alarm.acked = Some(super::Ack { at, user: actor.user.clone() });
                 format!("acknowledge alarm: {}", clean(&alarm.text))
             }
             Action::Preempt { job } | Action::Requeue { job } | Action::Cancel { job } | Action::Migrate { job, .. } => self.on_job_action(at, actor, action, *job, effects)?,

@@ -1,11 +1,11 @@
 //! The room's Slurm mirror, driven by events as the adapter sends them.
 
-use crate::core::event::{Action, Actor, Effect, Event, Role, TenantSpec};
-use crate::core::ids::TenantId;
-use crate::core::slurm::{PreemptBy, SlurmJob, SlurmMode, SlurmNode, SlurmPartition, SlurmSnapshot, SlurmState, SlurmVerb};
-use crate::core::testkit::t;
-use crate::core::units::{Mib, Micros};
-use crate::core::{Room, RoomConfig};
+use crate::domain::event::{Action, Actor, Effect, Event, Role, TenantSpec};
+use crate::domain::ids::TenantId;
+use crate::domain::slurm::{PreemptBy, SlurmJob, SlurmMode, SlurmNode, SlurmPartition, SlurmSnapshot, SlurmState, SlurmVerb};
+use crate::domain::testkit::t;
+use crate::domain::units::{Mib, Micros};
+use crate::room::{Room, RoomConfig};
 
 fn job(id: u64, account: &str, state: SlurmState, gpus: u32, at: i64) -> SlurmJob {
     let running = state != SlurmState::Pending;

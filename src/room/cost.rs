@@ -5,11 +5,11 @@
 //! event, so an event's cost does not grow with the fleet.
 //! The arithmetic lives in `cost/`; this is where it meets the cluster.
 
-use super::cluster::{BillingMode, Node};
-use super::ids::{JobId, NodeId};
-use super::job::Phase;
-use super::room::Room;
-use super::units::{At, Micros, MicrosPerHour};
+use crate::domain::cluster::{BillingMode, Node};
+use crate::domain::ids::{JobId, NodeId};
+use crate::domain::job::Phase;
+use super::Room;
+use crate::domain::units::{At, Micros, MicrosPerHour};
 use crate::cost::ledger::{add_to, LedgerLine, LineKind};
 use crate::cost::{split_exact, Accrual};
 
@@ -40,7 +40,7 @@ impl Room {
         }
         self.add_service(from, to);
         while from < to {
-            let next_hour = super::units::start_of_next_hour(from);
+            let next_hour = crate::domain::units::start_of_next_hour(from);
             if next_hour > to {
                 break;
             }

@@ -6,16 +6,33 @@
 //! clock or a random source, and bad input becomes an `Effect::Rejected`
 //! instead of a panic, leaving the state as it was.
 
+
+mod budget;
+mod cost;
+mod ops;
+pub mod forecast;
+pub mod predict;
+pub(crate) mod sched;
+pub mod slurm;
+#[cfg(test)]
+mod slurm_tests;
+pub mod sources;
+pub mod spot;
+pub mod view;
+pub mod view_slurm;
+
+pub use view::View;
+
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
-use super::cluster::{BillingMode, Node, NodeState};
-use super::event::{Actor, Effect, Event, GpuSample, TenantSpec};
-use super::ids::{JobId, NodeId, TenantId};
-use super::job::{AfterCheckpoint, Job, JobSpec, JobState, Phase, SchedStop, StopReason};
-use super::text::clean;
-use super::units::{At, Mib, MicrosPerHour, Secs};
+use crate::domain::cluster::{BillingMode, Node, NodeState};
+use crate::domain::event::{Actor, Effect, Event, GpuSample, TenantSpec};
+use crate::domain::ids::{JobId, NodeId, TenantId};
+use crate::domain::job::{AfterCheckpoint, Job, JobSpec, JobState, Phase, SchedStop, StopReason};
+use crate::domain::text::clean;
+use crate::domain::units::{At, Mib, MicrosPerHour, Secs};
 use crate::ckpt::CheckpointPolicy;
 use crate::cost::{Accrual, Books};
 use crate::market::Market;
@@ -47,14 +64,14 @@ pub struct RoomConfig {
     #[serde(default)]
     pub degraded_bids: bool,
     #[serde(default)]
-    pub after_interruption: super::room_spot::AfterInterruption,
+    pub after_interruption: spot::AfterInterruption,
     #[serde(default)]
     pub cost: crate::cost::CostConfig,
     #[serde(default)]
-    pub forecast: super::room_forecast::ForecastConfig,
+    pub forecast: forecast::ForecastConfig,
     /// Advisory or control mode for a Slurm cluster, and what preempt means there.
     #[serde(default)]
-    pub slurm: super::slurm::SlurmPolicy,
+    pub slurm: crate::domain::slurm::SlurmPolicy,
 }
 
 fn default_trend_horizon() -> Secs {
@@ -177,9 +194,9 @@ pub struct Room {
     #[serde(default)]
     pub(crate) hazard: crate::market::hazard::HazardModel,
     /// Each tenant's budget level as last derived, and standing approvals.
-    #[serde(default, with = "crate::core::serde_pairs")]
+    #[serde(default, with = "crate::domain::serde_pairs")]
     pub(crate) budget_levels: BTreeMap<TenantId, crate::cost::budget::BudgetLevel>,
-    #[serde(default, with = "crate::core::serde_pairs")]
+    #[serde(default, with = "crate::domain::serde_pairs")]
     pub(crate) approvals: BTreeMap<TenantId, crate::cost::budget::Approval>,
     /// Whether any tenant is limited or blocked (asked for every queued job).
     #[serde(default)]
@@ -190,10 +207,10 @@ pub struct Room {
     pub(crate) books: Books,
     /// The run-time predictor, learning from finished jobs.
     #[serde(default)]
-    pub(crate) predictor: super::room_predict::Predictor,
+    pub(crate) predictor: predict::Predictor,
     /// Hourly spend, the day-ahead forecast and the anomaly detector.
     #[serde(default)]
-    pub(crate) forecast: super::room_forecast::SpendForecast,
+    pub(crate) forecast: forecast::SpendForecast,
     /// The ledger's open charge period.
     #[serde(default)]
     pub(crate) period: crate::cost::ledger::OpenPeriod,
@@ -222,13 +239,13 @@ pub struct Room {
     pub(crate) waits_checked: Option<At>,
     /// Free capacity as of the last pass (see `arrival_may_start`).
     #[serde(default)]
-    pub(crate) headroom: Option<super::room_sched::Headroom>,
+    pub(crate) headroom: Option<sched::Headroom>,
     /// Live sources and how each last answered.
     #[serde(default)]
-    pub(crate) sources: BTreeMap<String, super::room_sources::SourceState>,
+    pub(crate) sources: BTreeMap<String, sources::SourceState>,
     /// The Slurm cluster, when one is attached.
     #[serde(default)]
-    pub(crate) slurm: super::room_slurm::SlurmMirror,
+    pub(crate) slurm: slurm::SlurmMirror,
 }
 
 impl Default for Room {
@@ -327,7 +344,7 @@ impl Room {
     }
 
     /// Hourly spend so far and the day-ahead forecast.
-    pub fn spend_forecast(&self) -> &super::room_forecast::SpendForecast {
+    pub fn spend_forecast(&self) -> &forecast::SpendForecast {
         &self.forecast
     }
 
@@ -455,7 +472,7 @@ impl Room {
 
     // ---- cluster -------------------------------------------------------
 
-    fn on_node_up(&mut self, at: At, spec: &super::cluster::NodeSpec) -> Result<(), String> {
+    fn on_node_up(&mut self, at: At, spec: &crate::domain::cluster::NodeSpec) -> Result<(), String> {
         if let Some(problem) = spec.problem() {
             return Err(format!("node {}: {problem}", clean(&spec.name)));
         }
@@ -583,7 +600,7 @@ impl Room {
             return Err(format!("job {} ({name}) has no work (0 steps)", spec.id));
         }
         if let Some(est) = spec.est_runtime
-            && !(1..=super::units::HORIZON_SECS).contains(&est.0)
+            && !(1..=crate::domain::units::HORIZON_SECS).contains(&est.0)
         {
             return Err(format!("job {} ({name}) has a run-time estimate of {} s", spec.id, est.0));
         }
@@ -869,7 +886,7 @@ impl Room {
     }
 
     fn on_price(&mut self, at: At, zone: &str, instance_type: &str, price: MicrosPerHour, effects: &mut Vec<Effect>) -> Result<(), String> {
-        let key = crate::core::ids::PoolKey { zone: zone.to_string(), instance_type: instance_type.to_string() };
+        let key = crate::domain::ids::PoolKey { zone: zone.to_string(), instance_type: instance_type.to_string() };
         let before = self.market.price(&key);
         if before != Some(price) {
             // Spot nodes of this pool were charged at the old price until now.

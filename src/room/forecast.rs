@@ -11,9 +11,9 @@ use chrono::Timelike;
 
 use serde::{Deserialize, Serialize};
 
-use super::event::Effect;
-use super::room::{Room, Severity};
-use super::units::{At, Micros};
+use crate::domain::event::Effect;
+use super::{Room, Severity};
+use crate::domain::units::{At, Micros};
 use crate::cost::forecast::{Alarm, AnomalyDetector, forecast_spend};
 use crate::cost::ledger::LedgerLine;
 
@@ -129,7 +129,7 @@ impl Room {
         if self.forecast.day_ahead.len() != SEASON {
             return None;
         }
-        let end = super::units::start_of_next_month(now);
+        let end = crate::domain::units::start_of_next_month(now);
         let hours = (end - now).num_hours().max(0);
         let from = (now - made).num_hours().max(0);
         Some((from..from + hours).map(|k| self.forecast.day_ahead[k as usize % SEASON]).sum())

@@ -9,13 +9,13 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::cluster::{Allocation, BillingMode, Node};
-use super::event::Effect;
-use super::ids::{JobId, NodeId, TenantId};
-use super::job::{AfterCheckpoint, Avoid, Job, JobClass, JobSpec, JobState, Phase, Placement, PoolPreference, SchedStop, StopReason};
-use super::room::{Room, Severity};
-use super::text::clean;
-use super::units::{At, Secs};
+use crate::domain::cluster::{Allocation, BillingMode, Node};
+use crate::domain::event::Effect;
+use crate::domain::ids::{JobId, NodeId, TenantId};
+use crate::domain::job::{AfterCheckpoint, Avoid, Job, JobClass, JobSpec, JobState, Phase, Placement, PoolPreference, SchedStop, StopReason};
+use super::{Room, Severity};
+use crate::domain::text::clean;
+use crate::domain::units::{At, Secs};
 use crate::sched::backfill::{self, Reservation};
 use crate::sched::discipline::{DisciplineKind, Mlfq, OrderContext};
 use crate::sched::placement::{self, Options, Plan};
@@ -35,7 +35,7 @@ pub(crate) struct Headroom {
     /// A scheduler preemption is in flight: its release will trigger a pass.
     stop_pending: bool,
     /// What each tenant held after the pass (quota terms).
-    #[serde(with = "crate::core::serde_pairs")]
+    #[serde(with = "crate::domain::serde_pairs")]
     held: BTreeMap<TenantId, Held>,
     /// When the pass ran.
     at: Option<At>,
@@ -180,7 +180,7 @@ impl Room {
         job.escalated = false;
         if let Some(Avoid::Pool(left)) = job.avoid.as_deref() {
             let moved = self.nodes.get(&plan.node).is_some_and(|n| {
-                n.spec.billing != crate::core::cluster::BillingMode::Spot || n.spec.zone != left.zone || n.spec.instance_type != left.instance_type
+                n.spec.billing != crate::domain::cluster::BillingMode::Spot || n.spec.zone != left.zone || n.spec.instance_type != left.instance_type
             });
             self.stats.migrations += u64::from(moved);
             job.avoid = None;
@@ -336,19 +336,19 @@ impl Room {
             return None;
         }
         let spot_only = !self.budget_allows(tenant, false);
-        let allowed = |node: &crate::core::cluster::Node| match job.avoid.as_deref() {
-            _ if spot_only && node.spec.billing != crate::core::cluster::BillingMode::Spot => false,
+        let allowed = |node: &crate::domain::cluster::Node| match job.avoid.as_deref() {
+            _ if spot_only && node.spec.billing != crate::domain::cluster::BillingMode::Spot => false,
             _ if job.target.as_deref().is_some_and(|to| !to.holds(&node.spec)) => false,
             None => true,
-            Some(Avoid::AllSpot) => node.spec.billing != crate::core::cluster::BillingMode::Spot,
+            Some(Avoid::AllSpot) => node.spec.billing != crate::domain::cluster::BillingMode::Spot,
             Some(Avoid::Pool(k)) => {
-                node.spec.billing != crate::core::cluster::BillingMode::Spot || node.spec.zone != k.zone || node.spec.instance_type != k.instance_type
+                node.spec.billing != crate::domain::cluster::BillingMode::Spot || node.spec.zone != k.zone || node.spec.instance_type != k.instance_type
             }
         };
         // A pool to avoid is a preference: with no room elsewhere the job
         // goes back to it rather than wait (its replacement may be up).
         let plan = placement::place_where(&self.nodes, &job.spec, job.escalated, &opts, allowed).or_else(|| {
-            let budget_ok = |node: &crate::core::cluster::Node| !spot_only || node.spec.billing == crate::core::cluster::BillingMode::Spot;
+            let budget_ok = |node: &crate::domain::cluster::Node| !spot_only || node.spec.billing == crate::domain::cluster::BillingMode::Spot;
             matches!(job.avoid.as_deref(), Some(Avoid::Pool(_))).then(|| placement::place_where(&self.nodes, &job.spec, job.escalated, &opts, budget_ok)).flatten()
         })?;
         let Some(r) = reservation else { return Some(plan) };
@@ -521,7 +521,7 @@ impl Room {
     /// threshold starts (or keeps) an idle streak; any busy sample ends it. A
     /// streak as long as the window releases the GPU: its jobs save and stop
     /// for good.
-    pub(crate) fn track_idle(&mut self, at: At, gpu_ref: super::ids::GpuRef, util: f32, effects: &mut Vec<Effect>) {
+    pub(crate) fn track_idle(&mut self, at: At, gpu_ref: crate::domain::ids::GpuRef, util: f32, effects: &mut Vec<Effect>) {
         let window = self.config.sched.idle_window;
         if window.0 <= 0 {
             return;
@@ -571,14 +571,14 @@ mod timing {
     //! Where a pass spends its time on a big full cluster (run by hand:
     //! `cargo test --release --lib timing -- --ignored --nocapture`).
     use super::*;
-    use crate::core::cluster::BillingMode;
-    use crate::core::event::Event;
-    use crate::core::testkit::{job_spec, node_spec, t, tenant_spec};
+    use crate::domain::cluster::BillingMode;
+    use crate::domain::event::Event;
+    use crate::domain::testkit::{job_spec, node_spec, t, tenant_spec};
 
     #[test]
     #[ignore]
     fn pass_breakdown() {
-        let mut room = Room::new(crate::core::RoomConfig::default());
+        let mut room = Room::new(crate::room::RoomConfig::default());
         for name in ["nlp", "vision", "recsys"] {
             room.apply(t(0), &Event::TenantDefined { spec: tenant_spec(name, 4000) });
         }

@@ -84,7 +84,7 @@ pub enum Action {
     ApproveOverrun { tenant: TenantId, reason: String, amount: Option<Micros>, until: Option<At> },
     /// Save the job and run it next in the given pool (a running job), or
     /// only there when it is placed (a queued one).
-    Migrate { job: JobId, to: crate::core::job::PoolTarget },
+    Migrate { job: JobId, to: crate::domain::job::PoolTarget },
     /// Mark an active alarm as seen and handled by the actor; it stays on
     /// the list (acknowledged) until its condition clears.
     AcknowledgeAlarm { id: String },

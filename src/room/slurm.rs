@@ -13,11 +13,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::event::{Action, Actor, Effect, Role};
-use super::room::{Room, Severity};
-use super::slurm::{SlurmCommand, SlurmMode, SlurmSnapshot, SlurmState, SlurmVerb};
-use super::text::clean;
-use super::units::At;
+use crate::domain::event::{Action, Actor, Effect, Role};
+use super::{Room, Severity};
+use crate::domain::slurm::{SlurmCommand, SlurmMode, SlurmSnapshot, SlurmState, SlurmVerb};
+use crate::domain::text::clean;
+use crate::domain::units::At;
 use crate::sched::slurm_advice;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -258,8 +258,8 @@ impl Room {
                     let text = format!(
                         "Slurm partition {}: {count} GPU job(s) pending over {} (oldest {oldest}, {}, {})",
                         clean(&partition),
-                        crate::core::units::Secs(limit),
-                        crate::core::units::Secs(*waited),
+                        crate::domain::units::Secs(limit),
+                        crate::domain::units::Secs(*waited),
                         clean(reason)
                     );
                     self.raise(at, id, text, effects);

@@ -9,11 +9,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::event::{Effect, GpuHealth};
-use super::ids::GpuRef;
-use super::room::{Room, Severity};
-use super::text::clean;
-use super::units::At;
+use crate::domain::event::{Effect, GpuHealth};
+use crate::domain::ids::GpuRef;
+use super::{Room, Severity};
+use crate::domain::text::clean;
+use crate::domain::units::At;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SourceState {
@@ -83,19 +83,19 @@ impl Room {
         Ok(())
     }
 
-    fn gpu_mut(&mut self, gpu: GpuRef) -> Option<&mut super::cluster::Gpu> {
+    fn gpu_mut(&mut self, gpu: GpuRef) -> Option<&mut crate::domain::cluster::Gpu> {
         self.nodes.get_mut(&gpu.node).and_then(|n| n.gpus.get_mut(usize::from(gpu.index)))
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::core::cluster::BillingMode;
-    use crate::core::event::{Effect, Event, GpuHealth, GpuSample};
-    use crate::core::ids::{GpuRef, NodeId};
-    use crate::core::testkit::{node_spec, t};
-    use crate::core::units::Mib;
-    use crate::core::Room;
+    use crate::domain::cluster::BillingMode;
+    use crate::domain::event::{Effect, Event, GpuHealth, GpuSample};
+    use crate::domain::ids::{GpuRef, NodeId};
+    use crate::domain::testkit::{node_spec, t};
+    use crate::domain::units::Mib;
+    use crate::room::Room;
 
     fn room_with_node() -> Room {
         let mut room = Room::default();

@@ -278,17 +278,17 @@ pub struct Job {
 /// A pool an operator sends a job to: a billing mode, instance type and zone.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct PoolTarget {
-    pub billing: crate::core::cluster::BillingMode,
+    pub billing: crate::domain::cluster::BillingMode,
     pub instance_type: String,
     pub zone: String,
 }
 
 impl PoolTarget {
-    pub fn of(spec: &crate::core::cluster::NodeSpec) -> PoolTarget {
+    pub fn of(spec: &crate::domain::cluster::NodeSpec) -> PoolTarget {
         PoolTarget { billing: spec.billing, instance_type: spec.instance_type.clone(), zone: spec.zone.clone() }
     }
 
-    pub fn holds(&self, spec: &crate::core::cluster::NodeSpec) -> bool {
+    pub fn holds(&self, spec: &crate::domain::cluster::NodeSpec) -> bool {
         spec.billing == self.billing && spec.instance_type == self.instance_type && spec.zone == self.zone
     }
 }

@@ -5,12 +5,12 @@
 //!
 //! The thresholds and the approval rules live in `cost::budget`.
 
-use super::event::{Actor, Effect};
-use super::ids::{JobId, TenantId};
-use super::job::StopReason;
-use super::room::{Room, Severity};
-use super::text::clean;
-use super::units::{At, Micros};
+use crate::domain::event::{Actor, Effect};
+use crate::domain::ids::{JobId, TenantId};
+use crate::domain::job::StopReason;
+use super::{Room, Severity};
+use crate::domain::text::clean;
+use crate::domain::units::{At, Micros};
 use crate::cost::budget::{Approval, AtLimit, BudgetLevel, threshold};
 
 impl Room {

@@ -1,0 +1,18 @@
+//! The ground floor: the plain data of the domain — ids, units, text, the
+//! cluster, jobs, tenants, Slurm's snapshot — and the vocabulary the room
+//! speaks (`Event` in, `Effect` out, operator `Action`s).
+//!
+//! Imports nothing of the crate (a test, `tests/layers.rs`, keeps it so).
+//! Must not touch IO, clocks, randomness, tokio or SQLite (`tests/core_purity.rs`).
+
+pub mod cluster;
+pub mod event;
+pub mod ids;
+pub mod job;
+pub mod serde_pairs;
+pub mod slurm;
+pub mod testkit;
+pub mod text;
+pub mod units;
+
+pub use event::{Action, Actor, Effect, Event, Role};
