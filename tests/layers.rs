@@ -240,7 +240,9 @@ fn use_paths(code: &str) -> Vec<(bool, Vec<String>, Option<String>)> {
             continue;
         }
         let Some(end) = code[at..].find(';') else { break };
-        let tree: String = code[at + 4..at + end].chars().filter(|c| !c.is_whitespace()).collect();
+        // Whitespace matters only around `as`: keep it there as one space.
+        let tree = code[at + 4..at + end].split_whitespace().collect::<Vec<_>>().join(" ");
+        let tree = tree.replace(" as ", "\u{1}").replace(' ', "");
         let mut paths = Vec::new();
         expand_tree(&tree, &mut Vec::new(), &mut paths);
         for (path, alias) in paths {
@@ -273,9 +275,9 @@ fn expand_tree(tree: &str, prefix: &mut Vec<String>, out: &mut Vec<(Vec<String>,
         expand_tree(&inner[last..], prefix, out);
         prefix.truncate(n);
     } else if !tree.is_empty() {
-        let (path, alias) = match tree.split_once("as") {
-            Some((p, a)) if tree.contains("::") || !a.is_empty() => (p, Some(a.to_string())),
-            _ => (tree, None),
+        let (path, alias) = match tree.split_once('\u{1}') {
+            Some((p, a)) => (p, Some(a.to_string())),
+            None => (tree, None),
         };
         let mut full = prefix.clone();
         for seg in path.split("::").filter(|s| !s.is_empty()) {

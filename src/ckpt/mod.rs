@@ -17,6 +17,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::domain::job::CheckpointKind;
 use crate::domain::cluster::BillingMode;
 use crate::domain::job::Job;
 use crate::domain::units::{At, Secs};
@@ -65,13 +66,6 @@ pub struct Interval {
     pub mtbf_secs: f64,
     /// The hazard was above the threshold: shortened on top of Young/Daly.
     pub shortened: bool,
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum CheckpointKind {
-    Full,
-    Incremental,
 }
 
 /// Daly's optimum checkpoint interval for a save cost `delta` and a mean

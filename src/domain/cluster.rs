@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::ids::{JobId, NodeId, PoolKey};
+use super::ids::{GpuRef, JobId, NodeId, PoolKey};
 use super::units::{At, Mib, MicrosPerHour};
 
 /// How an instance is paid for.
@@ -160,6 +160,27 @@ pub struct Allocation {
     pub exclusive: bool,
 }
 
+/// A GPU's health beyond utilization and memory, as NVML or dcgm-exporter
+/// reports it. `None`: the source does not report that figure.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GpuHealth {
+    pub gpu: GpuRef,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temp_c: Option<f32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_w: Option<f32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sm_clock_mhz: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_clock_mhz: Option<u32>,
+    /// Compute processes on it, when the source lists them (NVML does).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processes: Option<u32>,
+    /// MIG instances reported on it (0: MIG off or not reported).
+    #[serde(default)]
+    pub mig_instances: u32,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Gpu {
     pub index: u8,
@@ -180,7 +201,7 @@ pub struct Gpu {
     #[serde(default)]
     pub stale: bool,
     #[serde(default)]
-    pub health: Option<crate::domain::event::GpuHealth>,
+    pub health: Option<GpuHealth>,
 }
 
 impl Gpu {

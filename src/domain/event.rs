@@ -7,6 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::cluster::GpuHealth;
 use super::cluster::NodeSpec;
 use super::ids::{GpuRef, JobId, NodeId, TenantId};
 use super::job::JobSpec;
@@ -30,27 +31,6 @@ pub struct TenantSpec {
 /// One GPU sample, kept small because the log holds one per GPU per tick.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GpuSample(pub GpuRef, pub f32, pub Mib);
-
-/// A GPU's health beyond utilization and memory, as NVML or dcgm-exporter
-/// reports it. `None`: the source does not report that figure.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct GpuHealth {
-    pub gpu: GpuRef,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub temp_c: Option<f32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub power_w: Option<f32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sm_clock_mhz: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mem_clock_mhz: Option<u32>,
-    /// Compute processes on it, when the source lists them (NVML does).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub processes: Option<u32>,
-    /// MIG instances reported on it (0: MIG off or not reported).
-    #[serde(default)]
-    pub mig_instances: u32,
-}
 
 /// Who did something, taken from the environment by the adapter that saw it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -78,7 +58,7 @@ pub enum Action {
     /// Stop for good.
     Cancel { job: JobId },
     /// Switch the queue discipline at run time.
-    SetDiscipline { discipline: crate::sched::DisciplineKind },
+    SetDiscipline { discipline: super::discipline::DisciplineKind },
     /// Let a tenant past its hard budget threshold: a reason is required,
     /// and an amount over the threshold or an expiry (or both).
     ApproveOverrun { tenant: TenantId, reason: String, amount: Option<Micros>, until: Option<At> },
@@ -144,7 +124,7 @@ pub enum Event {
     JobOutput { job: JobId, requests: u64, tokens: u64 },
     /// Spot lifetimes of an instance type learned elsewhere (real traces, an
     /// earlier fleet): the long-run prior of the hazard model.
-    SpotLifetimes { instance_type: String, lifetimes: Vec<crate::market::hazard::Lifetime> },
+    SpotLifetimes { instance_type: String, lifetimes: Vec<super::spot::Lifetime> },
     /// Temperature, power, clocks and processes per GPU (live sources).
     GpuHealth { readings: Vec<GpuHealth> },
     /// A live source answered (`ok`) or could not be read; the GPUs it
@@ -189,14 +169,14 @@ impl Event {
 pub enum Effect {
     StartJob { job: JobId, node: NodeId, gpus: Vec<u8>, resume_step: u64 },
     /// Save the job's state: all of it, or what changed since the last save.
-    Checkpoint { job: JobId, kind: crate::ckpt::CheckpointKind },
+    Checkpoint { job: JobId, kind: super::job::CheckpointKind },
     StopJob { job: JobId },
     AlarmRaised { id: String, text: String },
     AlarmCleared { id: String },
     /// The event could not be applied; the state is unchanged by it.
     Rejected { reason: String },
     /// Charge periods that closed: append these lines to the ledger.
-    Ledger { lines: Vec<crate::cost::ledger::LedgerLine> },
+    Ledger { lines: Vec<super::ledger::LedgerLine> },
     /// Run this command against Slurm (scontrol, scancel) and report back.
     Slurm { command: super::slurm::SlurmCommand },
     /// Append a row to the audit table: how something done for an actor

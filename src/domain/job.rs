@@ -320,7 +320,7 @@ pub struct JobRisk {
     pub shortened: bool,
     /// The job's reference price (placement price moved by the trend).
     /// The max-price curve's answer, if the pool's market price is known.
-    pub bid: Option<crate::market::bid::Bid>,
+    pub bid: Option<super::spot::Bid>,
     pub base: Option<MicrosPerHour>,
 }
 
@@ -381,6 +381,13 @@ impl Job {
         let current = if self.phase() == Phase::Queued { (now - self.queued_since).num_seconds().max(0) } else { 0 };
         self.waited_secs + current
     }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CheckpointKind {
+    Full,
+    Incremental,
 }
 
 #[cfg(test)]

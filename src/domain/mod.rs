@@ -6,13 +6,17 @@
 //! Must not touch IO, clocks, randomness, tokio or SQLite (`tests/core_purity.rs`).
 
 pub mod cluster;
+pub mod discipline;
 pub mod event;
 pub mod ids;
 pub mod job;
+pub mod ledger;
 pub mod serde_pairs;
 pub mod slurm;
+pub mod spot;
 pub mod testkit;
 pub mod text;
+pub mod trace;
 pub mod units;
 
 pub use event::{Action, Actor, Effect, Event, Role};

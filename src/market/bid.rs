@@ -24,7 +24,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::units::MicrosPerHour;
 
-use crate::predict::lifetime::DEGRADED_STD_RATIO as RELIABLE_CV;
+pub use crate::domain::spot::{Bid, BidMode, Verdict};
+use crate::domain::spot::DEGRADED_STD_RATIO as RELIABLE_CV;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -55,33 +56,6 @@ pub struct BidInput {
     pub progress: f64,
     /// Predicted remaining seconds: (mean, std), if the predictor has one.
     pub remaining: Option<(f64, f64)>,
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum BidMode {
-    Dynamic,
-    /// The predictor is unreliable: linear in progress only.
-    Degraded,
-}
-
-/// What to do with a job on spot at the current market price.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Verdict {
-    Stay,
-    /// The market is above the job's cap: save and move.
-    Move,
-    /// Spot costs as much as on-demand: run there instead.
-    OnDemand,
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Bid {
-    pub cap: MicrosPerHour,
-    pub coefficient: f64,
-    pub mode: BidMode,
-    pub verdict: Verdict,
 }
 
 impl BidPolicy {

@@ -12,16 +12,8 @@ use std::collections::{BTreeMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::domain::spot::Lifetime;
 use crate::domain::units::{At, Secs};
-
-/// One observed lifetime of a spot instance.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct Lifetime {
-    pub secs: Secs,
-    /// True if it ended in an interruption, false if censored (the trace
-    /// ended, we released the node, or it is still up).
-    pub interrupted: bool,
-}
 
 impl Lifetime {
     /// A lifetime must last: a zero or negative one says nothing about risk

@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::domain::spot::Trend;
 use crate::domain::ids::PoolKey;
 use crate::domain::units::{At, MicrosPerHour, Secs};
 
@@ -40,15 +41,6 @@ pub struct Market {
     pub trend_window: Secs,
     #[serde(with = "crate::domain::serde_pairs")]
     pub pools: BTreeMap<PoolKey, Pool>,
-}
-
-/// Which way the price went over the trend window.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Trend {
-    Rising,
-    Falling,
-    Flat,
 }
 
 fn default_trend_window() -> Secs {

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::Trend;
+use crate::domain::spot::Trend;
 use crate::domain::ids::PoolKey;
 use crate::domain::units::{At, MicrosPerHour, Secs};
 

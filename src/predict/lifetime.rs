@@ -14,9 +14,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
-/// SPEC §3: runtimes count as unpredictable (degraded mode: drop the
-/// predictor, bid linearly on progress) when std > 30% of mean.
-pub const DEGRADED_STD_RATIO: f64 = 0.30;
+pub use crate::domain::spot::DEGRADED_STD_RATIO;
 
 /// Below this many observations a model's residual variance is itself too
 /// uncertain to trust, however small it looks (two equal samples give zero).

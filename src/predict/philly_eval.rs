@@ -2,7 +2,7 @@
 //! measured honestly, next to the baselines a reader needs to judge it.
 //!
 //! Owns the evaluation protocol and its report only. It takes jobs already
-//! parsed (by `sources::philly`, whose `PhillyJob` is plain data) and must not
+//! parsed (by `sources::philly` into the domain's plain `PhillyJob`) and must not
 //! read files, print, or change the predictor's behaviour to suit the trace:
 //! whatever it learns here, it learns through the public API.
 //!
@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use super::lifetime::{self, JobFeatures, LifetimePredictor, RecentDurations};
 use crate::domain::units::At;
-use crate::sources::philly::PhillyJob;
+use crate::domain::trace::PhillyJob;
 
 /// Share of the (sorted, non-zero) jobs that form the training part.
 pub const TRAIN_SHARE: f64 = 0.7;

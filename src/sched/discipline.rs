@@ -6,9 +6,9 @@ use std::cmp::{Ordering, Reverse};
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
 
-use serde::{Deserialize, Serialize};
 
-use super::{Resources, SchedConfig};
+use super::config::{Resources, SchedConfig};
+pub use crate::domain::discipline::DisciplineKind;
 use crate::domain::ids::TenantId;
 use crate::domain::job::Job;
 use crate::domain::units::At;
@@ -28,20 +28,8 @@ pub trait Discipline {
     fn order(&self, queued: &mut Vec<&Job>, ctx: &OrderContext<'_>);
 }
 
-/// The disciplines an operator can choose; serializable so a switch is an event.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum DisciplineKind {
-    #[default]
-    Fifo,
-    Priority,
-    Drf,
-    Mlfq,
-}
-
+/// The policy behind each kind the domain names.
 impl DisciplineKind {
-    pub const ALL: [DisciplineKind; 4] = [DisciplineKind::Fifo, DisciplineKind::Priority, DisciplineKind::Drf, DisciplineKind::Mlfq];
-
     pub fn discipline(self) -> &'static dyn Discipline {
         match self {
             DisciplineKind::Fifo => &Fifo,
@@ -49,10 +37,6 @@ impl DisciplineKind {
             DisciplineKind::Drf => &Drf,
             DisciplineKind::Mlfq => &Mlfq,
         }
-    }
-
-    pub fn parse(name: &str) -> Option<DisciplineKind> {
-        DisciplineKind::ALL.into_iter().find(|d| d.discipline().name() == name)
     }
 }
 

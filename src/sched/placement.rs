@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use super::FitPolicy;
+use super::config::FitPolicy;
 use crate::domain::cluster::{BillingMode, Gpu, Node};
 use crate::domain::ids::NodeId;
 use crate::domain::job::{JobSpec, PoolPreference};

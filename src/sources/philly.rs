@@ -5,7 +5,7 @@ use chrono::NaiveDateTime;
 use serde::Deserialize;
 
 use super::ParseError;
-use crate::domain::units::{At, Secs};
+use crate::domain::units::Secs;
 
 #[derive(Deserialize)]
 struct Row {
@@ -17,13 +17,7 @@ struct Row {
     cluster: String,
 }
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct PhillyJob {
-    pub submitted: At,
-    pub duration: Secs,
-    pub gpus: u32,
-    pub cluster: String,
-}
+pub use crate::domain::trace::PhillyJob;
 
 pub fn parse(source_name: &str, text: &str) -> Result<Vec<PhillyJob>, ParseError> {
     let mut reader = csv::Reader::from_reader(text.as_bytes());
