@@ -15,7 +15,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use serde::{Deserialize, Serialize};
 
-use super::progress;
+use super::progress::progress;
 use crate::tui::fixture_large::large_room;
 use crate::tui::{App, DrawContext, Theme};
 

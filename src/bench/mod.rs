@@ -16,6 +16,7 @@
 
 mod console;
 mod machine;
+mod progress;
 mod report;
 mod throughput;
 
@@ -29,16 +30,11 @@ use anyhow::Context;
 
 pub use console::{console_memory_probe, ConsoleFigures, ConsoleRun, FrameFigures, MemoryFigures, Probe, Spread, PROBE_ARG};
 pub use machine::Machine;
+use progress::progress;
+pub use report::{Report, FRAME_BUDGET_MS, MEMORY_TARGET_MB, MONTH_TARGET_SECS};
 pub use throughput::{ApplyFigures, MonthFigures};
 
 use crate::sim::Traces;
-
-/// The month's target: wall seconds.
-pub const MONTH_TARGET_SECS: f64 = 30.0;
-/// A frame (and a view) against the console's frame budget.
-pub const FRAME_BUDGET_MS: f64 = 100.0;
-/// The console process's memory target.
-pub const MEMORY_TARGET_MB: f64 = 100.0;
 
 #[derive(Clone, Debug, Default)]
 pub struct BenchOptions {
@@ -47,25 +43,6 @@ pub struct BenchOptions {
     pub quick: bool,
     /// Where to write the markdown report (e.g. docs/benchmarks.md).
     pub out: Option<PathBuf>,
-}
-
-/// Every figure of a run, and the machine it ran on.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Report {
-    pub machine: Machine,
-    pub quick: bool,
-    pub apply: ApplyFigures,
-    pub month: MonthFigures,
-    /// The same span with the SQLite event log on a temporary file.
-    pub month_logged: MonthFigures,
-    pub console: ConsoleRun,
-    /// Wall seconds of the whole bench.
-    pub total_secs: f64,
-}
-
-/// A progress line on standard error.
-pub(crate) fn progress(what: std::fmt::Arguments<'_>) {
-    eprintln!("bench: {what}");
 }
 
 /// Runs every benchmark (the console's in a child `gpuroom bench

@@ -4,7 +4,30 @@
 
 use std::fmt::Write;
 
-use super::{FRAME_BUDGET_MS, MEMORY_TARGET_MB, MONTH_TARGET_SECS, MonthFigures, Report};
+use super::console::ConsoleRun;
+use super::machine::Machine;
+use super::throughput::{ApplyFigures, MonthFigures};
+
+/// The month's target: wall seconds.
+pub const MONTH_TARGET_SECS: f64 = 30.0;
+/// A frame (and a view) against the console's frame budget.
+pub const FRAME_BUDGET_MS: f64 = 100.0;
+/// The console process's memory target.
+pub const MEMORY_TARGET_MB: f64 = 100.0;
+
+/// Every figure of a run, and the machine it ran on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Report {
+    pub machine: Machine,
+    pub quick: bool,
+    pub apply: ApplyFigures,
+    pub month: MonthFigures,
+    /// The same span with the SQLite event log on a temporary file.
+    pub month_logged: MonthFigures,
+    pub console: ConsoleRun,
+    /// Wall seconds of the whole bench.
+    pub total_secs: f64,
+}
 
 /// One line of the figures table.
 #[derive(Clone, Debug, PartialEq)]

@@ -10,7 +10,7 @@ use std::time::Instant;
 use anyhow::Context;
 use chrono::TimeDelta;
 
-use super::progress;
+use super::progress::progress;
 use crate::config::EngineConfig;
 use crate::domain::units::At;
 use crate::domain::Event;

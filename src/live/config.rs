@@ -25,6 +25,7 @@
 use serde::Deserialize;
 
 use super::catalogue::{InstanceShape, NodeDecl};
+pub use crate::config::tenant::TenantDecl;
 use crate::domain::event::TenantSpec;
 use crate::domain::ids::{JobId, TenantId};
 use crate::domain::job::{JobClass, JobSpec, PoolPreference, Tags};
@@ -54,17 +55,6 @@ pub struct SourcesConfig {
 pub struct JobsFile {
     pub tenant: Vec<TenantDecl>,
     pub job: Vec<JobDecl>,
-}
-
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TenantDecl {
-    pub id: String,
-    pub quota_gpus: u32,
-    /// Dollars a month ("2000").
-    pub monthly_budget: String,
-    #[serde(default)]
-    pub borrow_limit_gpus: u32,
 }
 
 #[derive(Clone, Debug, PartialEq, Deserialize)]

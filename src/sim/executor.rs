@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
-use super::after;
 use crate::ckpt::CheckpointKind;
 use super::workload::SimJob;
 use crate::domain::cluster::NodeSpec;
@@ -281,3 +280,8 @@ impl Executor {
             .collect()
     }
 }
+/// `secs` after `at`, rounded up to the millisecond (never before `at`).
+pub(crate) fn after(at: At, secs: f64) -> At {
+    at + chrono::TimeDelta::milliseconds((secs.max(0.0) * 1000.0).ceil() as i64)
+}
+

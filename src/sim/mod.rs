@@ -29,7 +29,7 @@ use crate::domain::ids::{JobId, NodeId, PoolKey};
 use crate::domain::units::{At, MicrosPerHour};
 use crate::sources::{philly, price_history, spot_trace, ParseError};
 use config::SimConfig;
-use executor::Executor;
+use executor::{after, Executor};
 use spot::{PriceReplay, SpotLife, Transition, NOTICE};
 use workload::Workload;
 
@@ -143,11 +143,6 @@ impl Traces {
         let philly = philly::parse(name, text)?;
         Ok(Traces { prices, preemption, philly })
     }
-}
-
-/// `secs` after `at`, rounded up to the millisecond (never before `at`).
-pub(crate) fn after(at: At, secs: f64) -> At {
-    at + chrono::TimeDelta::milliseconds((secs.max(0.0) * 1000.0).ceil() as i64)
 }
 
 impl Simulation {

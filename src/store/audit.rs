@@ -10,27 +10,9 @@
 
 use rusqlite::params;
 
-use super::{Store, StoreError, at_text};
+use super::db::{at_text, Store, StoreError};
 use crate::domain::event::{Action, Actor, Role};
 use crate::domain::units::At;
-
-const COLUMNS: &str = "(
-    id INTEGER PRIMARY KEY,
-    at TEXT NOT NULL, user TEXT NOT NULL, origin TEXT NOT NULL, role TEXT NOT NULL,
-    verb TEXT NOT NULL, action TEXT NOT NULL, outcome TEXT NOT NULL, detail TEXT NOT NULL)";
-
-pub(super) fn schema() -> String {
-    format!(
-        "CREATE TABLE IF NOT EXISTS audit {COLUMNS};
-         CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
-         CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;"
-    )
-}
-
-/// Logs from before the audit table: reads see an empty temporary one.
-pub(super) fn legacy_schema() -> String {
-    format!("CREATE TEMP TABLE IF NOT EXISTS audit {COLUMNS};")
-}
 
 /// One row of the audit table.
 #[derive(Clone, Debug, PartialEq)]

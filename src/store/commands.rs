@@ -21,29 +21,9 @@ use std::path::{Path, PathBuf};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::lease::{Lease, lease_of};
-use super::{Store, StoreError};
+use super::db::{Store, StoreError};
 use crate::domain::event::{Action, Actor};
 use crate::room::view::View;
-
-pub(super) const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS commands (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    submitted_ms INTEGER NOT NULL, actor TEXT NOT NULL, action TEXT NOT NULL,
-    state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'applied', 'refused')),
-    outcome TEXT, event_seq INTEGER UNIQUE, done_ms INTEGER);
-CREATE INDEX IF NOT EXISTS commands_pending ON commands (state, id);
-CREATE TRIGGER IF NOT EXISTS commands_no_delete BEFORE DELETE ON commands
-    BEGIN SELECT RAISE(ABORT, 'commands are kept'); END;
-CREATE TRIGGER IF NOT EXISTS commands_done_once BEFORE UPDATE ON commands WHEN OLD.state != 'pending'
-    BEGIN SELECT RAISE(ABORT, 'a command is applied once'); END;
-CREATE TABLE IF NOT EXISTS views (
-    id INTEGER PRIMARY KEY CHECK (id = 1),
-    seq INTEGER NOT NULL, published_ms INTEGER NOT NULL, view TEXT NOT NULL);";
-
-/// Logs from before version 4, opened read-only: empty temporary tables.
-pub(super) const LEGACY_SCHEMA: &str = "
-CREATE TEMP TABLE IF NOT EXISTS commands (id INTEGER PRIMARY KEY, submitted_ms INTEGER, actor TEXT, action TEXT, state TEXT, outcome TEXT, event_seq INTEGER, done_ms INTEGER);
-CREATE TEMP TABLE IF NOT EXISTS views (id INTEGER PRIMARY KEY, seq INTEGER, published_ms INTEGER, view TEXT);";
 
 /// How far a command has got.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -13,11 +13,7 @@
 
 use rusqlite::{OptionalExtension, params};
 
-use super::{Store, StoreError};
-
-pub(super) const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS lease (
-    id INTEGER PRIMARY KEY CHECK (id = 1),
-    pid INTEGER NOT NULL, host TEXT NOT NULL, started_ms INTEGER NOT NULL, heartbeat_ms INTEGER NOT NULL);";
+use super::db::{Store, StoreError};
 
 /// A lease whose heartbeat is older than this is stale even if its process
 /// cannot be checked (another host, or a pid reused).

@@ -7,34 +7,12 @@
 
 use rusqlite::params;
 
-use super::{Store, StoreError, at_text};
+use super::db::{at_text, Store, StoreError};
 use crate::domain::cluster::BillingMode;
 use crate::domain::ids::{JobId, NodeId, TenantId};
 use crate::domain::job::Tags;
 use crate::domain::units::{At, Micros};
 use crate::cost::ledger::{LedgerLine, LineKind};
-
-const COLUMNS: &str = "(
-    id INTEGER PRIMARY KEY,
-    start TEXT NOT NULL, start_ms INTEGER NOT NULL, end TEXT NOT NULL,
-    kind TEXT NOT NULL, node INTEGER NOT NULL, node_name TEXT NOT NULL, unit INTEGER,
-    job INTEGER, tenant TEXT, project TEXT, env TEXT, model TEXT,
-    billing TEXT NOT NULL, instance_type TEXT NOT NULL, zone TEXT NOT NULL,
-    amount INTEGER NOT NULL, list_amount INTEGER NOT NULL, quantity INTEGER NOT NULL)";
-
-pub(super) fn schema() -> String {
-    format!(
-        "CREATE TABLE IF NOT EXISTS ledger {COLUMNS};
-         CREATE INDEX IF NOT EXISTS ledger_start ON ledger (start_ms);
-         CREATE TRIGGER IF NOT EXISTS ledger_no_update BEFORE UPDATE ON ledger BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;
-         CREATE TRIGGER IF NOT EXISTS ledger_no_delete BEFORE DELETE ON ledger BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;"
-    )
-}
-
-/// A version-1 log has no ledger: reads see an empty temporary one.
-pub(super) fn legacy_schema() -> String {
-    format!("CREATE TEMP TABLE IF NOT EXISTS ledger {COLUMNS};")
-}
 
 /// An attribution level to roll up by.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -14,7 +14,7 @@ use crate::market::hazard::{self, HazardConfig};
 
 use super::world::{Prices, Zone};
 use super::workload::Job;
-use super::{ExperimentConfig, Outcome, Strategy};
+use super::config::{ExperimentConfig, Outcome, Strategy};
 
 const NOTICE: f64 = 120.0;
 /// Where the watcher looks for recent reclaims (SPEC §4: the last 5 minutes).

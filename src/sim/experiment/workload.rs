@@ -8,7 +8,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp, LogNormal};
 
-use super::ExperimentConfig;
+use super::config::ExperimentConfig;
 
 #[derive(Clone, Debug)]
 pub struct Job {

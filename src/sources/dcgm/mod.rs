@@ -51,15 +51,6 @@ impl DcgmConfig {
     }
 }
 
-/// The host part of a URL (`http://gpu-a:9400/metrics` → `gpu-a`); a
-/// source that is not a URL is its own name.
-pub(crate) fn host_of(url: &str) -> String {
-    reqwest::Url::parse(url)
-        .ok()
-        .and_then(|u| u.host_str().map(str::to_string))
-        .unwrap_or_else(|| url.to_string())
-}
-
 /// Polls every URL each `every_secs` until `reports` is closed. Each URL's
 /// reports go out as soon as its answer is in (a stalled node is reported
 /// when its timeout runs out, after the others).
@@ -127,12 +118,5 @@ mod tests {
         assert!(err.to_string().contains("unknown field `url`"), "{err}");
         let zero = DcgmConfig { every_secs: 0, timeout_ms: 0, ..DcgmConfig::default() };
         assert_eq!((zero.every(), zero.timeout()), (Duration::from_secs(1), Duration::from_millis(1)));
-    }
-
-    #[test]
-    fn host_part_of_urls() {
-        assert_eq!(host_of("http://node-a:9400/metrics"), "node-a");
-        assert_eq!(host_of("http://10.1.2.3/metrics"), "10.1.2.3");
-        assert_eq!(host_of("fixtures/dcgm/a100-8gpu.prom"), "fixtures/dcgm/a100-8gpu.prom");
     }
 }

@@ -59,7 +59,7 @@ pub fn parse(source: &str, text: &str) -> Result<Vec<GpuReading>, ParseError> {
 pub fn parse_page(source: &str, text: &str) -> Result<Page, ParseError> {
     let scrape = Scrape::parse(text.lines().map(|line| Ok(line.to_string())))
         .map_err(|e| ParseError::new(source, "body", e.to_string()))?;
-    let fallback_host = super::host_of(source);
+    let fallback_host = host_of(source);
     let mut readings: BTreeMap<(String, u8, Option<u32>), GpuReading> = BTreeMap::new();
     let mut mapped = 0usize;
     let mut skipped_samples = 0usize;
@@ -181,6 +181,15 @@ fn nothing_usable(source: &str, text: &str, scrape: &Scrape, mapped: usize, bad:
         "body",
         format!("no DCGM GPU samples (DCGM_FI_DEV_GPU_UTIL, _FB_USED, …): {others}"),
     )
+}
+
+/// The host part of a URL (`http://gpu-a:9400/metrics` → `gpu-a`); a
+/// source that is not a URL is its own name.
+pub(crate) fn host_of(url: &str) -> String {
+    reqwest::Url::parse(url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_string))
+        .unwrap_or_else(|| url.to_string())
 }
 
 #[cfg(test)]
@@ -338,5 +347,12 @@ mod tests {
         let hosts: Vec<(&str, Option<f32>)> = r.iter().map(|g| (g.host.as_str(), g.util_pct)).collect();
         assert_eq!(hosts, [("10.0.0.7", Some(3.0)), ("a", Some(2.0)), ("b", Some(1.0))]);
         assert_eq!(parse("recorded.prom", "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\"} 3\n").unwrap()[0].host, "recorded.prom");
+    }
+
+    #[test]
+    fn host_part_of_urls() {
+        assert_eq!(host_of("http://node-a:9400/metrics"), "node-a");
+        assert_eq!(host_of("http://10.1.2.3/metrics"), "10.1.2.3");
+        assert_eq!(host_of("fixtures/dcgm/a100-8gpu.prom"), "fixtures/dcgm/a100-8gpu.prom");
     }
 }

@@ -50,7 +50,7 @@ impl Tracker {
             }
             Err(e) => {
                 state.up = Some(false);
-                let hosts = if state.hosts.is_empty() { vec![super::host_of(url)] } else { state.hosts.clone() };
+                let hosts = if state.hosts.is_empty() { vec![super::parse::host_of(url)] } else { state.hosts.clone() };
                 vec![Report::Failed { source, hosts, why: e.to_string() }]
             }
         }
@@ -60,7 +60,7 @@ impl Tracker {
     pub fn hosts(&self, url: &str) -> Vec<String> {
         match self.urls.get(url) {
             Some(state) if !state.hosts.is_empty() => state.hosts.clone(),
-            _ => vec![super::host_of(url)],
+            _ => vec![super::parse::host_of(url)],
         }
     }
 }

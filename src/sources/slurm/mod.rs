@@ -40,7 +40,7 @@ use crate::domain::slurm::{PreemptBy, SlurmMode, SlurmPolicy};
 use crate::domain::event::TenantSpec;
 use crate::domain::ids::TenantId;
 use crate::domain::units::{Mib, Micros, Secs};
-use crate::live::config::TenantDecl;
+use crate::config::tenant::TenantDecl;
 
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]

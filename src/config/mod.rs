@@ -33,6 +33,9 @@
 
 use serde::Deserialize;
 
+pub mod tenant;
+pub use tenant::TenantDecl;
+
 use crate::ckpt::CheckpointPolicy;
 use crate::room::RoomConfig;
 use crate::sched::SchedConfig;
@@ -148,3 +151,4 @@ mod tests {
         assert!(EngineConfig::parse("c.toml", "[cost]\nstorage = 1\n").unwrap_err().message.contains("storage"));
     }
 }
+

@@ -1,0 +1,340 @@
+//! The log's file: opening and creating it, batches (one transaction each),
+//! events and snapshots. The tables' own parts of `Store` live beside it
+//! (`ledger`, `audit`, `lease`, `commands`).
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
+use serde::{Deserialize, Serialize};
+
+use crate::domain::event::Event;
+use crate::room::{Room, RoomConfig};
+use crate::domain::units::At;
+use super::schema;
+
+
+
+/// What started a recorded run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunMeta {
+    pub room_config: RoomConfig,
+    /// e.g. "sim seed=1 config=fixtures/sim/default.toml".
+    pub source: String,
+    pub created_with: String,
+    /// The simulated world, exactly, so a crashed run can be resumed.
+    #[serde(default)]
+    pub world: Option<SimWorld>,
+}
+
+/// A simulated world as it was started: its seed and configuration text.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SimWorld {
+    pub seed: u64,
+    /// Where the configuration came from ("default" or a path), for messages.
+    pub config_name: String,
+    pub config_toml: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{path}: {message}")]
+    Sqlite { path: String, message: String },
+    #[error("{path}: event {seq}: {message}")]
+    BadEvent { path: String, seq: i64, message: String },
+    #[error("{path}: {message}")]
+    Format { path: String, message: String },
+    #[error("{path}: held by the engine {holder}")]
+    Leased { path: String, holder: String },
+}
+
+/// SQLite's error in words an operator can act on, with its own text after.
+pub(super) fn explain(e: &rusqlite::Error) -> String {
+    use rusqlite::ErrorCode::*;
+    let hint = match e.sqlite_error_code() {
+        Some(DiskFull) => "the disk is full (or the file reached its size limit): the batch being written was not saved, everything before it is intact",
+        Some(ReadOnly) => "the database is read-only here: gpuroom cannot write its log (open it with --wall to view it)",
+        Some(CannotOpen) => "cannot open the file (does its folder exist, may this user write there?)",
+        Some(NotADatabase) => "not an SQLite database: not a gpuroom log, or a corrupt one",
+        Some(DatabaseCorrupt) => "the database file is corrupt; nothing was written to it",
+        Some(DatabaseBusy) | Some(DatabaseLocked) => "another process holds the database locked",
+        _ => return e.to_string(),
+    };
+    format!("{hint} ({e})")
+}
+
+pub struct Store {
+    pub(super) conn: Connection,
+    pub(super) path: PathBuf,
+    pub(super) in_tx: bool,
+    pub(super) next_seq: i64,
+    /// A write failed: the open batch is rolled back, never committed.
+    pub(super) failed: std::cell::Cell<bool>,
+}
+
+pub(super) fn at_text(at: At) -> String {
+    at.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
+}
+
+impl Store {
+    pub(super) fn sql_err(&self, e: rusqlite::Error) -> StoreError {
+        self.failed.set(true);
+        Self::wrap(&self.path, e)
+    }
+
+    pub(super) fn wrap(path: &Path, e: rusqlite::Error) -> StoreError {
+        StoreError::Sqlite { path: path.display().to_string(), message: explain(&e) }
+    }
+
+    /// Creates a new event log. Refuses to touch an existing file, so no
+    /// recorded run is ever overwritten.
+    pub fn create(path: &Path, meta: &RunMeta) -> Result<Store, StoreError> {
+        if path.exists() {
+            return Err(StoreError::Format { path: path.display().to_string(), message: "already exists; refusing to overwrite a recorded run".into() });
+        }
+        let conn = Connection::open(path).map_err(|e| Self::wrap(path, e))?;
+        let mut store = Store { conn, path: path.to_path_buf(), in_tx: false, next_seq: 1, failed: Default::default() };
+        store.pragmas()?;
+        let meta_json = serde_json::to_string(meta).map_err(|e| StoreError::Format { path: path.display().to_string(), message: e.to_string() })?;
+        store
+            .conn
+            .execute_batch(schema::LOG)
+            .map_err(|e| store.sql_err(e))?;
+        store.conn.execute_batch(&schema::ledger()).map_err(|e| store.sql_err(e))?;
+        store.conn.execute_batch(&schema::audit()).map_err(|e| store.sql_err(e))?;
+        store.conn.execute_batch(schema::LEASE).map_err(|e| store.sql_err(e))?;
+        store.conn.execute_batch(schema::COMMANDS).map_err(|e| store.sql_err(e))?;
+        store
+            .conn
+            .execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?1), ('run', ?2)", params![schema::SCHEMA_VERSION.to_string(), meta_json])
+            .map_err(|e| store.sql_err(e))?;
+        Ok(store)
+    }
+
+    /// Opens an existing log for reading only (replay, wall display).
+    pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
+        if !path.exists() {
+            return Err(StoreError::Format { path: path.display().to_string(), message: "no such file".into() });
+        }
+        let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(|e| Self::wrap(path, e))?;
+        let store = Store { conn, path: path.to_path_buf(), in_tx: false, next_seq: 0, failed: Default::default() };
+        match store.schema_version()? {
+            schema::SCHEMA_VERSION => Ok(store),
+            3 => Ok(store.with_legacy_tables(3)),
+            2 => Ok(store.with_legacy_tables(2)),
+            1 => Ok(store.with_legacy_tables(1)),
+            other => Err(StoreError::Format { path: path.display().to_string(), message: format!("unsupported schema version {other}") }),
+        }
+    }
+
+    /// Opens an existing log to go on writing it: the engine resuming a run
+    /// whose engine died. The lease is the caller's next step.
+    pub fn open_for_writing(path: &Path) -> Result<Store, StoreError> {
+        let shown = path.display().to_string();
+        let metadata = std::fs::metadata(path).map_err(|e| StoreError::Format { path: shown.clone(), message: e.to_string() })?;
+        // Checked here as well as by SQLite: as root, SQLite would write a file marked read-only.
+        if metadata.permissions().readonly() {
+            return Err(StoreError::Format {
+                path: shown,
+                message: "the file is read-only: gpuroom cannot go on writing its log (open it with --wall to view it)".into(),
+            });
+        }
+        let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE).map_err(|e| Self::wrap(path, e))?;
+        let mut store = Store { conn, path: path.to_path_buf(), in_tx: false, next_seq: 0, failed: Default::default() };
+        match store.schema_version()? {
+            schema::SCHEMA_VERSION => {}
+            other => {
+                return Err(StoreError::Format {
+                    path: shown,
+                    message: format!("schema version {other} was written by an older gpuroom and cannot be resumed (replay or view it instead)"),
+                });
+            }
+        }
+        // Nothing is written to a damaged file, not even the lease.
+        store.check_integrity()?;
+        store.pragmas()?;
+        let last: Option<i64> = store.conn.query_row("SELECT MAX(seq) FROM events", [], |r| r.get(0)).map_err(|e| store.sql_err(e))?;
+        store.next_seq = last.unwrap_or(0) + 1;
+        Ok(store)
+    }
+
+    /// SQLite's quick check of every page: a damaged file is named as such
+    /// before anything reads half of it or writes to it.
+    pub fn check_integrity(&self) -> Result<(), StoreError> {
+        let first: String = self.conn.query_row("PRAGMA quick_check(1)", [], |r| r.get(0)).map_err(|e| self.sql_err(e))?;
+        if first == "ok" {
+            return Ok(());
+        }
+        Err(StoreError::Format { path: self.path.display().to_string(), message: format!("the database file is corrupt ({first}); nothing was written to it") })
+    }
+
+    fn schema_version(&self) -> Result<i64, StoreError> {
+        let format = |message: String| StoreError::Format { path: self.path.display().to_string(), message };
+        let version: Option<String> = self
+            .conn
+            .query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0))
+            .optional()
+            .map_err(|e| format(format!("not a gpuroom event log: {}", explain(&e))))?;
+        let version = version.ok_or_else(|| format("not a gpuroom event log (no schema version)".into()))?;
+        version.parse().map_err(|_| format(format!("unsupported schema version {version:?}")))
+    }
+
+    /// Older logs lack tables added since: read them through empty temporary ones.
+    fn with_legacy_tables(self, version: i64) -> Store {
+        if version < 2 {
+            let _ = self.conn.execute_batch(&schema::legacy_ledger());
+        }
+        if version < 3 {
+            let _ = self.conn.execute_batch(&schema::legacy_audit());
+        }
+        let _ = self.conn.execute_batch(&schema::LEASE.replace("CREATE TABLE", "CREATE TEMP TABLE"));
+        let _ = self.conn.execute_batch(schema::LEGACY_COMMANDS);
+        self
+    }
+
+    fn pragmas(&mut self) -> Result<(), StoreError> {
+        self.conn.pragma_update(None, "journal_mode", "WAL").map_err(|e| self.sql_err(e))?;
+        self.conn.pragma_update(None, "synchronous", "NORMAL").map_err(|e| self.sql_err(e))?;
+        // Attached consoles write commands between the engine's batches.
+        self.conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(|e| self.sql_err(e))?;
+        Ok(())
+    }
+
+    /// Caps the file at `pages` pages (a disk that fills up, for tests).
+    pub fn limit_pages(&mut self, pages: i64) -> Result<(), StoreError> {
+        self.conn.pragma_update(None, "max_page_count", pages).map_err(|e| self.sql_err(e))
+    }
+
+    /// Whether a batch is open.
+    pub fn in_batch(&self) -> bool {
+        self.in_tx
+    }
+
+    /// The sequence number of the newest event (0 when there is none).
+    pub fn last_seq(&self) -> i64 {
+        self.next_seq - 1
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn meta(&self) -> Result<RunMeta, StoreError> {
+        let text: String = self.conn.query_row("SELECT value FROM meta WHERE key = 'run'", [], |r| r.get(0)).map_err(|e| self.sql_err(e))?;
+        serde_json::from_str(&text).map_err(|e| StoreError::Format { path: self.path.display().to_string(), message: format!("meta: {e}") })
+    }
+
+    pub fn begin(&mut self) -> Result<(), StoreError> {
+        if !self.in_tx {
+            self.conn.execute_batch("BEGIN IMMEDIATE").map_err(|e| self.sql_err(e))?;
+            self.in_tx = true;
+        }
+        Ok(())
+    }
+
+    pub fn commit(&mut self) -> Result<(), StoreError> {
+        if self.in_tx {
+            if let Err(e) = self.conn.execute_batch("COMMIT") {
+                // A failed commit (disk full) leaves nothing half-written: roll the batch back.
+                let _ = self.conn.execute_batch("ROLLBACK");
+                self.in_tx = false;
+                return Err(self.sql_err(e));
+            }
+            self.in_tx = false;
+        }
+        Ok(())
+    }
+
+    /// Appends one event (inside the open transaction, if any) and returns its sequence number.
+    pub fn append(&mut self, at: At, event: &Event) -> Result<i64, StoreError> {
+        let body = serde_json::to_string(event).map_err(|e| StoreError::Format { path: self.path.display().to_string(), message: e.to_string() })?;
+        let seq = self.next_seq;
+        self.conn
+            .prepare_cached("INSERT INTO events (seq, at, at_ms, kind, body) VALUES (?1, ?2, ?3, ?4, ?5)")
+            .and_then(|mut stmt| stmt.execute(params![seq, at_text(at), at.timestamp_millis(), event.kind(), body]))
+            .map_err(|e| self.sql_err(e))?;
+        self.next_seq += 1;
+        Ok(seq)
+    }
+
+    /// Saves the whole room as of event `seq`.
+    pub fn snapshot(&mut self, seq: i64, room: &Room) -> Result<(), StoreError> {
+        let json = serde_json::to_string(room).map_err(|e| StoreError::Format { path: self.path.display().to_string(), message: e.to_string() })?;
+        let at = room.now().map(at_text).unwrap_or_default();
+        self.conn
+            .execute("INSERT OR REPLACE INTO snapshots (seq, at, room) VALUES (?1, ?2, ?3)", params![seq, at, json])
+            .map_err(|e| self.sql_err(e))?;
+        // Only the newest snapshot is ever read, and the log rebuilds any
+        // other; keeping every one grew a simulated month's log by gigabytes
+        // (the room holds every job it has seen). The one before stays too.
+        self.conn
+            .execute("DELETE FROM snapshots WHERE seq < (SELECT MIN(seq) FROM (SELECT seq FROM snapshots ORDER BY seq DESC LIMIT 2))", [])
+            .map_err(|e| self.sql_err(e))?;
+        Ok(())
+    }
+
+    /// When the first event happened, if there is one.
+    pub fn first_event_at(&self) -> Result<Option<At>, StoreError> {
+        let text: Option<String> =
+            self.conn.query_row("SELECT at FROM events ORDER BY seq LIMIT 1", [], |r| r.get(0)).optional().map_err(|e| self.sql_err(e))?;
+        text.map(|t| {
+            chrono::DateTime::parse_from_rfc3339(&t)
+                .map(|at| at.to_utc())
+                .map_err(|e| StoreError::Format { path: self.path.display().to_string(), message: format!("first event time {t:?}: {e}") })
+        })
+        .transpose()
+    }
+
+    pub fn event_count(&self) -> Result<i64, StoreError> {
+        self.conn.query_row("SELECT COUNT(*) FROM events", [], |r| r.get(0)).map_err(|e| self.sql_err(e))
+    }
+
+    /// The latest snapshot and the sequence number it covers.
+    pub fn latest_snapshot(&self) -> Result<Option<(i64, Room)>, StoreError> {
+        let row: Option<(i64, String)> = self
+            .conn
+            .query_row("SELECT seq, room FROM snapshots ORDER BY seq DESC LIMIT 1", [], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()
+            .map_err(|e| self.sql_err(e))?;
+        row.map(|(seq, json)| {
+            serde_json::from_str(&json)
+                .map(|room| (seq, room))
+                .map_err(|e| StoreError::Format { path: self.path.display().to_string(), message: format!("snapshot {seq}: {e}") })
+        })
+        .transpose()
+    }
+
+    /// Calls `f` for every event after `after_seq`, in order, reading in pages.
+    pub fn for_each_event(&self, after_seq: i64, mut f: impl FnMut(i64, At, Event)) -> Result<u64, StoreError> {
+        let path = self.path.display().to_string();
+        let mut stmt = self.conn.prepare("SELECT seq, at, body FROM events WHERE seq > ?1 ORDER BY seq").map_err(|e| self.sql_err(e))?;
+        let mut rows = stmt.query(params![after_seq]).map_err(|e| Self::wrap(&self.path, e))?;
+        let mut count = 0;
+        while let Some(row) = rows.next().map_err(|e| Self::wrap(&self.path, e))? {
+            let seq: i64 = row.get(0).map_err(|e| Self::wrap(&self.path, e))?;
+            let at: String = row.get(1).map_err(|e| Self::wrap(&self.path, e))?;
+            let body: String = row.get(2).map_err(|e| Self::wrap(&self.path, e))?;
+            let at = chrono::DateTime::parse_from_rfc3339(&at)
+                .map_err(|e| StoreError::BadEvent { path: path.clone(), seq, message: format!("time {at:?}: {e}") })?
+                .to_utc();
+            let event: Event =
+                serde_json::from_str(&body).map_err(|e| StoreError::BadEvent { path: path.clone(), seq, message: format!("body: {e}") })?;
+            f(seq, at, event);
+            count += 1;
+        }
+        Ok(count)
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        // An open batch is committed on a clean shutdown; a crash loses only
+        // it; after a failed write it is rolled back whole, so no event is
+        // kept without its ledger lines or acknowledgements.
+        if self.failed.get() && self.in_tx {
+            let _ = self.conn.execute_batch("ROLLBACK");
+        } else {
+            let _ = self.commit();
+        }
+    }
+}
+
