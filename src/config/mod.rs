@@ -47,7 +47,7 @@ pub struct EngineConfig {
     pub checkpoint: CheckpointPolicy,
     pub spot: SpotConfig,
     pub cost: crate::cost::CostConfig,
-    pub forecast: crate::room::forecast::ForecastConfig,
+    pub forecast: crate::room::config::ForecastConfig,
     /// Live sources and executors (`gpuroom --live`); see `live::config`.
     pub sources: crate::live::config::SourcesConfig,
 }
@@ -57,7 +57,7 @@ pub struct EngineConfig {
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SpotConfig {
-    pub after_interruption: crate::room::spot::AfterInterruption,
+    pub after_interruption: crate::room::config::AfterInterruption,
     pub degraded_bids: bool,
     pub bids: crate::market::bid::BidPolicy,
     pub hazard: crate::market::hazard::HazardConfig,
@@ -129,7 +129,7 @@ mod tests {
 
     #[test]
     fn spot_policy_keys_and_their_refusals() {
-        use crate::room::spot::AfterInterruption;
+        use crate::room::config::AfterInterruption;
         let c = EngineConfig::parse("c.toml", "[spot]\nafter_interruption = \"requeue\"\n[spot.bids]\ntop = 3.0\n[checkpoint]\nfull_every = 4\n").unwrap();
         let room = c.room_config();
         assert_eq!((room.after_interruption, room.bids.top, room.checkpoint.full_every), (AfterInterruption::Requeue, 3.0, 4));

@@ -5,100 +5,126 @@
 //!
 //! The thresholds and the approval rules live in `cost::budget`.
 
+//!
+//! Owns `Budgets`; reads the books and the fleet it is handed, and stops a
+//! blocked tenant's running jobs through the fleet.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::fleet::Fleet;
+use super::journal::{Journal, Severity};
+use crate::ckpt::CheckpointPolicy;
+use crate::cost::budget::{Approval, AtLimit, BudgetLevel, BudgetPolicy, threshold};
+use crate::cost::Books;
 use crate::domain::event::{Actor, Effect};
-use crate::domain::ids::{JobId, TenantId};
+use crate::domain::ids::TenantId;
 use crate::domain::job::StopReason;
-use super::{Room, Severity};
 use crate::domain::text::clean;
 use crate::domain::units::{At, Micros};
-use crate::cost::budget::{Approval, AtLimit, BudgetLevel, threshold};
 
-impl Room {
-    pub(crate) fn any_budget_limited(&self) -> bool {
-        self.budget_limiting
+/// Each tenant's budget level and the overruns operators approved.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Budgets {
+    /// Each tenant's budget level as last derived, and standing approvals.
+    #[serde(default, with = "crate::domain::serde_pairs")]
+    pub levels: BTreeMap<TenantId, BudgetLevel>,
+    #[serde(default, with = "crate::domain::serde_pairs")]
+    pub approvals: BTreeMap<TenantId, Approval>,
+    /// Whether any tenant is limited or blocked (asked for every queued job).
+    #[serde(default)]
+    pub limiting: bool,
+}
+
+/// Where a stop of a blocked tenant's jobs takes its settings from.
+pub struct Stopper<'a> {
+    pub now: Option<At>,
+    pub checkpoint: &'a CheckpointPolicy,
+}
+
+impl Budgets {
+    pub fn any_limited(&self) -> bool {
+        self.limiting
     }
 
-    pub(crate) fn budget_level(&self, tenant: &TenantId) -> BudgetLevel {
-        self.budget_levels.get(tenant).copied().unwrap_or(BudgetLevel::Ok)
+    pub fn level(&self, tenant: &TenantId) -> BudgetLevel {
+        self.levels.get(tenant).copied().unwrap_or(BudgetLevel::Ok)
     }
 
-    /// Re-derives every tenant's level; acts on the changes.
-    pub(crate) fn check_budgets(&mut self, at: At, effects: &mut Vec<Effect>) {
-        let policy = self.config.cost.budget.clone();
-        let changes: Vec<(TenantId, BudgetLevel, BudgetLevel, Micros, Micros)> = self
+    /// Re-derives every tenant's level; acts on the changes. Returns whether
+    /// any level moved (the queue must be looked at again).
+    pub fn check(&mut self, at: At, policy: &BudgetPolicy, books: &Books, fleet: &mut Fleet, stop: Stopper<'_>, journal: &mut Journal, effects: &mut Vec<Effect>) -> bool {
+        let changes: Vec<(TenantId, BudgetLevel, BudgetLevel, Micros, Micros)> = fleet
             .tenants
             .iter()
             .filter_map(|(id, spec)| {
-                let spent = self.books.month_to_date(id, at);
+                let spent = books.month_to_date(id, at);
                 let level = policy.level(spec.monthly_budget, spent, self.approvals.get(id), at);
-                let before = self.budget_level(id);
+                let before = self.level(id);
                 (level != before).then(|| (id.clone(), before, level, spent, spec.monthly_budget))
             })
             .collect();
         if changes.is_empty() {
-            return;
+            return false;
         }
         for (tenant, before, level, spent, budget) in changes {
-            self.budget_levels.insert(tenant.clone(), level);
-            self.queue_dirty = true;
+            self.levels.insert(tenant.clone(), level);
             let name = clean(&tenant.0);
             let alarm = format!("budget:{name}");
             let pct = if budget.0 > 0 { spent.0 as f64 * 100.0 / budget.0 as f64 } else { 0.0 };
             match level {
                 BudgetLevel::Ok => {
-                    self.clear(&alarm, effects);
-                    self.note(at, Severity::Info, format!("{name} budget back under {}%", policy.notify_pct));
+                    journal.clear(&alarm, effects);
+                    journal.note(at, Severity::Info, format!("{name} budget back under {}%", policy.notify_pct));
                 }
                 BudgetLevel::Notify => {
-                    self.clear(&alarm, effects);
-                    self.raise(at, alarm, format!("{name} has spent {pct:.0}% of its {budget} budget"), effects);
+                    journal.clear(&alarm, effects);
+                    journal.raise(at, alarm, format!("{name} has spent {pct:.0}% of its {budget} budget"), effects);
                 }
                 BudgetLevel::Limited => {
                     let what = match policy.at_limit {
                         AtLimit::Queue => "new work waits",
                         AtLimit::Spot => "new work runs on spot only",
                     };
-                    self.clear(&alarm, effects);
-                    self.raise(at, alarm, format!("{name} is over its {budget} budget ({pct:.0}%): {what}"), effects);
+                    journal.clear(&alarm, effects);
+                    journal.raise(at, alarm, format!("{name} is over its {budget} budget ({pct:.0}%): {what}"), effects);
                 }
                 BudgetLevel::Blocked => {
-                    self.clear(&alarm, effects);
+                    journal.clear(&alarm, effects);
                     let limit = threshold(budget, policy.block_pct);
-                    self.raise(at, alarm, format!("{name} passed {}% of its budget ({limit}): stopped until an operator approves", policy.block_pct), effects);
-                    let running: Vec<JobId> = self
-                        .holding
-                        .iter()
-                        .copied()
-                        .filter(|id| self.jobs.get(id).is_some_and(|j| j.spec.tags.tenant == tenant))
-                        .collect();
-                    for id in running {
-                        self.stop_job(id, StopReason::Budget, true, effects);
+                    journal.raise(at, alarm, format!("{name} passed {}% of its budget ({limit}): stopped until an operator approves", policy.block_pct), effects);
+                    for id in fleet.holding_of(&tenant) {
+                        fleet.stop_job(stop.now, stop.checkpoint, id, StopReason::Budget, true, effects);
                     }
                 }
             }
             if level < before && before == BudgetLevel::Blocked {
-                self.note(at, Severity::Info, format!("{name} may run again"));
+                journal.note(at, Severity::Info, format!("{name} may run again"));
             }
         }
         // Cached for the scheduler, which asks for every queued job.
-        self.budget_limiting = self.budget_levels.values().any(|l| *l >= BudgetLevel::Limited);
+        self.limiting = self.levels.values().any(|l| *l >= BudgetLevel::Limited);
+        true
     }
 
     /// Whether the scheduler may place this tenant's work, and where.
-    pub(crate) fn budget_allows(&self, tenant: &TenantId, on_spot: bool) -> bool {
+    pub fn allows(&self, at_limit: AtLimit, tenant: &TenantId, on_spot: bool) -> bool {
         // The common case, asked for every queued job of every pass: nobody is limited.
-        if !self.any_budget_limited() {
+        if !self.any_limited() {
             return true;
         }
-        match self.budget_level(tenant) {
+        match self.level(tenant) {
             BudgetLevel::Ok | BudgetLevel::Notify => true,
-            BudgetLevel::Limited => self.config.cost.budget.at_limit == AtLimit::Spot && on_spot,
+            BudgetLevel::Limited => at_limit == AtLimit::Spot && on_spot,
             BudgetLevel::Blocked => false,
         }
     }
 
-    pub(crate) fn on_approve(
+    /// An operator approves a tenant's overrun. Returns the audit text.
+    pub fn approve(
         &mut self,
+        tenants: &BTreeMap<TenantId, crate::domain::event::TenantSpec>,
         at: At,
         actor: &Actor,
         tenant: &TenantId,
@@ -107,7 +133,7 @@ impl Room {
         until: Option<At>,
     ) -> Result<String, String> {
         let name = clean(&tenant.0);
-        if !self.tenants.contains_key(tenant) {
+        if !tenants.contains_key(tenant) {
             return Err(format!("{} asked to approve an overrun of unknown tenant {name:?}", clean(&actor.user)));
         }
         let approval = Approval { user: actor.user.clone(), origin: actor.origin.clone(), at, reason: clean(reason), amount, until };
@@ -121,7 +147,6 @@ impl Room {
             (None, None) => String::new(),
         };
         self.approvals.insert(tenant.clone(), approval);
-        self.queue_dirty = true;
         Ok(format!("approve the overrun of {name} {how_far}: {}", clean(reason)))
     }
 }

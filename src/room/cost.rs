@@ -4,19 +4,60 @@
 //! to change and at every settle point (see `accrue_until`), not on every
 //! event, so an event's cost does not grow with the fleet.
 //! The arithmetic lives in `cost/`; this is where it meets the cluster.
+//!
+//! Owns the money side of the room (`Costs`); reads the fleet and the
+//! market it is handed, and writes only what jobs cost.
 
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::fleet::Fleet;
+use crate::cost::budget::{Approval, BudgetPolicy};
+use crate::cost::ledger::{add_to, LedgerLine, LineKind, OpenPeriod};
+use crate::cost::{split_exact, Accrual, Books};
 use crate::domain::cluster::{BillingMode, Node};
-use crate::domain::ids::{JobId, NodeId};
+use crate::domain::ids::{JobId, NodeId, TenantId};
 use crate::domain::job::Phase;
-use super::Room;
 use crate::domain::units::{At, Micros, MicrosPerHour};
-use crate::cost::ledger::{add_to, LedgerLine, LineKind};
-use crate::cost::{split_exact, Accrual};
+use crate::market::Market;
 
-impl Room {
-    /// The hourly price a node costs now: its contract, or the spot market.
-    pub(crate) fn node_rate(&self, node: &Node) -> Option<MicrosPerHour> {
-        rate_of(&self.market, node)
+/// The money: the books, the open charge period and how far each node is charged.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Costs {
+    pub books: Books,
+    /// The ledger's open charge period.
+    #[serde(default)]
+    pub period: OpenPeriod,
+    /// One accrual per GPU (by index on its node): each GPU's share of its
+    /// instance's price, with its own remainder.
+    pub accruals: BTreeMap<NodeId, Vec<Accrual>>,
+    /// Every up node is charged up to here (see `accrue_until`)…
+    #[serde(default)]
+    pub settled_at: Option<At>,
+    /// …or up to here, for the nodes charged since, before they changed.
+    #[serde(default)]
+    pub accrued_to: BTreeMap<NodeId, At>,
+    /// The fleet's hourly cost bound as of the last settle (budget checks).
+    #[serde(default)]
+    pub burn_bound: MicrosPerHour,
+    /// The GPUs up since the last settle, counted with `burn_bound`: each may
+    /// release one carried micro-unit.
+    #[serde(default)]
+    pub bound_gpus: i64,
+}
+
+/// The hourly price a node costs now: its contract, or the spot market.
+pub fn node_rate(market: &Market, node: &Node) -> Option<MicrosPerHour> {
+    rate_of(market, node)
+}
+
+impl Costs {
+    /// A node came up at `at`: it costs from now; until the next settle, at most its bound.
+    pub fn node_up(&mut self, at: At, fleet: &Fleet, market: &Market, id: NodeId, gpus: u8) {
+        self.accrued_to.insert(id, at);
+        self.burn_bound = MicrosPerHour(self.burn_bound.0.saturating_add(rate_bound(fleet, market, id)));
+        self.bound_gpus += i64::from(gpus);
     }
 
     /// Moves the clock's money to `to`: attained service for the running jobs,
@@ -27,9 +68,9 @@ impl Room {
     /// (`settle_all`) at hour ends, price changes, ticks, operator actions and
     /// when a budget level could move. Totals are the same as charging on
     /// every event; this keeps an event's cost independent of fleet size.
-    pub(crate) fn accrue_until(&mut self, to: At) -> Vec<LedgerLine> {
+    pub fn accrue_until(&mut self, now: Option<At>, to: At, fleet: &mut Fleet, market: &Market, storage_per_gib_month: Micros) -> Vec<LedgerLine> {
         let mut closed = Vec::new();
-        let Some(mut from) = self.now else { return closed };
+        let Some(mut from) = now else { return closed };
         if self.period.start.is_none() {
             self.period.start = Some(from);
         }
@@ -38,14 +79,14 @@ impl Room {
             // charged up to its clock.
             self.settled_at = Some(from);
         }
-        self.add_service(from, to);
+        add_service(fleet, from, to);
         while from < to {
             let next_hour = crate::domain::units::start_of_next_hour(from);
             if next_hour > to {
                 break;
             }
-            self.settle_all(next_hour);
-            closed.extend(self.close_period(next_hour));
+            self.settle_all(next_hour, fleet, market);
+            closed.extend(self.close_period(next_hour, fleet, storage_per_gib_month));
             from = next_hour;
         }
         closed
@@ -53,32 +94,32 @@ impl Room {
 
     /// Charges one node up to the room's clock, before something about it
     /// (its allocations, its state) changes.
-    pub(crate) fn settle_node(&mut self, id: NodeId) {
-        let Some(at) = self.now else { return };
+    pub fn settle_node(&mut self, now: Option<At>, fleet: &mut Fleet, market: &Market, id: NodeId) {
+        let Some(at) = now else { return };
         let from = self.accrued_to.get(&id).copied().or(self.settled_at);
         if let Some(from) = from
             && from < at
-            && self.nodes.get(&id).is_some_and(Node::is_up)
+            && fleet.nodes.get(&id).is_some_and(Node::is_up)
         {
-            self.charge_node(id, from, at);
+            self.charge_node(fleet, market, id, from, at);
         }
         self.accrued_to.insert(id, at);
     }
 
     /// Charges every up node up to `at`, and measures the fleet's burn bound
     /// for `budgets_may_move`.
-    pub(crate) fn settle_all(&mut self, at: At) {
-        let ids: Vec<NodeId> = self.nodes.iter().filter(|(_, n)| n.is_up()).map(|(id, _)| *id).collect();
+    pub fn settle_all(&mut self, at: At, fleet: &mut Fleet, market: &Market) {
+        let ids: Vec<NodeId> = fleet.nodes.iter().filter(|(_, n)| n.is_up()).map(|(id, _)| *id).collect();
         let (mut bound, mut gpus) = (0i64, 0i64);
         for id in ids {
-            gpus += self.nodes.get(&id).map_or(0, |n| i64::from(n.spec.gpu_count));
+            gpus += fleet.nodes.get(&id).map_or(0, |n| i64::from(n.spec.gpu_count));
             let from = self.accrued_to.get(&id).copied().or(self.settled_at);
             if let Some(from) = from
                 && from < at
             {
-                self.charge_node(id, from, at);
+                self.charge_node(fleet, market, id, from, at);
             }
-            bound = bound.saturating_add(self.rate_bound(id));
+            bound = bound.saturating_add(rate_bound(fleet, market, id));
         }
         self.accrued_to.clear();
         self.settled_at = Some(at);
@@ -86,43 +127,36 @@ impl Room {
         self.bound_gpus = gpus;
     }
 
-    /// The most a node can cost an hour until the next `settle_all` (which
-    /// every price change causes): its rate, or its list price if higher.
-    pub(crate) fn rate_bound(&self, id: NodeId) -> i64 {
-        self.nodes.get(&id).map_or(0, |node| self.node_rate(node).map_or(0, |r| r.0).max(node.spec.on_demand_price.0).max(0))
-    }
-
     /// Whether the money not yet charged could move some tenant's budget
     /// level: its spend plus an upper bound on what the fleet cost since the
     /// last settle lands in another level than its spend alone. Levels only
     /// rise with spend, so when this is false the stale figures give the
     /// levels the exact ones would.
-    pub(crate) fn budgets_may_move(&self, at: At) -> bool {
+    pub fn budgets_may_move(&self, at: At, fleet: &Fleet, approvals: &BTreeMap<TenantId, Approval>, policy: &BudgetPolicy) -> bool {
         let Some(since) = self.settled_at else { return false };
         let millis = (at - since).num_milliseconds().max(0);
-        if millis == 0 || self.tenants.is_empty() {
+        if millis == 0 || fleet.tenants.is_empty() {
             return false;
         }
         // Each GPU's carried remainder can add one micro-unit.
         let bound = Micros(((i128::from(self.burn_bound.0) * i128::from(millis) + 3_599_999) / 3_600_000) as i64 + self.bound_gpus + 1);
-        let policy = &self.config.cost.budget;
-        self.tenants.iter().any(|(id, spec)| {
+        fleet.tenants.iter().any(|(id, spec)| {
             let spent = self.books.month_to_date(id, at);
-            let approval = self.approvals.get(id);
+            let approval = approvals.get(id);
             policy.level(spec.monthly_budget, spent, approval, at) != policy.level(spec.monthly_budget, spent + bound, approval, at)
         })
     }
 
     /// Ends the open charge period at `end`: its lines, attributed, and a new
     /// period from `end`. Storage for the hour is priced here.
-    pub(crate) fn close_period(&mut self, end: At) -> Vec<LedgerLine> {
+    pub fn close_period(&mut self, end: At, fleet: &mut Fleet, storage_per_gib_month: Micros) -> Vec<LedgerLine> {
         let start = self.period.start.unwrap_or(end);
-        self.charge_storage(start, end);
+        self.charge_storage(start, end, fleet, storage_per_gib_month);
         let period = std::mem::take(&mut self.period);
         self.period.start = Some(end);
         let mut lines = Vec::with_capacity(period.services.len() + 8 * period.instance.len());
         for ((node_id, unit, job), open) in period.lines() {
-            let Some(node) = self.nodes.get(&node_id) else { continue };
+            let Some(node) = fleet.nodes.get(&node_id) else { continue };
             lines.push(LedgerLine {
                 start,
                 end,
@@ -131,7 +165,7 @@ impl Room {
                 node_name: node.spec.name.clone(),
                 unit: Some(unit),
                 job,
-                tags: job.and_then(|id| self.jobs.get(&id)).map(|j| j.spec.tags.clone()),
+                tags: job.and_then(|id| fleet.jobs.get(&id)).map(|j| j.spec.tags.clone()),
                 billing: node.spec.billing,
                 instance_type: node.spec.instance_type.clone(),
                 zone: node.spec.zone.clone(),
@@ -150,14 +184,14 @@ impl Room {
 
     /// A service line (storage, checkpoint I/O, network) for `job` in the
     /// open period, charged to its tenant.
-    pub(crate) fn charge_service(&mut self, at: At, job_id: JobId, kind: LineKind, bytes: u64, amount: Micros) {
+    pub fn charge_service(&mut self, at: At, fleet: &mut Fleet, job_id: JobId, kind: LineKind, bytes: u64, amount: Micros) {
         if amount.0 <= 0 {
             return;
         }
-        let Some(job) = self.jobs.get_mut(&job_id) else { return };
+        let Some(job) = fleet.jobs.get_mut(&job_id) else { return };
         job.service_cost += amount;
         let tags = job.spec.tags.clone();
-        let node = job.placement.as_ref().and_then(|p| self.nodes.get(&p.node));
+        let node = job.placement.as_ref().and_then(|p| fleet.nodes.get(&p.node));
         let (node_id, node_name, billing, instance_type, zone) = match node {
             Some(n) => (n.spec.id, n.spec.name.clone(), n.spec.billing, n.spec.instance_type.clone(), n.spec.zone.clone()),
             None => (NodeId(0), String::new(), BillingMode::OnDemand, String::new(), String::new()),
@@ -184,50 +218,35 @@ impl Room {
 
     /// Checkpoint storage held over `[start, end)`: each live job's full
     /// state, once it has saved, at the per-GiB-month price.
-    fn charge_storage(&mut self, start: At, end: At) {
-        let price = self.config.cost.storage_per_gib_month;
+    fn charge_storage(&mut self, start: At, end: At, fleet: &mut Fleet, price: Micros) {
         let millis = (end - start).num_milliseconds();
         if price.0 <= 0 || millis <= 0 {
             return;
         }
         const MONTH_MS: i128 = 730 * 3_600_000;
-        let held: Vec<(JobId, u64)> = self
+        let held: Vec<(JobId, u64)> = fleet
             .active
             .iter()
-            .filter_map(|id| self.jobs.get(id))
+            .filter_map(|id| fleet.jobs.get(id))
             .filter(|j| j.checkpoints > 0)
             .map(|j| (j.spec.id, u64::from(j.spec.checkpoint_size.0) << 20))
             .collect();
         for (id, bytes) in held {
             let per_month = crate::cost::ledger::per_gib(bytes, price);
             let amount = Micros((i128::from(per_month.0) * i128::from(millis) / MONTH_MS) as i64);
-            self.charge_service(start, id, LineKind::Storage, bytes, amount);
-        }
-    }
-
-    /// Attained service for the running jobs over `[from, to)`.
-    fn add_service(&mut self, from: At, to: At) {
-        let millis = (to - from).num_milliseconds();
-        if millis <= 0 {
-            return;
-        }
-        for id in &self.holding {
-            if let Some(job) = self.jobs.get_mut(id)
-                && job.phase() == Phase::Running
-            {
-                job.service_gpu_ms += i64::from(job.spec.gpus) * millis;
-            }
+            self.charge_service(start, fleet, id, LineKind::Storage, bytes, amount);
         }
     }
 
     /// Charges one node over `[from, to)` (within one hour) at its current
     /// state: its GPUs' shares to the jobs on them by memory, the rest idle.
-    fn charge_node(&mut self, id: NodeId, from: At, to: At) {
+    fn charge_node(&mut self, fleet: &mut Fleet, market: &Market, id: NodeId, from: At, to: At) {
         let millis = (to - from).num_milliseconds();
         if millis <= 0 {
             return;
         }
-        let Room { nodes, accruals, period, books, jobs, market, .. } = self;
+        let Costs { accruals, period, books, .. } = self;
+        let Fleet { nodes, jobs, .. } = fleet;
         let Some(node) = nodes.get(&id) else { return };
         let mut charges: Vec<(JobId, i64)> = Vec::new();
         let mut weights: Vec<u64> = Vec::new();
@@ -294,10 +313,31 @@ impl Room {
     }
 }
 
+/// The most a node can cost an hour until the next `settle_all` (which
+/// every price change causes): its rate, or its list price if higher.
+pub fn rate_bound(fleet: &Fleet, market: &Market, id: NodeId) -> i64 {
+    fleet.nodes.get(&id).map_or(0, |node| rate_of(market, node).map_or(0, |r| r.0).max(node.spec.on_demand_price.0).max(0))
+}
+
+/// Attained service for the running jobs over `[from, to)`.
+fn add_service(fleet: &mut Fleet, from: At, to: At) {
+    let millis = (to - from).num_milliseconds();
+    if millis <= 0 {
+        return;
+    }
+    for id in &fleet.holding {
+        if let Some(job) = fleet.jobs.get_mut(id)
+            && job.phase() == Phase::Running
+        {
+            job.service_gpu_ms += i64::from(job.spec.gpus) * millis;
+        }
+    }
+}
+
 /// A node's hourly price: its contract, or its pool's spot price. The pool
 /// is found by a scan of the few pools, as building a `PoolKey` would
 /// allocate, and this runs for every node at every settle.
-fn rate_of(market: &crate::market::Market, node: &Node) -> Option<MicrosPerHour> {
+fn rate_of(market: &Market, node: &Node) -> Option<MicrosPerHour> {
     match node.spec.billing {
         BillingMode::Spot => market
             .pools

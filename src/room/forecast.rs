@@ -11,8 +11,9 @@ use chrono::Timelike;
 
 use serde::{Deserialize, Serialize};
 
+use super::config::ForecastConfig;
+use super::journal::{Journal, Severity};
 use crate::domain::event::Effect;
-use super::{Room, Severity};
 use crate::domain::units::{At, Micros};
 use crate::cost::forecast::{Alarm, AnomalyDetector, forecast_spend};
 use crate::cost::ledger::LedgerLine;
@@ -23,21 +24,6 @@ const KEEP_HOURS: usize = 24 * 28;
 /// The model needs a few days before its forecast means anything.
 const MIN_HOURS: usize = 3 * SEASON;
 const ALARM: &str = "spend-anomaly";
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ForecastConfig {
-    /// Relative deviation from the forecast that counts as off.
-    pub threshold: f64,
-    /// Consecutive hours off before the alarm.
-    pub periods: u32,
-}
-
-impl Default for ForecastConfig {
-    fn default() -> Self {
-        ForecastConfig { threshold: 0.25, periods: 3 }
-    }
-}
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SpendForecast {
@@ -57,12 +43,10 @@ impl SpendForecast {
         let k = (start - made).num_hours();
         (k >= 0).then(|| self.day_ahead.get(k as usize).copied()).flatten()
     }
-}
 
-impl Room {
     /// Feeds each closed hour's spend; forecasts at each day's start; checks
     /// the hour against the day's forecast.
-    pub(crate) fn on_periods_closed(&mut self, at: At, lines: &[LedgerLine], effects: &mut Vec<Effect>) {
+    pub fn on_periods_closed(&mut self, config: &ForecastConfig, at: At, lines: &[LedgerLine], journal: &mut Journal, effects: &mut Vec<Effect>) {
         let mut hours: Vec<(At, At, Micros)> = Vec::new();
         for l in lines {
             match hours.last_mut() {
@@ -71,14 +55,14 @@ impl Room {
             }
         }
         for (start, end, spend) in hours {
-            let expected = self.forecast.expected(start);
-            self.forecast.hourly.push_back(spend);
-            while self.forecast.hourly.len() > KEEP_HOURS {
-                self.forecast.hourly.pop_front();
+            let expected = self.expected(start);
+            self.hourly.push_back(spend);
+            while self.hourly.len() > KEEP_HOURS {
+                self.hourly.pop_front();
             }
-            self.forecast.last_end = Some(end);
+            self.last_end = Some(end);
             if let Some(expected) = expected {
-                self.check_spend(at, start, spend, expected, effects);
+                self.check_spend(config, at, start, spend, expected, journal, effects);
             }
             if end.hour() == 0 {
                 self.forecast_day(end);
@@ -87,22 +71,22 @@ impl Room {
     }
 
     fn forecast_day(&mut self, from: At) {
-        if self.forecast.hourly.len() < MIN_HOURS {
+        if self.hourly.len() < MIN_HOURS {
             return;
         }
-        let history: Vec<Micros> = self.forecast.hourly.iter().copied().collect();
+        let history: Vec<Micros> = self.hourly.iter().copied().collect();
         if let Ok(day) = forecast_spend(&history, SEASON, SEASON) {
-            self.forecast.day_ahead = day;
-            self.forecast.made_at = Some(from);
+            self.day_ahead = day;
+            self.made_at = Some(from);
         }
     }
 
-    fn check_spend(&mut self, at: At, start: At, actual: Micros, expected: Micros, effects: &mut Vec<Effect>) {
-        let config = &self.config.forecast;
-        let detector = match &mut self.forecast.detector {
+    #[allow(clippy::too_many_arguments)]
+    fn check_spend(&mut self, config: &ForecastConfig, at: At, start: At, actual: Micros, expected: Micros, journal: &mut Journal, effects: &mut Vec<Effect>) {
+        let detector = match &mut self.detector {
             Some(d) => d,
             None => match AnomalyDetector::new(config.threshold, config.periods) {
-                Ok(d) => self.forecast.detector.insert(d),
+                Ok(d) => self.detector.insert(d),
                 Err(_) => return,
             },
         };
@@ -112,11 +96,11 @@ impl Room {
                     "spend off its forecast for {run} h: {actual} in the hour from {} against {expected} expected",
                     start.format("%H:%M")
                 );
-                self.raise(at, ALARM.to_string(), text, effects);
+                journal.raise(at, ALARM.to_string(), text, effects);
             }
             Ok(Alarm::Cleared { run }) => {
-                self.clear(ALARM, effects);
-                self.note(at, Severity::Info, format!("spend back on its forecast after {run} h"));
+                journal.clear(ALARM, effects);
+                journal.note(at, Severity::Info, format!("spend back on its forecast after {run} h"));
             }
             _ => {}
         }
@@ -125,13 +109,13 @@ impl Room {
     /// Spend projected from now to the month's end: the day-ahead forecast,
     /// repeated by its daily shape; `None` until the model has a forecast.
     pub fn projected_rest_of_month(&self, now: At) -> Option<Micros> {
-        let made = self.forecast.made_at?;
-        if self.forecast.day_ahead.len() != SEASON {
+        let made = self.made_at?;
+        if self.day_ahead.len() != SEASON {
             return None;
         }
         let end = crate::domain::units::start_of_next_month(now);
         let hours = (end - now).num_hours().max(0);
         let from = (now - made).num_hours().max(0);
-        Some((from..from + hours).map(|k| self.forecast.day_ahead[k as usize % SEASON]).sum())
+        Some((from..from + hours).map(|k| self.day_ahead[k as usize % SEASON]).sum())
     }
 }

@@ -5,247 +5,89 @@
 //! the same effects, byte for byte. Every map is ordered, nothing reads a
 //! clock or a random source, and bad input becomes an `Effect::Rejected`
 //! instead of a panic, leaving the state as it was.
+//!
+//! Split the way quinn-proto splits its `Connection`: this struct owns the
+//! state, in parts each owned by one file (`fleet`, `cost`, `budget`,
+//! `sched`, `journal`, `forecast`, `predict`, `sources`, `slurm`), and
+//! `apply` calls the concerns with the parts they need as arguments; no
+//! submodule reaches back into the whole `Room`, except `view_build`, the
+//! read-only projection the console draws.
 
-
-mod budget;
-mod cost;
-mod ops;
+pub mod budget;
+pub mod config;
+pub mod cost;
+pub mod fleet;
 pub mod forecast;
+pub mod journal;
+mod life;
+mod ops;
 pub mod predict;
-pub(crate) mod sched;
+pub mod sched;
 pub mod slurm;
 #[cfg(test)]
 mod slurm_tests;
 pub mod sources;
 pub mod spot;
 pub mod view;
+mod view_build;
 pub mod view_slurm;
+pub mod waits;
 
-pub use view::View;
-
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::cluster::{BillingMode, Node, NodeState};
-use crate::domain::event::{Actor, Effect, Event, GpuSample, TenantSpec};
-use crate::domain::ids::{JobId, NodeId, TenantId};
-use crate::domain::job::{AfterCheckpoint, Job, JobSpec, JobState, Phase, SchedStop, StopReason};
+pub use config::{AfterInterruption, ForecastConfig, RoomConfig};
+pub use journal::{Ack, Alarm, AuditEntry, LogLine, Severity, Stats};
+pub use view::View;
+
+use budget::{Budgets, Stopper};
+use cost::Costs;
+use fleet::Fleet;
+use forecast::SpendForecast;
+use journal::Journal;
+use predict::Predictor;
+use sched::{IdleStop, Pass, SchedState};
+use slurm::SlurmMirror;
+use sources::SourceState;
+use spot::Watch;
+
+use crate::cost::budget::{Approval, BudgetLevel};
+use crate::cost::ledger::{per_gib, LineKind, OpenPeriod};
+use crate::cost::Books;
+use crate::domain::cluster::{BillingMode, Node, NodeSpec, NodeState};
+use crate::domain::event::{Action, Actor, Effect, Event, GpuSample, TenantSpec};
+use crate::domain::ids::{JobId, NodeId, PoolKey, TenantId};
+use crate::domain::job::{AfterCheckpoint, Job, JobSpec, JobState, SchedStop, StopReason};
 use crate::domain::text::clean;
-use crate::domain::units::{At, Mib, MicrosPerHour, Secs};
-use crate::ckpt::CheckpointPolicy;
-use crate::cost::{Accrual, Books};
+use crate::domain::units::{At, Micros, MicrosPerHour, Secs, HORIZON_SECS};
+use crate::market::hazard::{HazardModel, Lifetime};
 use crate::market::Market;
-use crate::predict::ProgressRate;
-use crate::sched::SchedConfig;
-
-/// Policy settings. They are part of the state (and of snapshots), so a
-/// replay with other settings is a what-if analysis.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RoomConfig {
-    pub sched: SchedConfig,
-    pub checkpoint: CheckpointPolicy,
-    /// How much price history each spot pool keeps for the console.
-    pub price_history: Secs,
-    /// Span of the price-trend window.
-    pub trend_window: Secs,
-    /// Lines of the recent-events log kept for the console.
-    pub log_capacity: usize,
-    /// Limits a job spec must respect; larger asks are refused at submission.
-    pub max_gpus_per_job: u8,
-    /// How far ahead the trend lifts (or lowers) a spot job's max-price base.
-    #[serde(default = "default_trend_horizon")]
-    pub trend_horizon: Secs,
-    #[serde(default)]
-    pub hazard: crate::market::hazard::HazardConfig,
-    #[serde(default)]
-    pub bids: crate::market::bid::BidPolicy,
-    /// Force the linear (degraded) max-price curve for every job.
-    #[serde(default)]
-    pub degraded_bids: bool,
-    #[serde(default)]
-    pub after_interruption: spot::AfterInterruption,
-    #[serde(default)]
-    pub cost: crate::cost::CostConfig,
-    #[serde(default)]
-    pub forecast: forecast::ForecastConfig,
-    /// Advisory or control mode for a Slurm cluster, and what preempt means there.
-    #[serde(default)]
-    pub slurm: crate::domain::slurm::SlurmPolicy,
-}
-
-fn default_trend_horizon() -> Secs {
-    Secs(600)
-}
-
-impl Default for RoomConfig {
-    fn default() -> Self {
-        RoomConfig {
-            sched: SchedConfig::default(),
-            checkpoint: CheckpointPolicy::default(),
-            price_history: Secs(12 * 3600),
-            trend_window: Secs(3600),
-            log_capacity: 200,
-            max_gpus_per_job: 64,
-            trend_horizon: default_trend_horizon(),
-            hazard: Default::default(),
-            bids: Default::default(),
-            degraded_bids: false,
-            after_interruption: Default::default(),
-            cost: Default::default(),
-            forecast: Default::default(),
-            slurm: Default::default(),
-        }
-    }
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Severity {
-    Info,
-    Warn,
-    Alarm,
-    Action,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct LogLine {
-    pub at: At,
-    pub severity: Severity,
-    pub text: String,
-}
-
-/// Who did what, from where, and when (operator actions).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct AuditEntry {
-    pub at: At,
-    pub user: String,
-    pub origin: String,
-    pub what: String,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Alarm {
-    pub raised_at: At,
-    pub text: String,
-    /// Who acknowledged it, if anyone; kept while the alarm is re-raised.
-    #[serde(default)]
-    pub acked: Option<Ack>,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Ack {
-    pub at: At,
-    pub user: String,
-}
-
-/// Counters for the summary and the header.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Stats {
-    pub events: u64,
-    pub rejected: u64,
-    pub submitted: u64,
-    pub placements: u64,
-    pub done: u64,
-    pub failed: u64,
-    pub notices: u64,
-    pub nodes_lost: u64,
-    pub operator_actions: u64,
-    pub requeues: u64,
-    pub lost_steps: u64,
-    pub checkpoints: u64,
-    pub checkpoint_bytes: u64,
-    /// Interruption saves that finished before the instance went away, and those that did not.
-    pub notice_saves_in_time: u64,
-    pub notice_saves_missed: u64,
-    /// Queue waits of placements (sum and count, seconds).
-    pub wait_secs_sum: i64,
-    pub wait_count: u64,
-    /// Job completion times (submission to done) of finished jobs, seconds.
-    #[serde(default)]
-    pub jct_secs_sum: i64,
-    #[serde(default)]
-    pub preemptions_by_scheduler: u64,
-    #[serde(default)]
-    pub idle_reclaims: u64,
-    #[serde(default)]
-    pub escalations: u64,
-    /// Jobs saved and moved because the market passed their max price.
-    #[serde(default)]
-    pub price_moves: u64,
-    /// Placements that left the pool a job was interrupted in or moved from.
-    #[serde(default)]
-    pub migrations: u64,
-}
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Room {
     pub(crate) config: RoomConfig,
     pub(crate) now: Option<At>,
-    pub(crate) nodes: BTreeMap<NodeId, Node>,
-    pub(crate) jobs: BTreeMap<JobId, Job>,
-    /// Jobs not yet done or failed; of them, those waiting in the queue and
-    /// those holding GPUs (indices kept at the few places that move jobs).
-    pub(crate) active: BTreeSet<JobId>,
-    pub(crate) queued: BTreeSet<JobId>,
-    pub(crate) holding: BTreeSet<JobId>,
-    pub(crate) tenants: BTreeMap<TenantId, TenantSpec>,
+    pub(crate) fleet: Fleet,
     pub(crate) market: Market,
     #[serde(default)]
-    pub(crate) hazard: crate::market::hazard::HazardModel,
-    /// Each tenant's budget level as last derived, and standing approvals.
-    #[serde(default, with = "crate::domain::serde_pairs")]
-    pub(crate) budget_levels: BTreeMap<TenantId, crate::cost::budget::BudgetLevel>,
-    #[serde(default, with = "crate::domain::serde_pairs")]
-    pub(crate) approvals: BTreeMap<TenantId, crate::cost::budget::Approval>,
-    /// Whether any tenant is limited or blocked (asked for every queued job).
-    #[serde(default)]
-    pub(crate) budget_limiting: bool,
-    /// Operator actions, newest last (the event log keeps them all).
-    #[serde(default)]
-    pub(crate) audit: VecDeque<AuditEntry>,
-    pub(crate) books: Books,
+    pub(crate) hazard: HazardModel,
+    pub(crate) budgets: Budgets,
+    pub(crate) costs: Costs,
     /// The run-time predictor, learning from finished jobs.
     #[serde(default)]
-    pub(crate) predictor: predict::Predictor,
+    pub(crate) predictor: Predictor,
     /// Hourly spend, the day-ahead forecast and the anomaly detector.
     #[serde(default)]
-    pub(crate) forecast: forecast::SpendForecast,
-    /// The ledger's open charge period.
-    #[serde(default)]
-    pub(crate) period: crate::cost::ledger::OpenPeriod,
-    /// One accrual per GPU (by index on its node): each GPU's share of its
-    /// instance's price, with its own remainder.
-    pub(crate) accruals: BTreeMap<NodeId, Vec<Accrual>>,
-    /// Every up node is charged up to here (see `room_cost::accrue_until`)…
-    #[serde(default)]
-    pub(crate) settled_at: Option<At>,
-    /// …or up to here, for the nodes charged since, before they changed.
-    #[serde(default)]
-    pub(crate) accrued_to: BTreeMap<NodeId, At>,
-    /// The fleet's hourly cost bound as of the last settle (budget checks).
-    #[serde(default)]
-    pub(crate) burn_bound: MicrosPerHour,
-    /// The GPUs up since the last settle, counted with `burn_bound`: each may
-    /// release one carried micro-unit.
-    #[serde(default)]
-    pub(crate) bound_gpus: i64,
-    pub(crate) rates: BTreeMap<JobId, ProgressRate>,
-    pub(crate) alarms: BTreeMap<String, Alarm>,
-    pub(crate) log: VecDeque<LogLine>,
-    pub(crate) stats: Stats,
-    pub(crate) queue_dirty: bool,
-    /// When queue waits were last checked against their limits.
-    pub(crate) waits_checked: Option<At>,
-    /// Free capacity as of the last pass (see `arrival_may_start`).
-    #[serde(default)]
-    pub(crate) headroom: Option<sched::Headroom>,
+    pub(crate) forecast: SpendForecast,
+    pub(crate) journal: Journal,
+    pub(crate) sched: SchedState,
     /// Live sources and how each last answered.
     #[serde(default)]
-    pub(crate) sources: BTreeMap<String, sources::SourceState>,
+    pub(crate) sources: BTreeMap<String, SourceState>,
     /// The Slurm cluster, when one is attached.
     #[serde(default)]
-    pub(crate) slurm: slurm::SlurmMirror,
+    pub(crate) slurm: SlurmMirror,
 }
 
 impl Default for Room {
@@ -259,40 +101,22 @@ impl Room {
         let market = Market::new(config.price_history).with_trend_window(config.trend_window);
         // A bad hazard config is refused when the config is loaded; here it
         // can only fall back to the defaults.
-        let hazard = crate::market::hazard::HazardModel::new(config.hazard.clone()).unwrap_or_default();
+        let hazard = HazardModel::new(config.hazard.clone()).unwrap_or_default();
+        let journal = Journal::new(config.log_capacity);
         Room {
             config,
             now: None,
-            nodes: BTreeMap::new(),
-            jobs: BTreeMap::new(),
-            active: BTreeSet::new(),
-            queued: BTreeSet::new(),
-            holding: BTreeSet::new(),
-            tenants: BTreeMap::new(),
+            fleet: Fleet::default(),
             market,
             hazard,
-            budget_levels: BTreeMap::new(),
-            approvals: BTreeMap::new(),
-            budget_limiting: false,
-            audit: VecDeque::new(),
-            books: Books::default(),
-            period: Default::default(),
-            forecast: Default::default(),
-            predictor: Default::default(),
-            accruals: BTreeMap::new(),
-            settled_at: None,
-            accrued_to: BTreeMap::new(),
-            burn_bound: MicrosPerHour::default(),
-            bound_gpus: 0,
-            rates: BTreeMap::new(),
-            alarms: BTreeMap::new(),
-            log: VecDeque::new(),
-            stats: Stats::default(),
-            queue_dirty: false,
-            waits_checked: None,
-            headroom: None,
+            budgets: Budgets::default(),
+            costs: Costs::default(),
+            predictor: Predictor::default(),
+            forecast: SpendForecast::default(),
+            journal,
+            sched: SchedState::default(),
             sources: BTreeMap::new(),
-            slurm: Default::default(),
+            slurm: SlurmMirror::default(),
         }
     }
 
@@ -306,90 +130,104 @@ impl Room {
 
     /// The newest operator action carried out (the audit trail's last entry).
     pub fn last_audit(&self) -> Option<&AuditEntry> {
-        self.audit.back()
+        self.journal.audit.back()
     }
 
     pub fn stats(&self) -> &Stats {
-        &self.stats
+        &self.journal.stats
     }
 
     pub fn job(&self, id: JobId) -> Option<&Job> {
-        self.jobs.get(&id)
+        self.fleet.jobs.get(&id)
     }
 
     pub fn node(&self, id: NodeId) -> Option<&Node> {
-        self.nodes.get(&id)
+        self.fleet.nodes.get(&id)
     }
 
     pub fn nodes(&self) -> impl Iterator<Item = &Node> {
-        self.nodes.values()
+        self.fleet.nodes.values()
     }
 
     pub fn jobs(&self) -> impl Iterator<Item = &Job> {
-        self.jobs.values()
+        self.fleet.jobs.values()
     }
 
     pub fn tenant(&self, name: &str) -> Option<&TenantSpec> {
-        self.tenants.get(&TenantId(name.to_string()))
+        self.fleet.tenants.get(&TenantId(name.to_string()))
     }
 
     /// Operator actions, oldest first (the last 500; the event log has all).
-    pub fn audit(&self) -> impl Iterator<Item = &AuditEntry> {
-        self.audit.iter()
+    pub fn audit(&self) -> impl Iterator<Item = &journal::AuditEntry> {
+        self.journal.audit.iter()
     }
 
     /// The ledger's charge period still open (closed ones leave as `Effect::Ledger`).
-    pub fn open_period(&self) -> &crate::cost::ledger::OpenPeriod {
-        &self.period
+    pub fn open_period(&self) -> &OpenPeriod {
+        &self.costs.period
     }
 
     /// Hourly spend so far and the day-ahead forecast.
-    pub fn spend_forecast(&self) -> &forecast::SpendForecast {
+    pub fn spend_forecast(&self) -> &SpendForecast {
         &self.forecast
     }
 
+    /// What the rest of the month will cost at the day-ahead forecast.
+    pub fn projected_rest_of_month(&self, now: At) -> Option<Micros> {
+        self.forecast.projected_rest_of_month(now)
+    }
+
     /// A tenant's budget level as of the last event.
-    pub fn budget_level_of(&self, tenant: &TenantId) -> crate::cost::budget::BudgetLevel {
-        self.budget_level(tenant)
+    pub fn budget_level_of(&self, tenant: &TenantId) -> BudgetLevel {
+        self.budgets.level(tenant)
     }
 
     /// A tenant's standing approval of an overrun, if any.
-    pub fn approval(&self, tenant: &TenantId) -> Option<&crate::cost::budget::Approval> {
-        self.approvals.get(tenant)
+    pub fn approval(&self, tenant: &TenantId) -> Option<&Approval> {
+        self.budgets.approvals.get(tenant)
     }
 
     /// The spot watcher's interruption risk per instance type.
-    pub fn hazard(&self) -> &crate::market::hazard::HazardModel {
+    pub fn hazard(&self) -> &HazardModel {
         &self.hazard
     }
 
     pub fn books(&self) -> &Books {
-        &self.books
+        &self.costs.books
+    }
+
+    /// Jobs whose GPUs are borrowed beyond their tenant's quota.
+    pub fn borrowed(&self) -> std::collections::BTreeSet<JobId> {
+        self.fleet.borrowed()
+    }
+
+    pub fn slurm(&self) -> &SlurmMirror {
+        &self.slurm
     }
 
     /// Applies one event at time `at` and returns what the outside world must do.
     pub fn apply(&mut self, at: At, event: &Event) -> Vec<Effect> {
-        self.stats.events += 1;
+        self.journal.stats.events += 1;
         if let Some(now) = self.now
             && at < now
         {
-            return self.reject(
+            return self.journal.reject(
                 at,
                 format!("{} event at {} is earlier than the last one ({}): time went backwards", event.kind(), at, now),
             );
         }
-        let closed = self.accrue_until(at);
+        let closed = self.costs.accrue_until(self.now, at, &mut self.fleet, &self.market, self.config.cost.storage_per_gib_month);
         self.now = Some(at);
         let mut effects = Vec::new();
         if !closed.is_empty() {
-            self.on_periods_closed(at, &closed, &mut effects);
+            self.forecast.on_periods_closed(&self.config.forecast, at, &closed, &mut self.journal, &mut effects);
             effects.push(Effect::Ledger { lines: closed });
         }
         let outcome = match event {
             Event::NodeUp { spec } => self.on_node_up(at, spec),
             Event::NodeLost { node, reason } => self.on_node_lost(at, *node, reason, &mut effects),
             Event::TenantDefined { spec } => {
-                self.tenants.insert(spec.id.clone(), spec.clone());
+                self.fleet.tenants.insert(spec.id.clone(), spec.clone());
                 Ok(())
             }
             Event::JobSubmitted { spec } => self.on_submit(at, spec),
@@ -405,12 +243,22 @@ impl Room {
                 self.settle_all(at);
                 self.on_operator(at, actor, action, &mut effects)
             }
-            Event::SpotLifetimes { instance_type, lifetimes } => self.on_lifetimes(instance_type, lifetimes),
+            Event::SpotLifetimes { instance_type, lifetimes } => spot::on_lifetimes(&mut self.hazard, &mut self.journal, self.now, instance_type, lifetimes),
             Event::JobOutput { job, requests, tokens } => self.on_output(*job, *requests, *tokens),
-            Event::GpuHealth { readings } => self.on_gpu_health(readings),
-            Event::SourceStatus { source, ok, detail, stale } => self.on_source_status(at, source, *ok, detail, stale, &mut effects),
-            Event::Slurm { snapshot } => self.on_slurm_snapshot(at, snapshot, &mut effects),
-            Event::SlurmDone { command, ok, message } => self.on_slurm_done(at, *command, *ok, message, &mut effects),
+            Event::GpuHealth { readings } => sources::on_gpu_health(&mut self.fleet, readings),
+            Event::SourceStatus { source, ok, detail, stale } => {
+                let status = sources::Status { source, ok: *ok, detail, stale };
+                sources::on_source_status(&mut self.sources, &mut self.fleet, &mut self.journal, at, status, &mut effects).map(|slurm_down| {
+                    if let Some(detail) = slurm_down {
+                        self.slurm.unreachable(&detail);
+                    }
+                })
+            }
+            Event::Slurm { snapshot } => {
+                let ctx = slurm::Ctx { policy: &self.config.slurm, tenants: &self.fleet.tenants, journal: &mut self.journal };
+                self.slurm.on_snapshot(ctx, at, snapshot, &mut effects)
+            }
+            Event::SlurmDone { command, ok, message } => self.slurm.on_done(&mut self.journal, at, *command, *ok, message, &mut effects),
             // Ticks come when the console wants a view: its money is exact.
             Event::Tick => {
                 self.settle_all(at);
@@ -418,120 +266,143 @@ impl Room {
             }
         };
         if let Err(reason) = outcome {
-            effects.extend(self.reject(at, reason));
+            effects.extend(self.journal.reject(at, reason));
         }
-        self.checkpoints_due(at, &mut effects);
-        if self.budgets_may_move(at) {
+        sched::checkpoints_due(&self.config.checkpoint, &mut self.fleet, at, &mut effects);
+        if self.costs.budgets_may_move(at, &self.fleet, &self.budgets.approvals, &self.config.cost.budget) {
             self.settle_all(at);
         }
-        self.check_budgets(at, &mut effects);
-        self.check_waits(at, &mut effects);
-        if self.queue_dirty {
-            self.schedule(at, &mut effects);
+        let stopper = Stopper { now: self.now, checkpoint: &self.config.checkpoint };
+        if self.budgets.check(at, &self.config.cost.budget, &self.costs.books, &mut self.fleet, stopper, &mut self.journal, &mut effects) {
+            self.sched.queue_dirty = true;
+        }
+        if waits::check(&mut self.sched.waits_checked, &self.config.sched.max_wait, &mut self.fleet, &mut self.journal, at, &mut effects) {
+            self.sched.queue_dirty = true;
+        }
+        if self.sched.queue_dirty {
+            self.pass().schedule(at, &mut effects);
         }
         effects
     }
 
-    fn reject(&mut self, at: At, reason: String) -> Vec<Effect> {
-        self.stats.rejected += 1;
-        let reason = clean(&reason);
-        self.note(at, Severity::Warn, format!("rejected: {reason}"));
-        vec![Effect::Rejected { reason }]
-    }
+    // ---- the parts, lent to the concerns ------------------------------
 
-    pub(crate) fn note(&mut self, at: At, severity: Severity, text: String) {
-        if self.log.len() >= self.config.log_capacity.max(1) {
-            self.log.pop_front();
-        }
-        self.log.push_back(LogLine { at, severity, text });
-    }
-
-    pub(crate) fn raise(&mut self, at: At, id: String, text: String, effects: &mut Vec<Effect>) {
-        self.note(at, Severity::Alarm, text.clone());
-        let acked = self.alarms.get(&id).and_then(|a| a.acked.clone());
-        self.alarms.insert(id.clone(), Alarm { raised_at: at, text: text.clone(), acked });
-        effects.push(Effect::AlarmRaised { id, text });
-    }
-
-    pub(crate) fn audit_action(&mut self, at: At, actor: &Actor, what: &str) {
-        if self.audit.len() >= 500 {
-            self.audit.pop_front();
-        }
-        self.audit.push_back(AuditEntry { at, user: clean(&actor.user), origin: clean(&actor.origin), what: what.to_string() });
-    }
-
-    pub(crate) fn clear(&mut self, id: &str, effects: &mut Vec<Effect>) {
-        if self.alarms.remove(id).is_some() {
-            effects.push(Effect::AlarmCleared { id: id.to_string() });
+    fn pass(&mut self) -> Pass<'_> {
+        Pass {
+            config: &self.config,
+            now: self.now,
+            fleet: &mut self.fleet,
+            costs: &mut self.costs,
+            market: &self.market,
+            budgets: &self.budgets,
+            journal: &mut self.journal,
+            state: &mut self.sched,
         }
     }
 
-    pub(crate) fn node_name(&self, id: NodeId) -> String {
-        self.nodes.get(&id).map(|n| clean(&n.spec.name)).unwrap_or_else(|| format!("node#{}", id.0))
+    fn watch(&mut self) -> Watch<'_> {
+        Watch {
+            config: &self.config,
+            now: self.now,
+            fleet: &mut self.fleet,
+            market: &self.market,
+            hazard: &self.hazard,
+            predictor: &self.predictor,
+            journal: &mut self.journal,
+        }
+    }
+
+    fn settle_all(&mut self, at: At) {
+        self.costs.settle_all(at, &mut self.fleet, &self.market);
+    }
+
+    fn stop_job(&mut self, id: JobId, reason: StopReason, save: bool, effects: &mut Vec<Effect>) {
+        self.fleet.stop_job(self.now, &self.config.checkpoint, id, reason, save, effects);
+    }
+
+    /// Frees the job's GPUs (no state change), charging its node up to now first.
+    fn release(&mut self, id: JobId) {
+        if let Some(node) = self.fleet.placed_node(id) {
+            self.costs.settle_node(self.now, &mut self.fleet, &self.market, node);
+        }
+        if self.fleet.jobs.contains_key(&id) {
+            self.fleet.free(id);
+            self.sched.queue_dirty = true;
+        }
+    }
+
+    /// Back to the queue, resuming from the last checkpoint.
+    fn requeue_from_checkpoint(&mut self, at: At, id: JobId) {
+        if self.fleet.requeue_from_checkpoint(at, id, &mut self.journal.stats) {
+            self.sched.queue_dirty = true;
+        }
+    }
+
+    fn finish(&mut self, at: At, id: JobId, state: JobState) -> Result<(), String> {
+        life::finish(&mut self.fleet, &mut self.costs.books, &mut self.journal, &self.config.sched.max_wait, at, id, state)
+    }
+
+    /// After a stop in `pool`, where the job may go next.
+    fn steer_after_stop(&mut self, id: JobId, pool: Option<PoolKey>, reason: &StopReason) {
+        spot::steer_after_stop(self.config.after_interruption, &mut self.fleet, &mut self.journal.stats, id, pool, reason);
     }
 
     // ---- cluster -------------------------------------------------------
 
-    fn on_node_up(&mut self, at: At, spec: &crate::domain::cluster::NodeSpec) -> Result<(), String> {
+    fn on_node_up(&mut self, at: At, spec: &NodeSpec) -> Result<(), String> {
         if let Some(problem) = spec.problem() {
             return Err(format!("node {}: {problem}", clean(&spec.name)));
         }
-        if let Some(existing) = self.nodes.get(&spec.id)
+        if let Some(existing) = self.fleet.nodes.get(&spec.id)
             && existing.is_up()
         {
             return Err(format!("node {} is already up", clean(&existing.spec.name)));
         }
-        let relaunch = self.nodes.contains_key(&spec.id);
+        let relaunch = self.fleet.nodes.contains_key(&spec.id);
         if spec.billing == BillingMode::Spot {
             self.market.register(spec.pool(), spec.on_demand_price);
         }
-        self.nodes.insert(spec.id, Node::new(spec.clone(), at));
-        // A new node costs from now; until the next settle, at most this.
-        self.accrued_to.insert(spec.id, at);
-        self.burn_bound = MicrosPerHour(self.burn_bound.0.saturating_add(self.rate_bound(spec.id)));
-        self.bound_gpus += i64::from(spec.gpu_count);
+        self.fleet.nodes.insert(spec.id, Node::new(spec.clone(), at));
+        self.costs.node_up(at, &self.fleet, &self.market, spec.id, spec.gpu_count);
         let verb = if relaunch { "relaunched" } else { "joined" };
-        self.note(
-            at,
-            Severity::Info,
-            format!(
-                "{} {verb}: {} {} in {} ({} × {})",
-                clean(&spec.name),
-                spec.billing.label(),
-                clean(&spec.instance_type),
-                clean(&spec.zone),
-                spec.gpu_count,
-                clean(&spec.gpu_model)
-            ),
+        let text = format!(
+            "{} {verb}: {} {} in {} ({} × {})",
+            clean(&spec.name),
+            spec.billing.label(),
+            clean(&spec.instance_type),
+            clean(&spec.zone),
+            spec.gpu_count,
+            clean(&spec.gpu_model)
         );
-        self.queue_dirty = true;
+        self.journal.note(at, Severity::Info, text);
+        self.sched.queue_dirty = true;
         Ok(())
     }
 
     fn on_node_lost(&mut self, at: At, node_id: NodeId, reason: &str, effects: &mut Vec<Effect>) -> Result<(), String> {
-        let node = self.nodes.get(&node_id).ok_or_else(|| format!("unknown node #{}", node_id.0))?;
+        let node = self.fleet.nodes.get(&node_id).ok_or_else(|| format!("unknown node #{}", node_id.0))?;
         if !node.is_up() {
             return Err(format!("node {} is already down", clean(&node.spec.name)));
         }
-        let victims: BTreeSet<JobId> = node.gpus.iter().flat_map(|g| g.allocations.iter().map(|a| a.job)).collect();
-        let name = self.node_name(node_id);
+        let victims = life::jobs_on(node);
+        let name = self.fleet.node_name(node_id);
         if node.spec.billing == BillingMode::Spot {
             let (kind, secs, noticed) = (node.spec.instance_type.clone(), (at - node.up_since).num_seconds(), matches!(node.state, NodeState::Draining { .. }));
             if !noticed {
                 self.hazard.record_interruption(&kind, at);
             }
-            if let Ok(life) = crate::market::hazard::Lifetime::new(Secs(secs), true) {
+            if let Ok(life) = Lifetime::new(Secs(secs), true) {
                 let _ = self.hazard.record_lifetime(&kind, life);
             }
         }
-        let pool = self.nodes.get(&node_id).map(|n| n.spec.pool());
+        let pool = self.fleet.nodes.get(&node_id).map(|n| n.spec.pool());
         for job_id in victims {
-            if let Some(job) = self.jobs.get(&job_id)
+            if let Some(job) = self.fleet.jobs.get(&job_id)
                 && let JobState::Checkpointing { then: AfterCheckpoint::Stop(StopReason::Interruption) } = job.state
             {
-                self.stats.notice_saves_missed += 1;
+                self.journal.stats.notice_saves_missed += 1;
             }
-            let cancelled_by = match self.jobs.get(&job_id).map(|j| &j.state) {
+            let cancelled_by = match self.fleet.jobs.get(&job_id).map(|j| &j.state) {
                 Some(JobState::Preempted { reason: StopReason::Operator { actor, requeue: false } }) => Some(clean(actor)),
                 _ => None,
             };
@@ -545,40 +416,36 @@ impl Room {
                 }
             }
         }
-        self.settle_node(node_id);
-        if let Some(node) = self.nodes.get_mut(&node_id) {
+        self.costs.settle_node(self.now, &mut self.fleet, &self.market, node_id);
+        if let Some(node) = self.fleet.nodes.get_mut(&node_id) {
             node.state = NodeState::Down { since: at };
         }
-        self.stats.nodes_lost += 1;
-        self.clear(&format!("notice:{}", node_id.0), effects);
-        self.note(at, Severity::Warn, format!("{name} lost: {}", clean(reason)));
+        self.journal.stats.nodes_lost += 1;
+        self.journal.clear(&format!("notice:{}", node_id.0), effects);
+        self.journal.note(at, Severity::Warn, format!("{name} lost: {}", clean(reason)));
         Ok(())
     }
 
     fn on_notice(&mut self, at: At, node_id: NodeId, deadline: At, effects: &mut Vec<Effect>) -> Result<(), String> {
-        let node = self.nodes.get_mut(&node_id).ok_or_else(|| format!("unknown node #{}", node_id.0))?;
+        let node = self.fleet.nodes.get_mut(&node_id).ok_or_else(|| format!("unknown node #{}", node_id.0))?;
         if !matches!(node.state, NodeState::Up) {
             return Err(format!("interruption notice for {} which is not up", clean(&node.spec.name)));
         }
         node.state = NodeState::Draining { deadline };
-        let jobs: BTreeSet<JobId> = node.gpus.iter().flat_map(|g| g.allocations.iter().map(|a| a.job)).collect();
-        self.stats.notices += 1;
-        let name = self.node_name(node_id);
+        let jobs = life::jobs_on(node);
+        self.journal.stats.notices += 1;
+        let name = self.fleet.node_name(node_id);
         let secs = (deadline - at).num_seconds();
-        self.raise(
-            at,
-            format!("notice:{}", node_id.0),
-            format!("spot interruption: {name} reclaimed in {secs}s, saving {} job(s)", jobs.len()),
-            effects,
-        );
+        let text = format!("spot interruption: {name} reclaimed in {secs}s, saving {} job(s)", jobs.len());
+        self.journal.raise(at, format!("notice:{}", node_id.0), text, effects);
         for job in jobs {
             self.stop_job(job, StopReason::Interruption, true, effects);
         }
-        if let Some(kind) = self.nodes.get(&node_id).map(|n| n.spec.instance_type.clone()) {
+        if let Some(kind) = self.fleet.nodes.get(&node_id).map(|n| n.spec.instance_type.clone()) {
             self.hazard.record_interruption(&kind, at);
             // The rest of the type's fleet just got riskier: shorter intervals.
-            let others = self.spot_jobs(None, Some(&kind));
-            self.judge(at, others, effects);
+            let others = self.fleet.spot_jobs(None, Some(&kind));
+            self.watch().judge(at, others, effects);
         }
         Ok(())
     }
@@ -587,7 +454,7 @@ impl Room {
 
     fn validate(&self, spec: &JobSpec) -> Result<(), String> {
         let name = clean(&spec.name);
-        if self.jobs.contains_key(&spec.id) {
+        if self.fleet.jobs.contains_key(&spec.id) {
             return Err(format!("job {} ({name}) already exists", spec.id));
         }
         if spec.gpus == 0 || spec.gpus > self.config.max_gpus_per_job {
@@ -600,11 +467,11 @@ impl Room {
             return Err(format!("job {} ({name}) has no work (0 steps)", spec.id));
         }
         if let Some(est) = spec.est_runtime
-            && !(1..=crate::domain::units::HORIZON_SECS).contains(&est.0)
+            && !(1..=HORIZON_SECS).contains(&est.0)
         {
             return Err(format!("job {} ({name}) has a run-time estimate of {} s", spec.id, est.0));
         }
-        if !self.tenants.contains_key(&spec.tags.tenant) {
+        if !self.fleet.tenants.contains_key(&spec.tags.tenant) {
             return Err(format!("job {} ({name}) names unknown tenant {:?}", spec.id, clean(&spec.tags.tenant.0)));
         }
         Ok(())
@@ -612,73 +479,40 @@ impl Room {
 
     fn on_submit(&mut self, at: At, spec: &JobSpec) -> Result<(), String> {
         self.validate(spec)?;
-        self.jobs.insert(spec.id, Job::new(spec.clone(), at));
-        self.active.insert(spec.id);
-        self.queued.insert(spec.id);
-        self.stats.submitted += 1;
-        if !self.queue_dirty && self.arrival_may_start(spec, at) {
-            self.queue_dirty = true;
+        self.fleet.jobs.insert(spec.id, Job::new(spec.clone(), at));
+        self.fleet.active.insert(spec.id);
+        self.fleet.queued.insert(spec.id);
+        self.journal.stats.submitted += 1;
+        if !self.sched.queue_dirty && sched::arrival_may_start(&self.sched, &self.config.sched, &self.fleet.tenants, spec, at) {
+            self.sched.queue_dirty = true;
         }
-        Ok(())
-    }
-
-    fn job_mut(&mut self, id: JobId) -> Result<&mut Job, String> {
-        self.jobs.get_mut(&id).ok_or_else(|| format!("unknown job {id}"))
-    }
-
-    /// Moves a job to `state`, refusing moves the life cycle does not allow.
-    fn transition(&mut self, id: JobId, state: JobState) -> Result<(), String> {
-        let job = self.job_mut(id)?;
-        let (from, to) = (job.phase(), state.phase());
-        if !from.can_become(to) {
-            return Err(format!("job {id} cannot go from {} to {}", from.label(), to.label()));
-        }
-        job.state = state;
         Ok(())
     }
 
     fn on_started(&mut self, at: At, id: JobId) -> Result<(), String> {
-        self.transition(id, JobState::Running)?;
-        let job = self.job_mut(id)?;
+        self.fleet.transition(id, JobState::Running)?;
+        let job = self.fleet.job_mut(id)?;
         job.started_at = Some(at);
-        self.rates.entry(id).or_default().reset();
-        self.refresh_risk(at, id);
+        self.fleet.rates.entry(id).or_default().reset();
+        self.watch().refresh_risk(at, id);
         Ok(())
     }
 
     fn on_checkpoint_done(&mut self, at: At, id: JobId, step: u64, bytes: u64, effects: &mut Vec<Effect>) -> Result<(), String> {
-        let job = self.job_mut(id)?;
-        let JobState::Checkpointing { then } = job.state.clone() else {
-            return Err(format!("job {id} reported a checkpoint while {}", job.phase().label()));
-        };
-        if step > job.spec.steps_total || step < job.steps_saved {
-            return Err(format!("job {id} reported a checkpoint at step {step}, outside {}..={}", job.steps_saved, job.spec.steps_total));
-        }
-        job.steps_saved = step;
-        if let Some(asked) = job.checkpoint_asked_at.take() {
-            let secs = (at - asked).num_milliseconds() as f64 / 1000.0;
-            job.checkpoint_secs = Some(job.checkpoint_secs.map_or(secs, |old| 0.5 * old + 0.5 * secs));
-        }
-        // The checkpoint is evidence of progress that telemetry may not have shown yet.
-        job.steps_done = job.steps_done.max(step);
-        job.last_checkpoint_at = Some(at);
-        job.checkpoints += 1;
-        job.checkpoint_bytes += bytes;
-        self.stats.checkpoints += 1;
-        self.stats.checkpoint_bytes += bytes;
-        let io = crate::cost::ledger::per_gib(bytes, self.config.cost.checkpoint_io_per_gib);
-        self.charge_service(at, id, crate::cost::ledger::LineKind::CheckpointIo, bytes, io);
+        let then = life::record_checkpoint(&mut self.fleet, &mut self.journal.stats, at, id, step, bytes)?;
+        let io = per_gib(bytes, self.config.cost.checkpoint_io_per_gib);
+        self.costs.charge_service(at, &mut self.fleet, id, LineKind::CheckpointIo, bytes, io);
         match then {
             AfterCheckpoint::Continue => {
-                self.transition(id, JobState::Running)?;
-                self.refresh_risk(at, id);
+                self.fleet.transition(id, JobState::Running)?;
+                self.watch().refresh_risk(at, id);
                 Ok(())
             }
             AfterCheckpoint::Stop(reason) => {
                 if reason == StopReason::Interruption {
-                    self.stats.notice_saves_in_time += 1;
+                    self.journal.stats.notice_saves_in_time += 1;
                 }
-                self.transition(id, JobState::Preempted { reason })?;
+                self.fleet.transition(id, JobState::Preempted { reason })?;
                 effects.push(Effect::StopJob { job: id });
                 Ok(())
             }
@@ -686,11 +520,11 @@ impl Room {
     }
 
     fn on_stopped(&mut self, at: At, id: JobId) -> Result<(), String> {
-        let job = self.jobs.get(&id).ok_or_else(|| format!("unknown job {id}"))?;
+        let job = self.fleet.jobs.get(&id).ok_or_else(|| format!("unknown job {id}"))?;
         let JobState::Preempted { reason } = job.state.clone() else {
             return Err(format!("job {id} reported stopped while {}", job.phase().label()));
         };
-        let pool = self.job_pool(id).map(|(k, _)| k);
+        let pool = self.fleet.job_pool(id).map(|(k, _)| k);
         self.release(id);
         match reason {
             StopReason::Operator { actor, requeue: false } => {
@@ -710,7 +544,7 @@ impl Room {
     }
 
     fn on_exited(&mut self, at: At, id: JobId, ok: bool, message: &str) -> Result<(), String> {
-        let job = self.jobs.get(&id).ok_or_else(|| format!("unknown job {id}"))?;
+        let job = self.fleet.jobs.get(&id).ok_or_else(|| format!("unknown job {id}"))?;
         if !job.phase().holds_gpus() {
             return Err(format!("job {id} exited while {}", job.phase().label()));
         }
@@ -726,151 +560,29 @@ impl Room {
         let name = clean(&job.spec.name);
         self.release(id);
         self.finish(at, id, state)?;
-        if ok && let Some(job) = self.jobs.get_mut(&id) {
+        if ok && let Some(job) = self.fleet.jobs.get_mut(&id) {
             job.steps_done = job.spec.steps_total;
         }
-        if ok {
-            self.learn_runtime(id);
+        if ok && let Some(job) = self.fleet.jobs.get(&id) {
+            self.predictor.learn(job);
         }
-        self.note(at, severity, format!("{id} {name} {verb}"));
+        self.journal.note(at, severity, format!("{id} {name} {verb}"));
         Ok(())
-    }
-
-    pub(crate) fn finish(&mut self, at: At, id: JobId, state: JobState) -> Result<(), String> {
-        let done = state.phase() == Phase::Done;
-        self.transition(id, state)?;
-        let job = self.job_mut(id)?;
-        job.finished_at = Some(at);
-        let job_submitted = job.submitted_at;
-        if job.waited_secs == 0 && job.attempts == 0 {
-            job.waited_secs = (at - job.queued_since).num_seconds().max(0);
-        }
-        let (tenant, cost, requests, tokens) = (job.spec.tags.tenant.clone(), job.cost + job.service_cost, job.requests, job.tokens);
-        let class = job.spec.class;
-        self.books.record_done_output(&tenant, cost, requests, tokens);
-        self.active.remove(&id);
-        self.queued.remove(&id);
-        self.holding.remove(&id);
-        self.rates.remove(&id);
-        // The effect of a clear is not needed: the alarm list is the state.
-        let mut cleared = Vec::new();
-        self.wait_group_left(at, &tenant, class, &mut cleared);
-        if done {
-            self.stats.done += 1;
-            self.stats.jct_secs_sum += (at - job_submitted).num_seconds().max(0);
-        } else {
-            self.stats.failed += 1;
-        }
-        Ok(())
-    }
-
-    /// Frees the job's GPUs (no state change).
-    fn release(&mut self, id: JobId) {
-        if let Some(node) = self.jobs.get(&id).and_then(|j| j.placement.as_ref()).map(|p| p.node) {
-            self.settle_node(node);
-        }
-        let Some(job) = self.jobs.get_mut(&id) else { return };
-        self.holding.remove(&id);
-        if let Some(placement) = job.placement.take()
-            && let Some(node) = self.nodes.get_mut(&placement.node)
-        {
-            for gpu in node.gpus.iter_mut() {
-                gpu.allocations.retain(|a| a.job != id);
-                gpu.idle_since = None;
-            }
-            node.cpus_used = node.cpus_used.saturating_sub(job.spec.cpus);
-            node.host_mem_used = Mib(node.host_mem_used.0.saturating_sub(job.spec.host_mem.0));
-        }
-        self.queue_dirty = true;
-    }
-
-    /// Back to the queue, resuming from the last checkpoint; what was computed
-    /// since then is counted as lost (recompute).
-    fn requeue_from_checkpoint(&mut self, at: At, id: JobId) {
-        let Some(job) = self.jobs.get_mut(&id) else { return };
-        if job.phase().is_terminal() {
-            return;
-        }
-        let lost = job.steps_done.saturating_sub(job.steps_saved);
-        job.lost_steps += lost;
-        job.steps_done = job.steps_saved;
-        job.state = JobState::Queued;
-        job.placement = None;
-        job.queued_since = at;
-        job.started_at = None;
-        job.placed_at = None;
-        job.requeues += 1;
-        self.queued.insert(id);
-        self.stats.lost_steps += lost;
-        self.stats.requeues += 1;
-        self.rates.remove(&id);
-        self.queue_dirty = true;
-    }
-
-    /// Asks a running job to stop: with a save first where `save` and possible.
-    pub(crate) fn stop_job(&mut self, id: JobId, reason: StopReason, save: bool, effects: &mut Vec<Effect>) {
-        let Some(job) = self.jobs.get_mut(&id) else { return };
-        match (&mut job.state, save) {
-            (JobState::Running, true) => {
-                job.state = JobState::Checkpointing { then: AfterCheckpoint::Stop(reason) };
-                job.checkpoint_asked_at = self.now;
-                let kind = self.config.checkpoint.kind(u64::from(job.checkpoints));
-                effects.push(Effect::Checkpoint { job: id, kind });
-            }
-            (JobState::Checkpointing { then }, true) => *then = AfterCheckpoint::Stop(reason),
-            (JobState::Running | JobState::Checkpointing { .. } | JobState::Placed, _) => {
-                job.state = JobState::Preempted { reason };
-                effects.push(Effect::StopJob { job: id });
-            }
-            (JobState::Preempted { reason: current }, _) => {
-                // Already stopping; a cancel still wins over a requeue.
-                if matches!(reason, StopReason::Operator { requeue: false, .. }) {
-                    *current = reason;
-                }
-            }
-            _ => {}
-        }
     }
 
     fn on_telemetry(&mut self, at: At, gpus: &[GpuSample], progress: &[(JobId, u64)], effects: &mut Vec<Effect>) -> Result<(), String> {
-        let mut unknown = 0usize;
-        let mut seen = Vec::with_capacity(gpus.len());
-        for GpuSample(gpu_ref, util, mem) in gpus {
-            let gpu = self.nodes.get_mut(&gpu_ref.node).and_then(|n| n.gpus.get_mut(usize::from(gpu_ref.index)));
-            match gpu {
-                Some(gpu) if util.is_finite() => {
-                    let util = util.clamp(0.0, 100.0);
-                    gpu.util = Some(util);
-                    gpu.mem_used = Some((*mem).min(gpu.memory));
-                    gpu.sampled_at = Some(at);
-                    gpu.stale = false;
-                    seen.push((*gpu_ref, util));
-                }
-                _ => unknown += 1,
-            }
-        }
+        let (seen, mut unknown) = life::record_samples(&mut self.fleet, at, gpus);
         for (gpu_ref, util) in seen {
-            self.track_idle(at, gpu_ref, util, effects);
+            let stop = IdleStop { now: self.now, checkpoint: &self.config.checkpoint };
+            sched::track_idle(&self.config.sched, stop, &mut self.fleet, &mut self.journal, at, gpu_ref, util, effects);
         }
-        for (id, steps) in progress {
-            let Some(job) = self.jobs.get_mut(id) else {
-                unknown += 1;
-                continue;
-            };
-            if matches!(job.phase(), Phase::Running | Phase::Checkpointing) {
-                let steps = (*steps).min(job.spec.steps_total);
-                if steps >= job.steps_done {
-                    job.steps_done = steps;
-                    self.rates.entry(*id).or_default().observe(at, steps);
-                }
-            }
-        }
+        unknown += life::record_progress(&mut self.fleet, at, progress);
         let on_spot: Vec<JobId> = progress
             .iter()
             .map(|(id, _)| *id)
-            .filter(|id| self.job_pool(*id).is_some_and(|(_, mode)| mode == BillingMode::Spot))
+            .filter(|id| self.fleet.job_pool(*id).is_some_and(|(_, mode)| mode == BillingMode::Spot))
             .collect();
-        self.judge(at, on_spot, effects);
+        self.watch().judge(at, on_spot, effects);
         if unknown > 0 {
             return Err(format!("telemetry named {unknown} unknown GPU(s) or job(s), or carried a non-finite value"));
         }
@@ -879,14 +591,14 @@ impl Room {
 
     /// Output counters only grow; a smaller one (a restarted exporter) is kept as the floor.
     fn on_output(&mut self, id: JobId, requests: u64, tokens: u64) -> Result<(), String> {
-        let job = self.job_mut(id)?;
+        let job = self.fleet.job_mut(id)?;
         job.requests = job.requests.max(requests);
         job.tokens = job.tokens.max(tokens);
         Ok(())
     }
 
     fn on_price(&mut self, at: At, zone: &str, instance_type: &str, price: MicrosPerHour, effects: &mut Vec<Effect>) -> Result<(), String> {
-        let key = crate::domain::ids::PoolKey { zone: zone.to_string(), instance_type: instance_type.to_string() };
+        let key = PoolKey { zone: zone.to_string(), instance_type: instance_type.to_string() };
         let before = self.market.price(&key);
         if before != Some(price) {
             // Spot nodes of this pool were charged at the old price until now.
@@ -897,10 +609,44 @@ impl Room {
             && before.0 > 0
             && (price.0 - before.0).abs() * 10 >= before.0
         {
-            self.note(at, Severity::Info, format!("spot {} {before} → {price}", clean(&key.to_string())));
+            self.journal.note(at, Severity::Info, format!("spot {} {before} → {price}", clean(&key.to_string())));
         }
-        let jobs = self.spot_jobs(Some(&key), None);
-        self.judge(at, jobs, effects);
+        let jobs = self.fleet.spot_jobs(Some(&key), None);
+        self.watch().judge(at, jobs, effects);
+        Ok(())
+    }
+
+    fn on_operator(&mut self, at: At, actor: &Actor, action: &Action, effects: &mut Vec<Effect>) -> Result<(), String> {
+        ops::check_role(actor, action)?;
+        let what = match action {
+            Action::ApproveOverrun { tenant, reason, amount, until } => {
+                let text = self.budgets.approve(&self.fleet.tenants, at, actor, tenant, reason, *amount, *until)?;
+                self.sched.queue_dirty = true;
+                text
+            }
+            Action::SetDiscipline { discipline } => {
+                self.sched.queue_dirty = true;
+                ops::set_discipline(&mut self.config.sched, *discipline)
+            }
+            Action::AcknowledgeAlarm { id } => ops::acknowledge(&mut self.journal, at, actor, id)?,
+            Action::Preempt { job } | Action::Requeue { job } | Action::Cancel { job } | Action::Migrate { job, .. } => {
+                let mut ctx = ops::JobOps {
+                    config: &self.config,
+                    now: self.now,
+                    fleet: &mut self.fleet,
+                    books: &mut self.costs.books,
+                    journal: &mut self.journal,
+                    sched: &mut self.sched,
+                };
+                ctx.carry_out(at, actor, action, *job, effects)?
+            }
+            Action::Slurm { job, verb } => self.slurm.on_action(&self.config.slurm, at, actor, *job, verb, effects)?,
+        };
+        let (who, origin) = (clean(&actor.user), clean(&actor.origin));
+        self.journal.stats.operator_actions += 1;
+        self.journal.note(at, Severity::Action, format!("{who}@{origin}: {what}"));
+        self.journal.audit_action(at, actor, &what);
         Ok(())
     }
 }
+

@@ -6,61 +6,73 @@
 //!
 //! Owns the refusal rules and wording. A refused action changes nothing; the
 //! caller (`Room::apply`) turns the error into `Effect::Rejected`. Budget
-//! rules live in `room_budget`, placement in `room_sched`.
+//! rules live in `budget`, placement in `sched`; `JobOps` borrows the parts a
+//! job action touches.
 
+use super::config::RoomConfig;
+use super::fleet::Fleet;
+use super::journal::{Ack, Journal};
+use super::life;
+use super::sched::SchedState;
+use crate::cost::Books;
 use crate::domain::cluster::BillingMode;
+use crate::domain::discipline::DisciplineKind;
 use crate::domain::event::{Action, Actor, Effect, Role};
 use crate::domain::ids::JobId;
 use crate::domain::job::{JobState, Phase, PoolPreference, PoolTarget, StopReason};
-use super::{Room, Severity};
 use crate::domain::text::clean;
 use crate::domain::units::At;
+use crate::sched::SchedConfig;
 
-impl Room {
-    pub(crate) fn on_operator(&mut self, at: At, actor: &Actor, action: &Action, effects: &mut Vec<Effect>) -> Result<(), String> {
-        let who = clean(&actor.user);
-        let origin = clean(&actor.origin);
-        let verb = action.verb();
-        if actor.role != Role::Operator {
-            return Err(format!("{who} ({origin}) may not {verb}: read-only"));
-        }
-        let what = match action {
-            Action::ApproveOverrun { tenant, reason, amount, until } => self.on_approve(at, actor, tenant, reason, *amount, *until)?,
-            Action::SetDiscipline { discipline } => {
-                let before = self.config.sched.discipline.discipline().name();
-                self.config.sched.discipline = *discipline;
-                self.queue_dirty = true;
-                format!("queue discipline {before} → {}", discipline.discipline().name())
-            }
-            Action::AcknowledgeAlarm { id } => {
-                let alarm = self.alarms.get_mut(id).ok_or_else(|| format!("{who} asked to acknowledge alarm {:?}, which is not active", clean(id)))?;
-                if let Some(ack) = &alarm.acked {
-                    return Err(format!("alarm already acknowledged by {} at {}", clean(&ack.user), ack.at.format("%H:%M:%S")));
-                }
-                alarm.acked = Some(super::Ack { at, user: actor.user.clone() });
-                format!("acknowledge alarm: {}", clean(&alarm.text))
-            }
-            Action::Preempt { job } | Action::Requeue { job } | Action::Cancel { job } | Action::Migrate { job, .. } => self.on_job_action(at, actor, action, *job, effects)?,
-            Action::Slurm { job, verb } => self.on_slurm_action(at, actor, *job, verb, effects)?,
-        };
-        self.stats.operator_actions += 1;
-        self.note(at, Severity::Action, format!("{who}@{origin}: {what}"));
-        self.audit_action(at, actor, &what);
-        Ok(())
+/// Only an operator acts; a viewer's action is refused by name.
+pub fn check_role(actor: &Actor, action: &Action) -> Result<(), String> {
+    if actor.role != Role::Operator {
+        return Err(format!("{} ({}) may not {}: read-only", clean(&actor.user), clean(&actor.origin), action.verb()));
     }
+    Ok(())
+}
 
+/// Switches the queue discipline; returns the audit text.
+pub fn set_discipline(config: &mut SchedConfig, discipline: DisciplineKind) -> String {
+    let before = config.discipline.discipline().name();
+    config.discipline = discipline;
+    format!("queue discipline {before} → {}", discipline.discipline().name())
+}
+
+/// Acknowledges an active alarm once; returns the audit text.
+pub fn acknowledge(journal: &mut Journal, at: At, actor: &Actor, id: &str) -> Result<String, String> {
+    let who = clean(&actor.user);
+    let alarm = journal.alarms.get_mut(id).ok_or_else(|| format!("{who} asked to acknowledge alarm {:?}, which is not active", clean(id)))?;
+    if let Some(ack) = &alarm.acked {
+        return Err(format!("alarm already acknowledged by {} at {}", clean(&ack.user), ack.at.format("%H:%M:%S")));
+    }
+    alarm.acked = Some(Ack { at, user: actor.user.clone() });
+    Ok(format!("acknowledge alarm: {}", clean(&alarm.text)))
+}
+
+/// The parts a job action (preempt, requeue, cancel, migrate) touches.
+pub struct JobOps<'a> {
+    pub config: &'a RoomConfig,
+    pub now: Option<At>,
+    pub fleet: &'a mut Fleet,
+    pub books: &'a mut Books,
+    pub journal: &'a mut Journal,
+    pub sched: &'a mut SchedState,
+}
+
+impl JobOps<'_> {
     /// What a job action did, for the log; or why it was refused.
-    fn on_job_action(&mut self, at: At, actor: &Actor, action: &Action, id: JobId, effects: &mut Vec<Effect>) -> Result<String, String> {
+    pub fn carry_out(&mut self, at: At, actor: &Actor, action: &Action, id: JobId, effects: &mut Vec<Effect>) -> Result<String, String> {
         let who = clean(&actor.user);
         let verb = action.verb();
-        let job = self.jobs.get(&id).ok_or_else(|| format!("{who} asked to {verb} unknown job {id}"))?;
+        let job = self.fleet.jobs.get(&id).ok_or_else(|| format!("{who} asked to {verb} unknown job {id}"))?;
         let phase = job.phase();
         let name = clean(&job.spec.name);
         let by_operator = |requeue: bool| StopReason::Operator { actor: actor.user.clone(), requeue };
         match (action, phase) {
             (_, p) if p.is_terminal() => return Err(format!("{who} asked to {verb} {id}, which is already {}", p.label())),
             (Action::Cancel { .. }, Phase::Queued) => {
-                self.finish(at, id, JobState::Failed { reason: format!("cancelled by {who}") })?;
+                life::finish(self.fleet, self.books, self.journal, &self.config.sched.max_wait, at, id, JobState::Failed { reason: format!("cancelled by {who}") })?;
             }
             (Action::Preempt { .. } | Action::Requeue { .. }, Phase::Queued) => {
                 return Err(format!("{who} asked to {verb} {id}, which is queued, not running"));
@@ -70,11 +82,11 @@ impl Room {
             (Action::Cancel { .. }, _) => self.stop_job(id, by_operator(false), false, effects),
             (Action::Migrate { to, .. }, phase) => {
                 self.check_target(id, to)?;
-                let here = self.job_node(id).is_some_and(|n| to.holds(&n.spec));
+                let here = self.fleet.job_node(id).is_some_and(|n| to.holds(&n.spec));
                 if here && phase != Phase::Queued {
                     return Err(format!("{id} {name} already runs in {to}"));
                 }
-                if let Some(job) = self.jobs.get_mut(&id) {
+                if let Some(job) = self.fleet.jobs.get_mut(&id) {
                     if job.spec.pool == PoolPreference::SpotOnly && to.billing != BillingMode::Spot {
                         // The operator's choice widens a spot-only job for this placement.
                         job.escalated = true;
@@ -82,7 +94,7 @@ impl Room {
                     job.target = Some(Box::new(to.clone()));
                     job.avoid = None;
                 }
-                self.queue_dirty = true;
+                self.sched.queue_dirty = true;
                 if phase != Phase::Queued {
                     self.stop_job(id, by_operator(true), true, effects);
                 }
@@ -93,11 +105,15 @@ impl Room {
         Ok(format!("{verb} {id} {name}"))
     }
 
+    fn stop_job(&mut self, id: JobId, reason: StopReason, save: bool, effects: &mut Vec<Effect>) {
+        self.fleet.stop_job(self.now, &self.config.checkpoint, id, reason, save, effects);
+    }
+
     /// A migration target must exist, be up, be large enough for the job and
     /// be allowed by its pool preference (a no-spot job stays off spot).
     fn check_target(&self, id: JobId, to: &PoolTarget) -> Result<(), String> {
-        let job = self.jobs.get(&id).ok_or_else(|| format!("unknown job {id}"))?;
-        let nodes: Vec<_> = self.nodes.values().filter(|n| to.holds(&n.spec)).collect();
+        let job = self.fleet.jobs.get(&id).ok_or_else(|| format!("unknown job {id}"))?;
+        let nodes: Vec<_> = self.fleet.nodes.values().filter(|n| to.holds(&n.spec)).collect();
         if nodes.is_empty() {
             return Err(format!("no node in {to}"));
         }

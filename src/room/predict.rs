@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::ids::JobId;
 use crate::domain::job::Job;
-use super::Room;
+use super::fleet::Fleet;
 use crate::predict::lifetime::{JobFeatures, LifetimePredictor, Prediction, RecentDurations};
 
 /// What the Room keeps for prediction (part of its state and snapshots).
@@ -46,30 +46,29 @@ impl Predictor {
     }
 }
 
-impl Room {
+impl Predictor {
     /// A job finished on its own: learn its running time.
-    pub(crate) fn learn_runtime(&mut self, id: JobId) {
-        let Some(job) = self.jobs.get(&id) else { return };
+    pub fn learn(&mut self, job: &Job) {
         let secs = job.service_gpu_ms as f64 / 1000.0 / f64::from(job.spec.gpus.max(1));
         if secs < 1.0 {
             return;
         }
-        let features = self.predictor.features(job);
+        let features = self.features(job);
         let model = job.spec.tags.model.clone();
         // A refused sample (non-finite feature) changes nothing; nothing to report.
-        let _ = self.predictor.model.observe_total(&features, secs);
-        self.predictor.recent.record(&model, secs);
+        let _ = self.model.observe_total(&features, secs);
+        self.recent.record(&model, secs);
     }
 
     /// Remaining seconds (mean, std): the job's own rate once it has one,
     /// else the predicted run time scaled by the work left.
-    pub(crate) fn remaining_of(&self, id: JobId) -> Option<(f64, f64)> {
-        let job = self.jobs.get(&id)?;
+    pub fn remaining(&self, fleet: &Fleet, id: JobId) -> Option<(f64, f64)> {
+        let job = fleet.jobs.get(&id)?;
         let left = job.spec.steps_total.saturating_sub(job.steps_done);
-        if let Some(r) = self.rates.get(&id).and_then(|r| r.remaining_secs(left)) {
+        if let Some(r) = fleet.rates.get(&id).and_then(|r| r.remaining_secs(left)) {
             return Some(r);
         }
-        let p = self.predictor.predict(job)?;
+        let p = self.predict(job)?;
         let share = left as f64 / job.spec.steps_total.max(1) as f64;
         Some((p.mean_secs * share, p.std_secs * share))
     }

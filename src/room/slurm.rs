@@ -7,15 +7,17 @@
 //! as `Effect::Slurm`; in control mode the advice leaves the same way, once
 //! per job and condition: a command that failed is not sent again until the
 //! job's state changes or an operator asks, and a command that succeeded
-//! waits for a snapshot taken after it. Owns `Room::slurm` only.
+//! waits for a snapshot taken after it. Owns the `SlurmMirror` only; the
+//! policy, the tenants and the journal come in as `Ctx`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::event::{Action, Actor, Effect, Role};
-use super::{Room, Severity};
-use crate::domain::slurm::{SlurmCommand, SlurmMode, SlurmSnapshot, SlurmState, SlurmVerb};
+use super::journal::{Journal, Severity};
+use crate::domain::event::{Action, Actor, Effect, Role, TenantSpec};
+use crate::domain::ids::TenantId;
+use crate::domain::slurm::{SlurmCommand, SlurmMode, SlurmPolicy, SlurmSnapshot, SlurmState, SlurmVerb};
 use crate::domain::text::clean;
 use crate::domain::units::At;
 use crate::sched::slurm_advice;
@@ -64,53 +66,58 @@ pub fn policy_actor() -> Actor {
 
 const COMMAND_ALARM: &str = "slurm:commands";
 
-impl Room {
-    pub fn slurm(&self) -> &SlurmMirror {
-        &self.slurm
-    }
+/// What the mirror is told with: the room's Slurm policy, its tenants (the
+/// accounts the advice weighs), and the journal it writes to.
+pub struct Ctx<'a> {
+    pub policy: &'a SlurmPolicy,
+    pub tenants: &'a BTreeMap<TenantId, TenantSpec>,
+    pub journal: &'a mut Journal,
+}
 
-    pub(crate) fn on_slurm_snapshot(&mut self, at: At, snapshot: &SlurmSnapshot, effects: &mut Vec<Effect>) -> Result<(), String> {
-        let first = self.slurm.snapshot.is_none();
-        if first || self.slurm.stale.is_some() {
+impl SlurmMirror {
+    pub fn on_snapshot(&mut self, ctx: Ctx<'_>, at: At, snapshot: &SlurmSnapshot, effects: &mut Vec<Effect>) -> Result<(), String> {
+        let first = self.snapshot.is_none();
+        if first || self.stale.is_some() {
             let how = if first { "attached" } else { "answers again" };
-            self.note(at, Severity::Info, format!("slurm {}: {how} ({} jobs, {} nodes)", clean(&snapshot.cluster), snapshot.jobs.len(), snapshot.nodes.len()));
+            ctx.journal.note(at, Severity::Info, format!("slurm {}: {how} ({} jobs, {} nodes)", clean(&snapshot.cluster), snapshot.jobs.len(), snapshot.nodes.len()));
         }
-        self.slurm.snapshot = Some(snapshot.clone());
-        self.slurm.seen_at = Some(at);
-        self.slurm.stale = None;
-        self.slurm.seq += 1;
-        self.refresh_advice(at, effects);
-        self.check_slurm_waits(at, effects);
+        self.snapshot = Some(snapshot.clone());
+        self.seen_at = Some(at);
+        self.stale = None;
+        self.seq += 1;
+        let mut ctx = ctx;
+        self.refresh_advice(&mut ctx, at, effects);
+        self.check_waits(&mut ctx, at, effects);
         Ok(())
     }
 
     /// The poll failed: the mirror is kept, marked stale.
-    pub(crate) fn on_slurm_unreachable(&mut self, detail: &str) {
-        self.slurm.stale = Some(clean(detail));
+    pub fn unreachable(&mut self, detail: &str) {
+        self.stale = Some(clean(detail));
     }
 
-    pub(crate) fn on_slurm_done(&mut self, at: At, id: u64, ok: bool, message: &str, effects: &mut Vec<Effect>) -> Result<(), String> {
-        let command = self.slurm.in_flight.remove(&id).ok_or_else(|| format!("slurm command #{id} ended but none is on its way under that number"))?;
+    pub fn on_done(&mut self, journal: &mut Journal, at: At, id: u64, ok: bool, message: &str, effects: &mut Vec<Effect>) -> Result<(), String> {
+        let command = self.in_flight.remove(&id).ok_or_else(|| format!("slurm command #{id} ended but none is on its way under that number"))?;
         let message = clean(message);
         let what = format!("slurm {} job {}", command.verb, command.job);
         let outcome = if ok { Ok(format!("{what}: done{}", if message.is_empty() { String::new() } else { format!(" ({message})") })) } else { Err(format!("{what} failed: {message}")) };
         match &outcome {
             Ok(text) => {
-                self.note(at, Severity::Action, format!("{}: {text}", clean(&command.by)));
-                self.clear(COMMAND_ALARM, effects);
+                journal.note(at, Severity::Action, format!("{}: {text}", clean(&command.by)));
+                journal.clear(COMMAND_ALARM, effects);
             }
             Err(text) => {
                 let alarm = format!("{text} (asked by {}; not retried)", clean(&command.by));
-                self.raise(at, COMMAND_ALARM.to_string(), alarm, effects);
+                journal.raise(at, COMMAND_ALARM.to_string(), alarm, effects);
             }
         }
         let actor = actor_of(&command.by);
-        self.audit_action(at, &actor, match &outcome {
+        journal.audit_action(at, &actor, match &outcome {
             Ok(t) | Err(t) => t,
         });
         effects.push(Effect::Audit { actor, action: Action::Slurm { job: command.job, verb: command.verb.clone() }, outcome: outcome.clone() });
-        let seq = self.slurm.seq;
-        if let Some(record) = self.slurm.last.get_mut(&command.job)
+        let seq = self.seq;
+        if let Some(record) = self.last.get_mut(&command.job)
             && record.id == id
         {
             record.outcome = Some(outcome);
@@ -120,28 +127,28 @@ impl Room {
     }
 
     /// An operator's verb on a Slurm job: checked, then sent. Returns the audit text.
-    pub(crate) fn on_slurm_action(&mut self, at: At, actor: &Actor, job: u64, verb: &SlurmVerb, effects: &mut Vec<Effect>) -> Result<String, String> {
+    pub fn on_action(&mut self, policy: &SlurmPolicy, at: At, actor: &Actor, job: u64, verb: &SlurmVerb, effects: &mut Vec<Effect>) -> Result<String, String> {
         let who = format!("{}@{}", clean(&actor.user), clean(&actor.origin));
-        let verb = self.check_slurm_verb(job, verb)?;
-        let name = self.slurm_job_name(job);
-        self.send_slurm(at, job, verb.clone(), who, effects);
+        let verb = self.check_verb(policy, job, verb)?;
+        let name = self.job_name(job);
+        self.send(at, job, verb.clone(), who, effects);
         Ok(format!("slurm {verb} job {job} {name} (sent)"))
     }
 
-    fn slurm_job_name(&self, job: u64) -> String {
-        let snapshot = self.slurm.snapshot.as_ref();
+    fn job_name(&self, job: u64) -> String {
+        let snapshot = self.snapshot.as_ref();
         snapshot.and_then(|s| s.jobs.iter().find(|j| j.id == job)).map(|j| clean(&j.name)).unwrap_or_default()
     }
 
     /// Whether `verb` makes sense for the job as last seen; resolves preempt.
-    fn check_slurm_verb(&self, id: u64, verb: &SlurmVerb) -> Result<SlurmVerb, String> {
-        let snapshot = self.slurm.snapshot.as_ref().ok_or("no Slurm cluster is attached")?;
+    fn check_verb(&self, policy: &SlurmPolicy, id: u64, verb: &SlurmVerb) -> Result<SlurmVerb, String> {
+        let snapshot = self.snapshot.as_ref().ok_or("no Slurm cluster is attached")?;
         let job = snapshot.jobs.iter().find(|j| j.id == id).ok_or_else(|| format!("Slurm job {id} is not in the newest snapshot"))?;
-        if let Some(command) = self.slurm.in_flight.values().find(|c| c.job == id) {
+        if let Some(command) = self.in_flight.values().find(|c| c.job == id) {
             return Err(format!("a command for job {id} is on its way ({} by {})", command.verb, clean(&command.by)));
         }
         let verb = match verb {
-            SlurmVerb::Preempt => self.config.slurm.preempt_by.verb(),
+            SlurmVerb::Preempt => policy.preempt_by.verb(),
             other => other.clone(),
         };
         let state = &job.state;
@@ -175,47 +182,46 @@ impl Room {
         Ok(verb)
     }
 
-    fn send_slurm(&mut self, at: At, job: u64, verb: SlurmVerb, by: String, effects: &mut Vec<Effect>) {
-        self.slurm.next_command += 1;
-        let id = self.slurm.next_command;
+    fn send(&mut self, at: At, job: u64, verb: SlurmVerb, by: String, effects: &mut Vec<Effect>) {
+        self.next_command += 1;
+        let id = self.next_command;
         let (state, restarts) = self
-            .slurm
             .snapshot
             .as_ref()
             .and_then(|s| s.jobs.iter().find(|j| j.id == job))
             .map(|j| (j.state.clone(), j.restarts))
             .unwrap_or_default();
         let command = SlurmCommand { id, job, verb: verb.clone(), by: by.clone() };
-        self.slurm.in_flight.insert(id, command.clone());
-        self.slurm.last.insert(job, CommandRecord { id, at, verb, by, outcome: None, state, restarts, seq_done: 0 });
+        self.in_flight.insert(id, command.clone());
+        self.last.insert(job, CommandRecord { id, at, verb, by, outcome: None, state, restarts, seq_done: 0 });
         effects.push(Effect::Slurm { command });
     }
 
     /// Recomputes the advice; in control mode sends what is new and not blocked.
-    fn refresh_advice(&mut self, at: At, effects: &mut Vec<Effect>) {
-        let Some(snapshot) = self.slurm.snapshot.as_ref() else { return };
+    fn refresh_advice(&mut self, ctx: &mut Ctx<'_>, at: At, effects: &mut Vec<Effect>) {
+        let Some(snapshot) = self.snapshot.as_ref() else { return };
         let frees = |v: &SlurmVerb| matches!(v, SlurmVerb::Requeue | SlurmVerb::Cancel | SlurmVerb::Migrate { .. });
         // On its way, or done but not yet seen in a snapshot taken after it.
-        let seq = self.slurm.seq;
-        let mut busy: BTreeSet<u64> = self.slurm.in_flight.values().filter(|c| frees(&c.verb)).map(|c| c.job).collect();
-        busy.extend(self.slurm.last.iter().filter(|(_, r)| frees(&r.verb) && matches!(r.outcome, Some(Ok(_))) && seq <= r.seq_done + 1).map(|(job, _)| *job));
-        let advice = slurm_advice::reclaim(snapshot, &self.tenants, &busy);
-        let verb = self.config.slurm.preempt_by.verb();
+        let seq = self.seq;
+        let mut busy: BTreeSet<u64> = self.in_flight.values().filter(|c| frees(&c.verb)).map(|c| c.job).collect();
+        busy.extend(self.last.iter().filter(|(_, r)| frees(&r.verb) && matches!(r.outcome, Some(Ok(_))) && seq <= r.seq_done + 1).map(|(job, _)| *job));
+        let advice = slurm_advice::reclaim(snapshot, ctx.tenants, &busy);
+        let verb = ctx.policy.preempt_by.verb();
         let fresh: BTreeMap<u64, AdviceNote> = advice.into_iter().map(|a| (a.job, AdviceNote { verb: verb.clone(), for_job: a.for_job, why: clean(&a.why) })).collect();
-        let new: Vec<(u64, AdviceNote)> = fresh.iter().filter(|(job, _)| !self.slurm.advice.contains_key(job)).map(|(j, a)| (*j, a.clone())).collect();
-        self.slurm.advice = fresh;
-        let control = self.config.slurm.mode == SlurmMode::Control;
+        let new: Vec<(u64, AdviceNote)> = fresh.iter().filter(|(job, _)| !self.advice.contains_key(job)).map(|(j, a)| (*j, a.clone())).collect();
+        self.advice = fresh;
+        let control = ctx.policy.mode == SlurmMode::Control;
         for (job, note) in new {
             let mode = if control { "control" } else { "advice" };
-            self.note(at, Severity::Info, format!("slurm {mode}: {} job {job}: {}", note.verb, note.why));
+            ctx.journal.note(at, Severity::Info, format!("slurm {mode}: {} job {job}: {}", note.verb, note.why));
         }
         if !control {
             return;
         }
-        let due: Vec<(u64, SlurmVerb)> = self.slurm.advice.iter().filter(|(job, _)| self.may_send(**job)).map(|(j, a)| (*j, a.verb.clone())).collect();
+        let due: Vec<(u64, SlurmVerb)> = self.advice.iter().filter(|(job, _)| self.may_send(**job)).map(|(j, a)| (*j, a.verb.clone())).collect();
         for (job, verb) in due {
-            if self.check_slurm_verb(job, &verb).is_ok() {
-                self.send_slurm(at, job, verb, "policy".to_string(), effects);
+            if self.check_verb(ctx.policy, job, &verb).is_ok() {
+                self.send(at, job, verb, "policy".to_string(), effects);
             }
         }
     }
@@ -223,20 +229,20 @@ impl Room {
     /// No blind retries: a failed command blocks its job until its state
     /// changes; a successful one until a snapshot taken after it arrived.
     fn may_send(&self, job: u64) -> bool {
-        let Some(record) = self.slurm.last.get(&job) else { return true };
-        let current = self.slurm.snapshot.as_ref().and_then(|s| s.jobs.iter().find(|j| j.id == job));
+        let Some(record) = self.last.get(&job) else { return true };
+        let current = self.snapshot.as_ref().and_then(|s| s.jobs.iter().find(|j| j.id == job));
         match (&record.outcome, current) {
             (None, _) => false,
             (_, None) => false,
             (Some(Err(_)), Some(j)) => j.state != record.state || j.restarts != record.restarts,
-            (Some(Ok(_)), Some(_)) => self.slurm.seq > record.seq_done + 1,
+            (Some(Ok(_)), Some(_)) => self.seq > record.seq_done + 1,
         }
     }
 
     /// One alarm per partition whose GPU jobs have waited past the limit.
-    fn check_slurm_waits(&mut self, at: At, effects: &mut Vec<Effect>) {
-        let Some(snapshot) = self.slurm.snapshot.as_ref() else { return };
-        let limit = self.config.slurm.wait_alarm.0.max(1);
+    fn check_waits(&mut self, ctx: &mut Ctx<'_>, at: At, effects: &mut Vec<Effect>) {
+        let Some(snapshot) = self.snapshot.as_ref() else { return };
+        let limit = ctx.policy.wait_alarm.0.max(1);
         let mut late: BTreeMap<String, (usize, i64, u64, String)> = BTreeMap::new();
         for job in snapshot.jobs.iter().filter(|j| j.state == SlurmState::Pending && j.gpus > 0 && !j.held()) {
             let Some(submitted) = job.submitted else { continue };
@@ -254,7 +260,7 @@ impl Room {
         for partition in partitions {
             let id = format!("slurm:wait:{partition}");
             match late.get(&partition) {
-                Some((count, waited, oldest, reason)) if !self.alarms.contains_key(&id) => {
+                Some((count, waited, oldest, reason)) if !ctx.journal.alarms.contains_key(&id) => {
                     let text = format!(
                         "Slurm partition {}: {count} GPU job(s) pending over {} (oldest {oldest}, {}, {})",
                         clean(&partition),
@@ -262,10 +268,10 @@ impl Room {
                         crate::domain::units::Secs(*waited),
                         clean(reason)
                     );
-                    self.raise(at, id, text, effects);
+                    ctx.journal.raise(at, id, text, effects);
                 }
                 Some(_) => {}
-                None => self.clear(&id, effects),
+                None => ctx.journal.clear(&id, effects),
             }
         }
     }

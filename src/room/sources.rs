@@ -3,15 +3,18 @@
 //! clocks, processes) per GPU. A failed source raises one alarm, named after
 //! it, that clears when it answers again.
 //!
-//! Owns `Room::sources` and the `stale` and `health` fields of GPUs; touches
+//! Owns the room's `sources` and the `stale` and `health` fields of GPUs; touches
 //! nothing the scheduler or the cost engine decide on (a stale GPU keeps
 //! its allocations: its jobs are not known to have stopped).
 
 use serde::{Deserialize, Serialize};
 
+use std::collections::BTreeMap;
+
+use super::fleet::Fleet;
+use super::journal::{Journal, Severity};
 use crate::domain::event::{Effect, GpuHealth};
 use crate::domain::ids::GpuRef;
-use super::{Room, Severity};
 use crate::domain::text::clean;
 use crate::domain::units::At;
 
@@ -28,64 +31,66 @@ pub fn source_alarm_id(source: &str) -> String {
     format!("source:{source}")
 }
 
-impl Room {
-    pub(crate) fn on_gpu_health(&mut self, readings: &[GpuHealth]) -> Result<(), String> {
-        let mut unknown = 0usize;
-        for reading in readings {
-            match self.gpu_mut(reading.gpu) {
-                Some(gpu) => gpu.health = Some(reading.clone()),
-                None => unknown += 1,
-            }
-        }
-        if unknown > 0 {
-            return Err(format!("gpu health: {unknown} readings for GPUs not in the cluster"));
-        }
-        Ok(())
-    }
+/// A status report, named: where the status goes and what it says.
+pub struct Status<'a> {
+    pub source: &'a str,
+    pub ok: bool,
+    pub detail: &'a str,
+    pub stale: &'a [GpuRef],
+}
 
-    pub(crate) fn on_source_status(
-        &mut self,
-        at: At,
-        source: &str,
-        ok: bool,
-        detail: &str,
-        stale: &[GpuRef],
-        effects: &mut Vec<Effect>,
-    ) -> Result<(), String> {
-        let name = clean(source).trim().to_string();
-        if name.is_empty() {
-            return Err("source status without a source name".to_string());
+pub fn on_gpu_health(fleet: &mut Fleet, readings: &[GpuHealth]) -> Result<(), String> {
+    let mut unknown = 0usize;
+    for reading in readings {
+        match fleet.gpu_mut(reading.gpu) {
+            Some(gpu) => gpu.health = Some(reading.clone()),
+            None => unknown += 1,
         }
-        let detail = clean(detail);
-        for gpu in stale {
-            if let Some(gpu) = self.gpu_mut(*gpu) {
-                gpu.stale = true;
-            }
-        }
-        let changed = self.sources.get(&name).is_none_or(|s| s.ok != ok);
-        let since = if changed { at } else { self.sources.get(&name).map(|s| s.since).unwrap_or(at) };
-        self.sources.insert(name.clone(), SourceState { ok, detail: detail.clone(), since });
-        if name == "slurm" && !ok {
-            self.on_slurm_unreachable(&detail);
-        }
-        let id = source_alarm_id(&name);
-        match (ok, changed) {
-            (false, true) => {
-                let gpus = if stale.is_empty() { String::new() } else { format!(" ({} GPUs stale)", stale.len()) };
-                self.raise(at, id, format!("{name}: {detail}{gpus}"), effects);
-            }
-            (true, true) => {
-                self.clear(&id, effects);
-                self.note(at, Severity::Info, format!("{name}: {detail}"));
-            }
-            _ => {}
-        }
-        Ok(())
     }
+    if unknown > 0 {
+        return Err(format!("gpu health: {unknown} readings for GPUs not in the cluster"));
+    }
+    Ok(())
+}
 
-    fn gpu_mut(&mut self, gpu: GpuRef) -> Option<&mut crate::domain::cluster::Gpu> {
-        self.nodes.get_mut(&gpu.node).and_then(|n| n.gpus.get_mut(usize::from(gpu.index)))
+/// Records a source's status. Returns, for a failed Slurm poll, why it failed
+/// (the Slurm mirror is then kept but marked stale).
+pub fn on_source_status(
+    sources: &mut BTreeMap<String, SourceState>,
+    fleet: &mut Fleet,
+    journal: &mut Journal,
+    at: At,
+    status: Status<'_>,
+    effects: &mut Vec<Effect>,
+) -> Result<Option<String>, String> {
+    let Status { source, ok, detail, stale } = status;
+    let name = clean(source).trim().to_string();
+    if name.is_empty() {
+        return Err("source status without a source name".to_string());
     }
+    let detail = clean(detail);
+    for gpu in stale {
+        if let Some(gpu) = fleet.gpu_mut(*gpu) {
+            gpu.stale = true;
+        }
+    }
+    let changed = sources.get(&name).is_none_or(|s| s.ok != ok);
+    let since = if changed { at } else { sources.get(&name).map(|s| s.since).unwrap_or(at) };
+    sources.insert(name.clone(), SourceState { ok, detail: detail.clone(), since });
+    let slurm_down = (name == "slurm" && !ok).then(|| detail.clone());
+    let id = source_alarm_id(&name);
+    match (ok, changed) {
+        (false, true) => {
+            let gpus = if stale.is_empty() { String::new() } else { format!(" ({} GPUs stale)", stale.len()) };
+            journal.raise(at, id, format!("{name}: {detail}{gpus}"), effects);
+        }
+        (true, true) => {
+            journal.clear(&id, effects);
+            journal.note(at, Severity::Info, format!("{name}: {detail}"));
+        }
+        _ => {}
+    }
+    Ok(slurm_down)
 }
 
 #[cfg(test)]

@@ -6,8 +6,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Room;
-use crate::domain::slurm::{SlurmJob, SlurmMode, SlurmState};
+use std::collections::BTreeMap;
+
+use super::slurm::SlurmMirror;
+use crate::domain::event::TenantSpec;
+use crate::domain::ids::TenantId;
+use crate::domain::slurm::{SlurmJob, SlurmMode, SlurmPolicy, SlurmState};
 use crate::domain::text::clean;
 use crate::domain::units::{At, Secs};
 
@@ -141,120 +145,118 @@ fn order(job: &SlurmJob) -> (u8, String, std::cmp::Reverse<u64>, u64) {
     (rank, node, std::cmp::Reverse(job.priority), job.id)
 }
 
-impl Room {
-    pub(crate) fn slurm_view(&self) -> Option<SlurmView> {
-        let mirror = &self.slurm;
-        let snapshot = mirror.snapshot.as_ref()?;
-        let at = mirror.seen_at;
-        let secs_since = |t: Option<At>| Some(Secs((at? - t?).num_seconds().max(0)));
-        let mut jobs: Vec<&SlurmJob> = snapshot.jobs.iter().collect();
-        jobs.sort_by_key(|j| order(j));
-        let rows = jobs
-            .iter()
-            .map(|j| {
-                let record = mirror.last.get(&j.id);
-                let command = record.map(|r| {
-                    let how = match &r.outcome {
-                        None => "on its way".to_string(),
-                        Some(Ok(_)) => "done".to_string(),
-                        Some(Err(e)) => e.rsplit_once("failed: ").map_or(e.clone(), |(_, why)| format!("failed: {why}")),
-                    };
-                    format!("{} by {}: {how}", r.verb, clean(&r.by))
-                });
-                SlurmJobRow {
-                    id: j.id,
-                    name: clean(&j.name),
-                    user: clean(&j.user),
-                    account: clean(&j.account),
-                    partition: clean(&j.partition),
-                    state: j.state.clone(),
-                    held: j.held(),
-                    reason: clean(&j.reason),
-                    gpus: j.gpus,
-                    placement: placement(j),
-                    waited: if j.state == SlurmState::Pending { secs_since(j.submitted) } else { None },
-                    ran: if j.holds_gpus() { secs_since(j.started) } else { None },
-                    restarts: j.restarts,
-                    advice: mirror.advice.get(&j.id).map(|a| format!("{} for job {}: {}", a.verb, a.for_job, a.why)),
-                    command_failed: matches!(record.and_then(|r| r.outcome.as_ref()), Some(Err(_))),
-                    in_flight: mirror.in_flight.values().any(|c| c.job == j.id),
-                    command,
-                }
-            })
-            .collect();
-        let nodes = snapshot
-            .nodes
-            .iter()
-            .map(|n| {
-                let mut gpu_jobs = vec![None; n.gpus as usize];
-                for job in snapshot.jobs.iter().filter(|j| j.holds_gpus()) {
-                    for (_, idx) in job.gpu_idx.iter().filter(|(node, _)| node == &n.name) {
-                        for i in idx {
-                            if let Some(slot) = gpu_jobs.get_mut(*i as usize) {
-                                *slot = Some(job.id);
-                            }
+/// The Slurm pane's view of the mirror, with the room's policy and tenants.
+pub fn slurm_view(mirror: &SlurmMirror, policy: &SlurmPolicy, tenants: &BTreeMap<TenantId, TenantSpec>) -> Option<SlurmView> {
+    let snapshot = mirror.snapshot.as_ref()?;
+    let at = mirror.seen_at;
+    let secs_since = |t: Option<At>| Some(Secs((at? - t?).num_seconds().max(0)));
+    let mut jobs: Vec<&SlurmJob> = snapshot.jobs.iter().collect();
+    jobs.sort_by_key(|j| order(j));
+    let rows = jobs
+        .iter()
+        .map(|j| {
+            let record = mirror.last.get(&j.id);
+            let command = record.map(|r| {
+                let how = match &r.outcome {
+                    None => "on its way".to_string(),
+                    Some(Ok(_)) => "done".to_string(),
+                    Some(Err(e)) => e.rsplit_once("failed: ").map_or(e.clone(), |(_, why)| format!("failed: {why}")),
+                };
+                format!("{} by {}: {how}", r.verb, clean(&r.by))
+            });
+            SlurmJobRow {
+                id: j.id,
+                name: clean(&j.name),
+                user: clean(&j.user),
+                account: clean(&j.account),
+                partition: clean(&j.partition),
+                state: j.state.clone(),
+                held: j.held(),
+                reason: clean(&j.reason),
+                gpus: j.gpus,
+                placement: placement(j),
+                waited: if j.state == SlurmState::Pending { secs_since(j.submitted) } else { None },
+                ran: if j.holds_gpus() { secs_since(j.started) } else { None },
+                restarts: j.restarts,
+                advice: mirror.advice.get(&j.id).map(|a| format!("{} for job {}: {}", a.verb, a.for_job, a.why)),
+                command_failed: matches!(record.and_then(|r| r.outcome.as_ref()), Some(Err(_))),
+                in_flight: mirror.in_flight.values().any(|c| c.job == j.id),
+                command,
+            }
+        })
+        .collect();
+    let nodes = snapshot
+        .nodes
+        .iter()
+        .map(|n| {
+            let mut gpu_jobs = vec![None; n.gpus as usize];
+            for job in snapshot.jobs.iter().filter(|j| j.holds_gpus()) {
+                for (_, idx) in job.gpu_idx.iter().filter(|(node, _)| node == &n.name) {
+                    for i in idx {
+                        if let Some(slot) = gpu_jobs.get_mut(*i as usize) {
+                            *slot = Some(job.id);
                         }
                     }
                 }
-                SlurmNodeRow {
-                    name: clean(&n.name),
-                    state: clean(&n.state),
-                    unavailable: n.unavailable(),
-                    reason: clean(&n.reason),
-                    cpus: n.cpus,
-                    cpus_alloc: n.cpus_alloc,
-                    gpus: n.gpus,
-                    gpu_type: n.gpu_type.as_deref().map(clean),
-                    gpus_used: n.gpus_used,
-                    gpu_jobs,
-                }
-            })
-            .collect();
-        let partitions = snapshot
-            .partitions
-            .iter()
-            .map(|p| {
-                let members: Vec<_> = snapshot.nodes.iter().filter(|n| p.nodes.contains(&n.name)).collect();
-                let in_it: Vec<_> = snapshot.jobs.iter().filter(|j| j.partition == p.name).collect();
-                let pending: Vec<_> = in_it.iter().filter(|j| j.state == SlurmState::Pending).collect();
-                SlurmPartitionRow {
-                    name: clean(&p.name),
-                    state: clean(&p.state),
-                    default: p.default,
-                    nodes: members.len(),
-                    gpus: members.iter().map(|n| n.gpus).sum(),
-                    gpus_used: members.iter().map(|n| n.gpus_used).sum(),
-                    running: in_it.iter().filter(|j| j.holds_gpus()).count(),
-                    pending: pending.len(),
-                    pending_gpus: pending.iter().map(|j| j.gpus).sum(),
-                }
-            })
-            .collect();
-        let holding = crate::sched::slurm_advice::usage(snapshot);
-        let mut names: Vec<&str> = snapshot.jobs.iter().filter(|j| j.active()).map(|j| j.account.as_str()).collect();
-        names.sort_unstable();
-        names.dedup();
-        let accounts = names
-            .into_iter()
-            .map(|a| SlurmAccountRow {
-                account: clean(a),
-                quota: self.tenant(a).map(|t| t.quota_gpus),
-                holding: holding.get(a).copied().unwrap_or(0),
-                pending_gpus: snapshot.jobs.iter().filter(|j| j.account == a && j.state == SlurmState::Pending).map(|j| j.gpus).sum(),
-            })
-            .collect();
-        Some(SlurmView {
-            cluster: clean(&snapshot.cluster),
-            version: clean(&snapshot.version),
-            mode: self.config.slurm.mode,
-            preempt_by: self.config.slurm.preempt_by.verb().name().to_string(),
-            seen_at: at,
-            stale: mirror.stale.clone(),
-            partitions,
-            nodes,
-            jobs: rows,
-            accounts,
-            commands_in_flight: mirror.in_flight.len(),
+            }
+            SlurmNodeRow {
+                name: clean(&n.name),
+                state: clean(&n.state),
+                unavailable: n.unavailable(),
+                reason: clean(&n.reason),
+                cpus: n.cpus,
+                cpus_alloc: n.cpus_alloc,
+                gpus: n.gpus,
+                gpu_type: n.gpu_type.as_deref().map(clean),
+                gpus_used: n.gpus_used,
+                gpu_jobs,
+            }
         })
-    }
+        .collect();
+    let partitions = snapshot
+        .partitions
+        .iter()
+        .map(|p| {
+            let members: Vec<_> = snapshot.nodes.iter().filter(|n| p.nodes.contains(&n.name)).collect();
+            let in_it: Vec<_> = snapshot.jobs.iter().filter(|j| j.partition == p.name).collect();
+            let pending: Vec<_> = in_it.iter().filter(|j| j.state == SlurmState::Pending).collect();
+            SlurmPartitionRow {
+                name: clean(&p.name),
+                state: clean(&p.state),
+                default: p.default,
+                nodes: members.len(),
+                gpus: members.iter().map(|n| n.gpus).sum(),
+                gpus_used: members.iter().map(|n| n.gpus_used).sum(),
+                running: in_it.iter().filter(|j| j.holds_gpus()).count(),
+                pending: pending.len(),
+                pending_gpus: pending.iter().map(|j| j.gpus).sum(),
+            }
+        })
+        .collect();
+    let holding = crate::sched::slurm_advice::usage(snapshot);
+    let mut names: Vec<&str> = snapshot.jobs.iter().filter(|j| j.active()).map(|j| j.account.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    let accounts = names
+        .into_iter()
+        .map(|a| SlurmAccountRow {
+            account: clean(a),
+            quota: tenants.get(&TenantId(a.to_string())).map(|t| t.quota_gpus),
+            holding: holding.get(a).copied().unwrap_or(0),
+            pending_gpus: snapshot.jobs.iter().filter(|j| j.account == a && j.state == SlurmState::Pending).map(|j| j.gpus).sum(),
+        })
+        .collect();
+    Some(SlurmView {
+        cluster: clean(&snapshot.cluster),
+        version: clean(&snapshot.version),
+        mode: policy.mode,
+        preempt_by: policy.preempt_by.verb().name().to_string(),
+        seen_at: at,
+        stale: mirror.stale.clone(),
+        partitions,
+        nodes,
+        jobs: rows,
+        accounts,
+        commands_in_flight: mirror.in_flight.len(),
+    })
 }

@@ -1,0 +1,262 @@
+//! The cluster and its work as the room keeps them: nodes with their GPUs,
+//! jobs with their life cycle, tenants, each running job's progress rate, and
+//! the indices of which jobs are active, queued or holding GPUs.
+//!
+//! Owns the bookkeeping every concern shares (a job's legal moves, freeing
+//! its GPUs, putting it back in the queue, asking it to stop, where it
+//! runs). Decides nothing: which job goes where is `sched`'s, what it costs
+//! is `cost`'s; they call these with the pieces they hold.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use super::journal::Stats;
+use crate::ckpt::CheckpointPolicy;
+use crate::domain::cluster::{BillingMode, Gpu, Node};
+use crate::domain::event::{Effect, TenantSpec};
+use crate::domain::ids::{GpuRef, JobId, NodeId, PoolKey, TenantId};
+use crate::domain::job::{AfterCheckpoint, Job, JobState, SchedStop, StopReason};
+use crate::domain::text::clean;
+use crate::domain::units::{At, Mib, Secs};
+use crate::predict::ProgressRate;
+use crate::sched::quota::{self, Held};
+use crate::sched::{OrderContext, Resources, SchedConfig};
+
+/// The nodes, the jobs, the tenants, and which jobs wait or hold GPUs.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Fleet {
+    pub nodes: BTreeMap<NodeId, Node>,
+    pub jobs: BTreeMap<JobId, Job>,
+    /// Jobs not yet done or failed; of them, those waiting in the queue and
+    /// those holding GPUs (indices kept at the few places that move jobs).
+    pub active: BTreeSet<JobId>,
+    pub queued: BTreeSet<JobId>,
+    pub holding: BTreeSet<JobId>,
+    pub tenants: BTreeMap<TenantId, TenantSpec>,
+    pub rates: BTreeMap<JobId, ProgressRate>,
+}
+
+impl Fleet {
+    pub fn job_mut(&mut self, id: JobId) -> Result<&mut Job, String> {
+        self.jobs.get_mut(&id).ok_or_else(|| format!("unknown job {id}"))
+    }
+
+    /// Moves a job to `state`, refusing moves the life cycle does not allow.
+    pub fn transition(&mut self, id: JobId, state: JobState) -> Result<(), String> {
+        let job = self.job_mut(id)?;
+        let (from, to) = (job.phase(), state.phase());
+        if !from.can_become(to) {
+            return Err(format!("job {id} cannot go from {} to {}", from.label(), to.label()));
+        }
+        job.state = state;
+        Ok(())
+    }
+
+    pub fn node_name(&self, id: NodeId) -> String {
+        self.nodes.get(&id).map(|n| clean(&n.spec.name)).unwrap_or_else(|| format!("node#{}", id.0))
+    }
+
+    pub fn gpu_mut(&mut self, gpu: GpuRef) -> Option<&mut Gpu> {
+        self.nodes.get_mut(&gpu.node).and_then(|n| n.gpus.get_mut(usize::from(gpu.index)))
+    }
+
+    /// The node a job holds GPUs on, if it holds any.
+    pub fn job_node(&self, id: JobId) -> Option<&Node> {
+        self.jobs.get(&id)?.placement.as_ref().and_then(|p| self.nodes.get(&p.node))
+    }
+
+    /// The pool a job holds GPUs in, if it holds any.
+    pub fn job_pool(&self, id: JobId) -> Option<(PoolKey, BillingMode)> {
+        self.job_node(id).map(|node| (node.spec.pool(), node.spec.billing))
+    }
+
+    /// The node a job's GPUs are on, whoever asks before freeing them.
+    pub fn placed_node(&self, id: JobId) -> Option<NodeId> {
+        self.jobs.get(&id).and_then(|j| j.placement.as_ref()).map(|p| p.node)
+    }
+
+    /// Frees the job's GPUs, CPUs and host memory (no state change). The
+    /// node must be charged up to now first (`Costs::settle_node`).
+    pub fn free(&mut self, id: JobId) {
+        let Some(job) = self.jobs.get_mut(&id) else { return };
+        self.holding.remove(&id);
+        if let Some(placement) = job.placement.take()
+            && let Some(node) = self.nodes.get_mut(&placement.node)
+        {
+            for gpu in node.gpus.iter_mut() {
+                gpu.allocations.retain(|a| a.job != id);
+                gpu.idle_since = None;
+            }
+            node.cpus_used = node.cpus_used.saturating_sub(job.spec.cpus);
+            node.host_mem_used = Mib(node.host_mem_used.0.saturating_sub(job.spec.host_mem.0));
+        }
+    }
+
+    /// Back to the queue, resuming from the last checkpoint; what was computed
+    /// since then is counted as lost (recompute). Returns whether it went back.
+    pub fn requeue_from_checkpoint(&mut self, at: At, id: JobId, stats: &mut Stats) -> bool {
+        let Some(job) = self.jobs.get_mut(&id) else { return false };
+        if job.phase().is_terminal() {
+            return false;
+        }
+        let lost = job.steps_done.saturating_sub(job.steps_saved);
+        job.lost_steps += lost;
+        job.steps_done = job.steps_saved;
+        job.state = JobState::Queued;
+        job.placement = None;
+        job.queued_since = at;
+        job.started_at = None;
+        job.placed_at = None;
+        job.requeues += 1;
+        self.queued.insert(id);
+        stats.lost_steps += lost;
+        stats.requeues += 1;
+        self.rates.remove(&id);
+        true
+    }
+
+    /// Asks a running job to stop: with a save first where `save` and possible.
+    pub fn stop_job(&mut self, now: Option<At>, policy: &CheckpointPolicy, id: JobId, reason: StopReason, save: bool, effects: &mut Vec<Effect>) {
+        let Some(job) = self.jobs.get_mut(&id) else { return };
+        match (&mut job.state, save) {
+            (JobState::Running, true) => {
+                job.state = JobState::Checkpointing { then: AfterCheckpoint::Stop(reason) };
+                job.checkpoint_asked_at = now;
+                let kind = policy.kind(u64::from(job.checkpoints));
+                effects.push(Effect::Checkpoint { job: id, kind });
+            }
+            (JobState::Checkpointing { then }, true) => *then = AfterCheckpoint::Stop(reason),
+            (JobState::Running | JobState::Checkpointing { .. } | JobState::Placed, _) => {
+                job.state = JobState::Preempted { reason };
+                effects.push(Effect::StopJob { job: id });
+            }
+            (JobState::Preempted { reason: current }, _) => {
+                // Already stopping; a cancel still wins over a requeue.
+                if matches!(reason, StopReason::Operator { requeue: false, .. }) {
+                    *current = reason;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Jobs of `tenant` holding GPUs.
+    pub fn holding_of(&self, tenant: &TenantId) -> Vec<JobId> {
+        self.holding.iter().copied().filter(|id| self.jobs.get(id).is_some_and(|j| j.spec.tags.tenant == *tenant)).collect()
+    }
+
+    /// Spot instances up, per type (the hazard's population at risk).
+    pub fn at_risk_by_type(&self) -> BTreeMap<&str, u32> {
+        let mut counts = BTreeMap::new();
+        for n in self.nodes.values().filter(|n| n.is_up() && n.spec.billing == BillingMode::Spot) {
+            *counts.entry(n.spec.instance_type.as_str()).or_insert(0) += 1;
+        }
+        counts
+    }
+
+    /// Spot instances of a type that are up.
+    pub fn spot_at_risk(&self, instance_type: &str) -> u32 {
+        self.at_risk_by_type().get(instance_type).copied().unwrap_or(0)
+    }
+
+    /// Jobs running on spot nodes, all or of one pool or one type.
+    pub fn spot_jobs(&self, pool: Option<&PoolKey>, instance_type: Option<&str>) -> Vec<JobId> {
+        self.holding
+            .iter()
+            .copied()
+            .filter(|id| {
+                let Some(node) = self.job_node(*id) else { return false };
+                node.spec.billing == BillingMode::Spot
+                    && pool.is_none_or(|k| node.spec.zone == k.zone && node.spec.instance_type == k.instance_type)
+                    && instance_type.is_none_or(|t| node.spec.instance_type == t)
+            })
+            .collect()
+    }
+
+    /// What each tenant holds now, in DRF's four dimensions and in quota terms.
+    pub fn holdings(&self) -> (BTreeMap<TenantId, Resources>, BTreeMap<TenantId, Held>) {
+        let mut resources: BTreeMap<TenantId, Resources> = BTreeMap::new();
+        let mut held: BTreeMap<TenantId, Held> = BTreeMap::new();
+        for job in self.holding.iter().filter_map(|id| self.jobs.get(id)) {
+            let tenant = &job.spec.tags.tenant;
+            // A tenant's name is cloned once, not once per job (every pass runs this).
+            match resources.get_mut(tenant) {
+                Some(r) => r.add(Resources::of(&job.spec)),
+                None => resources.entry(tenant.clone()).or_default().add(Resources::of(&job.spec)),
+            }
+            match held.get_mut(tenant) {
+                Some(h) => h.add(Held::of(&job.spec)),
+                None => held.entry(tenant.clone()).or_default().add(Held::of(&job.spec)),
+            }
+        }
+        (resources, held)
+    }
+
+    /// What the nodes that take work offer, in DRF's dimensions.
+    pub fn capacity(&self) -> Resources {
+        let mut cap = Resources::default();
+        for node in self.nodes.values().filter(|n| n.accepts_work()) {
+            cap.gpus += f64::from(node.spec.gpu_count);
+            cap.gpu_mem += node.gpus.iter().map(|g| f64::from(g.memory.0)).sum::<f64>();
+            cap.cpus += f64::from(node.spec.cpus);
+            cap.host_mem += f64::from(node.spec.host_memory.0);
+        }
+        cap
+    }
+
+    /// The queue in the current discipline's order, escalated jobs first.
+    pub fn ordered_queue(&self, config: &SchedConfig, now: At) -> Vec<&Job> {
+        let (held, _) = self.holdings();
+        let ctx = OrderContext { now, config, held: &held, capacity: self.capacity() };
+        let mut queued: Vec<&Job> = self.queued.iter().filter_map(|id| self.jobs.get(id)).collect();
+        config.discipline.discipline().order(&mut queued, &ctx);
+        // Escalated first, each part in the discipline's order (a stable partition).
+        let (mut first, rest): (Vec<&Job>, Vec<&Job>) = queued.into_iter().partition(|j| j.escalated);
+        first.extend(rest);
+        first
+    }
+
+    /// Jobs whose GPUs are borrowed beyond their tenant's quota.
+    pub fn borrowed(&self) -> BTreeSet<JobId> {
+        quota::borrowed(self.holding.iter().filter_map(|id| self.jobs.get(id)), &self.tenants)
+    }
+
+    /// When each job holding GPUs is predicted to end: from its measured
+    /// progress rate, else from its submitter's estimate.
+    pub fn predicted_ends(&self, now: At) -> BTreeMap<JobId, At> {
+        self.holding
+            .iter()
+            .filter_map(|id| self.jobs.get(id))
+            .filter_map(|job| {
+                let remaining = job.spec.steps_total.saturating_sub(job.steps_done);
+                // A rate near zero (a stalled job) predicts no end at all.
+                let secs = match self.rates.get(&job.spec.id).and_then(|r| r.remaining_secs(remaining)) {
+                    Some((mean, _)) => Secs::from_f64(mean)?,
+                    None => remaining_estimate(job)?,
+                };
+                Some((job.spec.id, now + secs.delta()))
+            })
+            .collect()
+    }
+
+    /// Whether a scheduler preemption is still in flight (one batch at a time,
+    /// so a pass never preempts twice for the same need).
+    pub fn scheduler_stop_pending(&self) -> bool {
+        self.holding.iter().filter_map(|id| self.jobs.get(id)).any(|j| {
+            matches!(
+                &j.state,
+                JobState::Preempted { reason: StopReason::Scheduler(s) } | JobState::Checkpointing { then: AfterCheckpoint::Stop(StopReason::Scheduler(s)) }
+                    if !matches!(s, SchedStop::Idle)
+            )
+        })
+    }
+}
+
+/// What is left of a job's own run-time estimate, scaled by its saved progress.
+pub fn remaining_estimate(job: &Job) -> Option<Secs> {
+    let est = job.spec.est_runtime?;
+    let total = job.spec.steps_total.max(1) as f64;
+    let left = 1.0 - job.steps_done.min(job.spec.steps_total) as f64 / total;
+    Some(Secs((est.0 as f64 * left).ceil() as i64))
+}

@@ -1,0 +1,162 @@
+//! What happened, for people: the recent-events log, the active alarms,
+//! the operator audit trail and the run's counters. Every part of the room
+//! writes here; nothing here decides anything about jobs or money.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+use crate::domain::event::{Actor, Effect};
+use crate::domain::text::clean;
+use crate::domain::units::At;
+
+/// Operator actions kept in the room (the event log keeps them all).
+const AUDIT_KEPT: usize = 500;
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Severity {
+    Info,
+    Warn,
+    Alarm,
+    Action,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LogLine {
+    pub at: At,
+    pub severity: Severity,
+    pub text: String,
+}
+
+/// Who did what, from where, and when (operator actions).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AuditEntry {
+    pub at: At,
+    pub user: String,
+    pub origin: String,
+    pub what: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Alarm {
+    pub raised_at: At,
+    pub text: String,
+    /// Who acknowledged it, if anyone; kept while the alarm is re-raised.
+    #[serde(default)]
+    pub acked: Option<Ack>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Ack {
+    pub at: At,
+    pub user: String,
+}
+
+/// Counters for the summary and the header.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stats {
+    pub events: u64,
+    pub rejected: u64,
+    pub submitted: u64,
+    pub placements: u64,
+    pub done: u64,
+    pub failed: u64,
+    pub notices: u64,
+    pub nodes_lost: u64,
+    pub operator_actions: u64,
+    pub requeues: u64,
+    pub lost_steps: u64,
+    pub checkpoints: u64,
+    pub checkpoint_bytes: u64,
+    /// Interruption saves that finished before the instance went away, and those that did not.
+    pub notice_saves_in_time: u64,
+    pub notice_saves_missed: u64,
+    /// Queue waits of placements (sum and count, seconds).
+    pub wait_secs_sum: i64,
+    pub wait_count: u64,
+    /// Job completion times (submission to done) of finished jobs, seconds.
+    #[serde(default)]
+    pub jct_secs_sum: i64,
+    #[serde(default)]
+    pub preemptions_by_scheduler: u64,
+    #[serde(default)]
+    pub idle_reclaims: u64,
+    #[serde(default)]
+    pub escalations: u64,
+    /// Jobs saved and moved because the market passed their max price.
+    #[serde(default)]
+    pub price_moves: u64,
+    /// Placements that left the pool a job was interrupted in or moved from.
+    #[serde(default)]
+    pub migrations: u64,
+}
+
+impl Stats {
+    /// Share of notice saves that did not finish before the instance went
+    /// (with one miss and one success assumed, so no history reads as 50%).
+    pub fn notice_miss_share(&self) -> f64 {
+        let (ok, missed) = (self.notice_saves_in_time, self.notice_saves_missed);
+        (missed as f64 + 1.0) / ((ok + missed) as f64 + 2.0)
+    }
+}
+
+fn default_log_capacity() -> usize {
+    200
+}
+
+/// The room's journal.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Journal {
+    /// Operator actions, newest last (the event log keeps them all).
+    #[serde(default)]
+    pub audit: VecDeque<AuditEntry>,
+    pub alarms: BTreeMap<String, Alarm>,
+    pub log: VecDeque<LogLine>,
+    pub stats: Stats,
+    /// Lines of the recent-events log kept (`RoomConfig::log_capacity`).
+    #[serde(default = "default_log_capacity")]
+    pub log_capacity: usize,
+}
+
+impl Journal {
+    pub fn new(log_capacity: usize) -> Journal {
+        Journal { audit: VecDeque::new(), alarms: BTreeMap::new(), log: VecDeque::new(), stats: Stats::default(), log_capacity }
+    }
+
+    pub fn note(&mut self, at: At, severity: Severity, text: String) {
+        if self.log.len() >= self.log_capacity.max(1) {
+            self.log.pop_front();
+        }
+        self.log.push_back(LogLine { at, severity, text });
+    }
+
+    /// Raises (or re-raises, keeping who acknowledged it) an alarm, and logs it.
+    pub fn raise(&mut self, at: At, id: String, text: String, effects: &mut Vec<Effect>) {
+        self.note(at, Severity::Alarm, text.clone());
+        let acked = self.alarms.get(&id).and_then(|a| a.acked.clone());
+        self.alarms.insert(id.clone(), Alarm { raised_at: at, text: text.clone(), acked });
+        effects.push(Effect::AlarmRaised { id, text });
+    }
+
+    pub fn clear(&mut self, id: &str, effects: &mut Vec<Effect>) {
+        if self.alarms.remove(id).is_some() {
+            effects.push(Effect::AlarmCleared { id: id.to_string() });
+        }
+    }
+
+    pub fn audit_action(&mut self, at: At, actor: &Actor, what: &str) {
+        if self.audit.len() >= AUDIT_KEPT {
+            self.audit.pop_front();
+        }
+        self.audit.push_back(AuditEntry { at, user: clean(&actor.user), origin: clean(&actor.origin), what: what.to_string() });
+    }
+
+    /// An event the room refused: counted, logged, and said back to its source.
+    pub fn reject(&mut self, at: At, reason: String) -> Vec<Effect> {
+        self.stats.rejected += 1;
+        let reason = clean(&reason);
+        self.note(at, Severity::Warn, format!("rejected: {reason}"));
+        vec![Effect::Rejected { reason }]
+    }
+}

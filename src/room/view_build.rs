@@ -1,0 +1,431 @@
+//! Building the `View` from the `Room`: the one part of the room that reads
+//! it whole, read-only, as a projection for the console. It cleans every
+//! text that came from outside and derives the figures panes show (burn per
+//! hour, projections, fragmentation), so panes only draw.
+
+use std::collections::BTreeMap;
+
+use super::cost::node_rate;
+use super::journal::AuditEntry;
+use super::view::*;
+use super::view_slurm::slurm_view;
+use super::Room;
+use crate::cost::budget::threshold;
+use crate::domain::cluster::{BillingMode, NodeState};
+use crate::domain::ids::JobId;
+use crate::domain::job::Phase;
+use crate::domain::text::clean;
+use crate::domain::units::{start_of_next_month, Mib, Micros, MicrosPerHour, Secs};
+use crate::market::Trend;
+use crate::sched::fragmentation::{self};
+
+impl Room {
+    pub fn view(&self) -> View {
+        let now = self.now;
+        let mut view = View {
+            at: now,
+            events: self.journal.stats.events,
+            discipline: self.config.sched.discipline.discipline().name().to_string(),
+            ..View::default()
+        };
+        self.fill_nodes(&mut view);
+        self.fill_jobs(&mut view);
+        self.fill_market(&mut view);
+        self.fill_spot_jobs(&mut view);
+        self.fill_budgets(&mut view);
+        view.alarms = self
+            .journal
+            .alarms
+            .iter()
+            .rev()
+            .map(|(id, a)| AlarmRow {
+                id: clean(id),
+                raised_at: a.raised_at,
+                text: clean(&a.text),
+                acked_by: a.acked.as_ref().map(|k| clean(&k.user)),
+                acked_at: a.acked.as_ref().map(|k| k.at),
+            })
+            .collect();
+        view.alarms.sort_by(|a, b| b.raised_at.cmp(&a.raised_at).then(a.id.cmp(&b.id)));
+        view.log = self.journal.log.iter().cloned().collect();
+        view.sources = self
+            .sources
+            .iter()
+            .map(|(name, s)| SourceView { name: name.clone(), ok: s.ok, detail: s.detail.clone(), since: s.since })
+            .collect();
+        view.slurm = slurm_view(&self.slurm, &self.config.slurm, &self.fleet.tenants);
+        view.audit = self
+            .journal
+            .audit
+            .iter()
+            .skip(self.journal.audit.len().saturating_sub(AUDIT_SHOWN))
+            .map(|a| AuditEntry { at: a.at, user: clean(&a.user), origin: clean(&a.origin), what: clean(&a.what) })
+            .collect();
+        view.totals = Totals {
+            stats: self.journal.stats.clone(),
+            spend_by_mode: self.costs.books.spend,
+            idle_by_mode: self.costs.books.idle_spend,
+            gpu_hours_allocated: self.costs.books.gpu_ms_allocated.map(|ms| ms as f64 / 3.6e6),
+            gpu_hours_idle: self.costs.books.gpu_ms_idle.map(|ms| ms as f64 / 3.6e6),
+            spend: self.costs.books.total(),
+            mean_wait: (self.journal.stats.wait_count > 0).then(|| Secs(self.journal.stats.wait_secs_sum / self.journal.stats.wait_count as i64)),
+            mean_jct: (self.journal.stats.done > 0).then(|| Secs(self.journal.stats.jct_secs_sum / self.journal.stats.done as i64)),
+            services: self.costs.books.services,
+            forecast_rest_of_month: now.and_then(|at| self.forecast.projected_rest_of_month(at)),
+        };
+        view
+    }
+
+    fn fill_nodes(&self, view: &mut View) {
+        let mut util_sum = 0.0;
+        let mut util_n = 0u32;
+        let cluster = &mut view.cluster;
+        let mut burn = 0i64;
+        for node in self.fleet.nodes.values() {
+            cluster.nodes_total += 1;
+            let up = node.is_up();
+            if up {
+                cluster.nodes_up += 1;
+                burn += node_rate(&self.market, node).map(|r| r.0).unwrap_or(0);
+            }
+            let gpus = node
+                .gpus
+                .iter()
+                .map(|gpu| {
+                    if up {
+                        cluster.gpus_total += 1;
+                        cluster.mem_total += u64::from(gpu.memory.0);
+                        cluster.mem_allocated += u64::from(gpu.allocated().0);
+                        if !gpu.allocations.is_empty() {
+                            cluster.gpus_busy += 1;
+                        }
+                        if gpu.stale {
+                            cluster.gpus_stale += 1;
+                        }
+                        if let Some(u) = gpu.util {
+                            util_sum += f64::from(u);
+                            util_n += 1;
+                        }
+                    }
+                    GpuView {
+                        index: gpu.index,
+                        util: if up { gpu.util } else { None },
+                        mem_total: gpu.memory,
+                        mem_used: if up { gpu.mem_used } else { None },
+                        mem_allocated: gpu.allocated(),
+                        largest_free: if gpu.has_exclusive() { Mib(0) } else { gpu.largest_free_block() },
+                        fragmentation: gpu.fragmentation(),
+                        jobs: gpu.allocations.iter().map(|a| a.job).collect(),
+                        exclusive: gpu.has_exclusive(),
+                        stale: gpu.stale,
+                        health: gpu.health.clone(),
+                    }
+                })
+                .collect();
+            let state = match &node.state {
+                NodeState::Up => "up".to_string(),
+                NodeState::Draining { deadline } => match self.now {
+                    Some(now) => format!("draining {}s", (*deadline - now).num_seconds().max(0)),
+                    None => "draining".to_string(),
+                },
+                NodeState::Down { .. } => "down".to_string(),
+            };
+            view.nodes.push(NodeView {
+                id: node.spec.id,
+                name: clean(&node.spec.name),
+                instance_type: clean(&node.spec.instance_type),
+                zone: clean(&node.spec.zone),
+                billing: node.spec.billing,
+                gpu_model: clean(&node.spec.gpu_model),
+                state,
+                up,
+                price: node_rate(&self.market, node),
+                max_price: node.spec.max_price,
+                gpus,
+            });
+        }
+        cluster.util_mean = if util_n > 0 { util_sum / f64::from(util_n) } else { 0.0 };
+        view.pools = self.pool_rows();
+        cluster.fragmentation = fragmentation::measure(&self.fleet.nodes);
+        cluster.burn = MicrosPerHour(burn);
+    }
+
+    fn pool_rows(&self) -> Vec<PoolRow> {
+        let mut pools: BTreeMap<crate::domain::job::PoolTarget, PoolRow> = BTreeMap::new();
+        for node in self.fleet.nodes.values() {
+            let target = crate::domain::job::PoolTarget::of(&node.spec);
+            let row = pools.entry(target.clone()).or_insert_with(|| PoolRow {
+                target: crate::domain::job::PoolTarget {
+                    billing: target.billing,
+                    instance_type: clean(&target.instance_type),
+                    zone: clean(&target.zone),
+                },
+                nodes_up: 0,
+                nodes_total: 0,
+                gpus_free: 0,
+                gpus_free_one_node: 0,
+                gpus_total: 0,
+                price: None,
+            });
+            row.nodes_total += 1;
+            row.gpus_total += node.gpus.len() as u32;
+            if node.accepts_work() {
+                row.nodes_up += 1;
+                let free = node.gpus.iter().filter(|g| g.allocations.is_empty()).count() as u32;
+                row.gpus_free += free;
+                row.gpus_free_one_node = row.gpus_free_one_node.max(free);
+            }
+            row.price = row.price.or(node_rate(&self.market, node));
+        }
+        pools.into_values().collect()
+    }
+
+    fn fill_jobs(&self, view: &mut View) {
+        let now = self.now.unwrap_or_default();
+        let borrowed = self.fleet.borrowed();
+        let mut running = Vec::new();
+        let mut queued = Vec::new();
+        for job in self.fleet.active.iter().filter_map(|id| self.fleet.jobs.get(id)) {
+            let phase = job.phase();
+            let node = job.placement.as_ref().and_then(|p| self.fleet.nodes.get(&p.node));
+            let eta = self
+                .fleet
+                .rates
+                .get(&job.spec.id)
+                .and_then(|r| r.remaining_secs(job.spec.steps_total.saturating_sub(job.steps_done)))
+                .and_then(|(mean, _)| Secs::from_f64(mean));
+            let row = JobRow {
+                id: job.spec.id,
+                name: clean(&job.spec.name),
+                tenant: clean(&job.spec.tags.tenant.0),
+                project: clean(&job.spec.tags.project),
+                env: clean(&job.spec.tags.env),
+                model: clean(&job.spec.tags.model),
+                class: job.spec.class,
+                phase,
+                state: if phase == Phase::Queued && job.requeues > 0 { "requeued".into() } else { phase.label().into() },
+                gpus: job.spec.gpus,
+                gpu_mem: job.spec.gpu_mem,
+                node: node.map(|n| clean(&n.spec.name)),
+                billing: node.map(|n| n.spec.billing),
+                progress: job.progress(),
+                wait: Secs(job.wait_secs(now)),
+                eta,
+                predicted_runtime: (phase == Phase::Queued)
+                    .then(|| self.predictor.predict(job))
+                    .flatten()
+                    // A handful of finished jobs say little; show it once there are enough.
+                    .filter(|p| p.samples >= crate::predict::lifetime::MIN_RELIABLE_SAMPLES)
+                    .and_then(|p| Secs::from_f64(p.mean_secs)),
+                cost: job.cost,
+                attempts: job.attempts,
+                borrowed: borrowed.contains(&job.spec.id),
+                escalated: job.escalated,
+                target: job.target.as_deref().cloned(),
+                unsaved: if job.spec.steps_total == 0 {
+                    0.0
+                } else {
+                    (job.steps_done.saturating_sub(job.steps_saved) as f64 / job.spec.steps_total as f64).clamp(0.0, 1.0)
+                },
+                last_save: job.last_checkpoint_at,
+                save_secs: job.checkpoint_secs,
+            };
+            if phase == Phase::Queued {
+                queued.push((job, row));
+            } else {
+                running.push(row);
+            }
+        }
+        let q = &mut view.queue;
+        q.depth = queued.len() as u32;
+        q.running = running.len() as u32;
+        q.gpus_asked = queued.iter().map(|(j, _)| u32::from(j.spec.gpus)).sum();
+        if let Some((job, row)) = queued.iter().max_by_key(|(j, r)| (r.wait, std::cmp::Reverse(j.spec.id))) {
+            q.oldest_wait = Some(row.wait);
+            q.oldest_job = Some(job.spec.id);
+        }
+        for (tenant, spec) in &self.fleet.tenants {
+            let mine_q: Vec<_> = queued.iter().filter(|(j, _)| &j.spec.tags.tenant == tenant).collect();
+            let held: Vec<&JobRow> = running.iter().filter(|r| r.tenant == clean(&tenant.0)).collect();
+            q.by_tenant.push(TenantQueue {
+                tenant: clean(&tenant.0),
+                queued: mine_q.len() as u32,
+                gpus_asked: mine_q.iter().map(|(j, _)| u32::from(j.spec.gpus)).sum(),
+                running: held.len() as u32,
+                gpus_held: held.iter().map(|r| u32::from(r.gpus)).sum(),
+                borrowed_gpus: held.iter().filter(|r| r.borrowed).map(|r| u32::from(r.gpus)).sum(),
+                quota_gpus: spec.quota_gpus,
+                oldest_wait: mine_q.iter().map(|(_, r)| r.wait).max(),
+            });
+        }
+        let position: std::collections::BTreeMap<JobId, usize> =
+            self.fleet.ordered_queue(&self.config.sched, now).iter().enumerate().map(|(i, j)| (j.spec.id, i)).collect();
+        queued.sort_by_key(|(j, _)| position.get(&j.spec.id).copied().unwrap_or(usize::MAX));
+        running.sort_by(|a, b| a.node.cmp(&b.node).then(a.id.cmp(&b.id)));
+        view.jobs = running;
+        view.jobs.extend(queued.into_iter().map(|(_, r)| r));
+    }
+
+    fn fill_market(&self, view: &mut View) {
+        let now = self.now.unwrap_or_default();
+        for (key, pool) in &self.market.pools {
+            let nodes: Vec<_> = self.fleet.nodes.values().filter(|n| n.spec.billing == BillingMode::Spot && n.spec.pool() == *key).collect();
+            let (change, trend) = self.market.change_over(key, now, self.config.trend_window).unwrap_or((0, Trend::Flat));
+            let trend = pool.trend.as_ref().map_or(trend, |tr| tr.direction);
+            let hazard = self.now.map(|at| {
+                let risk = self.hazard.view(&key.instance_type, at, self.fleet.spot_at_risk(&key.instance_type).max(1));
+                PoolHazard { p: risk.p, recent_events: risk.recent_events as u32, long_run: risk.long_run }
+            });
+            view.market.push(MarketRow {
+                zone: clean(&key.zone),
+                instance_type: clean(&key.instance_type),
+                price: pool.price,
+                on_demand: pool.on_demand,
+                max_prices: nodes.iter().filter_map(|n| n.spec.max_price).collect(),
+                nodes_up: nodes.iter().filter(|n| n.is_up()).count() as u32,
+                nodes_total: nodes.len() as u32,
+                updated_at: pool.updated_at,
+                changed_at: pool.changed_at,
+                change,
+                trend,
+                trend_per_hour: pool.trend.as_ref().map(|tr| tr.relative).filter(|r| r.is_finite()),
+                hazard,
+                history: pool.history.iter().copied().collect(),
+            });
+        }
+    }
+
+    fn fill_spot_jobs(&self, view: &mut View) {
+        for job in self.fleet.active.iter().filter_map(|id| self.fleet.jobs.get(id)) {
+            let phase = job.phase();
+            if !phase.holds_gpus() {
+                continue;
+            }
+            let Some(node) = job.placement.as_ref().and_then(|p| self.fleet.nodes.get(&p.node)) else { continue };
+            if node.spec.billing != BillingMode::Spot {
+                continue;
+            }
+            let market = self.market.price(&node.spec.pool());
+            let risk = job.risk.as_ref();
+            let bid = risk.and_then(|r| r.bid);
+            let cap = bid.map(|b| b.cap);
+            let headroom = match (cap, market) {
+                (Some(c), Some(m)) if m.0 > 0 => Some(c.0 as f64 / m.0 as f64 - 1.0),
+                _ => None,
+            };
+            view.spot_jobs.push(SpotJobRow {
+                id: job.spec.id,
+                name: clean(&job.spec.name),
+                node: clean(&node.spec.name),
+                zone: clean(&node.spec.zone),
+                instance_type: clean(&node.spec.instance_type),
+                phase,
+                market,
+                cap,
+                headroom,
+                coefficient: bid.map(|b| b.coefficient),
+                mode: bid.map(|b| b.mode),
+                verdict: bid.map(|b| b.verdict),
+                interval: risk.map(|r| r.interval),
+                shortened: risk.is_some_and(|r| r.shortened),
+                p_next_minute: risk.map(|r| r.p_next_minute),
+            });
+        }
+        view.spot_jobs.sort_by(|a, b| match (a.headroom, b.headroom) {
+            (Some(x), Some(y)) => x.total_cmp(&y).then(a.id.cmp(&b.id)),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (None, None) => a.id.cmp(&b.id),
+        });
+    }
+
+    fn fill_budgets(&self, view: &mut View) {
+        let now = self.now.unwrap_or_default();
+        // Burn per tenant: each unit's hourly share of its instance (as the
+        // accrual charges it: 1/gpus, or a MIG slice's memory share), split
+        // over its jobs by memory.
+        let mut burn: std::collections::BTreeMap<&str, f64> = std::collections::BTreeMap::new();
+        let mut held: std::collections::BTreeMap<&str, u32> = std::collections::BTreeMap::new();
+        for node in self.fleet.nodes.values().filter(|n| n.is_up()) {
+            let Some(rate) = node_rate(&self.market, node) else { continue };
+            for gpu in &node.gpus {
+                let (num, den) = node.spec.share_of(gpu.memory, gpu.mig);
+                let per_gpu = rate.0 as f64 * num as f64 / den.max(1) as f64;
+                let exclusive = gpu.has_exclusive();
+                let total = if exclusive { gpu.allocated().0 } else { gpu.memory.0 };
+                for alloc in &gpu.allocations {
+                    if let Some(job) = self.fleet.jobs.get(&alloc.job) {
+                        let share = f64::from(alloc.size.0) / f64::from(total.max(1));
+                        *burn.entry(job.spec.tags.tenant.0.as_str()).or_default() += per_gpu * share;
+                    }
+                }
+            }
+        }
+        for job in self.fleet.active.iter().filter_map(|id| self.fleet.jobs.get(id)) {
+            if job.phase().holds_gpus() {
+                *held.entry(job.spec.tags.tenant.0.as_str()).or_default() += u32::from(job.spec.gpus);
+            }
+        }
+        // A tenant that is a Slurm account holds what its Slurm jobs hold
+        // too: one quota, wherever its GPUs run.
+        let slurm_held = self.slurm.snapshot.as_ref().map(crate::sched::slurm_advice::usage).unwrap_or_default();
+        // Unit costs: (cost, requests) and (cost, tokens) over the jobs that
+        // reported output: finished ones from the books, running ones live.
+        let mut output: std::collections::BTreeMap<&str, [(i128, i128); 2]> = std::collections::BTreeMap::new();
+        for (tenant, book) in &self.costs.books.tenants {
+            let d = book.done_output;
+            output.insert(tenant.0.as_str(), [(d.request_cost.0.into(), d.requests.into()), (d.token_cost.0.into(), d.tokens.into())]);
+        }
+        for job in self.fleet.active.iter().filter_map(|id| self.fleet.jobs.get(id)).filter(|j| j.requests > 0 || j.tokens > 0) {
+            let total = i128::from((job.cost + job.service_cost).0);
+            let sums = output.entry(job.spec.tags.tenant.0.as_str()).or_default();
+            for (sum, n) in sums.iter_mut().zip([job.requests, job.tokens]) {
+                if n > 0 {
+                    sum.0 += total;
+                    sum.1 += i128::from(n);
+                }
+            }
+        }
+        let per = |(cost, n): (i128, i128), scale: i128| {
+            (n > 0).then(|| Micros((cost * scale / n).clamp(i64::MIN.into(), i64::MAX.into()) as i64))
+        };
+        let policy = &self.config.cost.budget;
+        let hours_left = (start_of_next_month(now) - now).num_seconds() as f64 / 3600.0;
+        for (tenant, spec) in &self.fleet.tenants {
+            let rate = burn.get(tenant.0.as_str()).copied().unwrap_or(0.0);
+            let mtd = self.costs.books.month_to_date(tenant, now);
+            let budget = spec.monthly_budget;
+            let at = |pct: u32| if budget.0 > 0 { threshold(budget, pct) } else { Micros::ZERO };
+            let approval = self
+                .approval(tenant)
+                .filter(|a| crate::cost::books::month_of(a.at) == crate::cost::books::month_of(now))
+                .map(|a| ApprovalView {
+                    user: clean(&a.user),
+                    origin: clean(&a.origin),
+                    at: a.at,
+                    reason: clean(&a.reason),
+                    amount: a.amount,
+                    until: a.until,
+                    in_force: a.covers(budget, policy, mtd, now),
+                });
+            let [requests, tokens] = output.get(tenant.0.as_str()).copied().unwrap_or_default();
+            view.budgets.push(BudgetRow {
+                tenant: clean(&tenant.0),
+                burn: MicrosPerHour(rate.round() as i64),
+                month_to_date: mtd,
+                budget: spec.monthly_budget,
+                projected: mtd + Micros((rate * hours_left).round() as i64),
+                gpus_held: held.get(tenant.0.as_str()).copied().unwrap_or(0).saturating_add(slurm_held.get(tenant.0.as_str()).copied().unwrap_or(0)),
+                quota_gpus: spec.quota_gpus,
+                level: self.budgets.level(tenant),
+                notify_at: at(policy.notify_pct),
+                limit_at: at(policy.limit_pct),
+                block_at: at(policy.block_pct),
+                approval,
+                per_1k_requests: per(requests, 1_000),
+                per_1m_tokens: per(tokens, 1_000_000),
+            });
+        }
+    }
+}
+

@@ -1,0 +1,96 @@
+//! Wait alarms: a queued job past its class's wait limit is escalated
+//! (ordered first; a spot-only one may use any capacity) and raises an alarm,
+//! one per tenant and job class, that clears when the last such job is placed
+//! or ends.
+//!
+//! Owns the wording and the grouping of wait alarms; reads the queue from the
+//! fleet and writes the journal it is handed.
+
+use super::fleet::Fleet;
+use super::journal::Journal;
+use crate::domain::event::Effect;
+use crate::domain::ids::{JobId, TenantId};
+use crate::domain::job::{Job, JobClass, PoolPreference};
+use crate::domain::text::clean;
+use crate::domain::units::{At, Secs};
+use crate::sched::MaxWait;
+
+/// Once a simulated minute: queued jobs past their class's wait limit
+/// raise an alarm and are escalated (ordered first; spot-only ones may use
+/// any capacity). The alarm clears when the job is placed or ends.
+/// Returns whether a job was escalated (the queue must be looked at again).
+pub fn check(last: &mut Option<At>, limits: &MaxWait, fleet: &mut Fleet, journal: &mut Journal, at: At, effects: &mut Vec<Effect>) -> bool {
+    if last.is_some_and(|last| at - last < chrono::TimeDelta::seconds(60)) {
+        return false;
+    }
+    *last = Some(at);
+    let late: Vec<(JobId, Secs, Secs)> = fleet
+        .queued
+        .iter()
+        .filter_map(|id| fleet.jobs.get(id))
+        .filter(|j| !j.escalated)
+        .map(|j| (j.spec.id, Secs(j.wait_secs(at)), limits.of(j.spec.class)))
+        .filter(|(_, wait, limit)| wait > limit)
+        .collect();
+    let mut groups: Vec<(TenantId, JobClass)> = Vec::new();
+    let mut escalated = false;
+    for (id, _, _) in late {
+        let Some(job) = fleet.jobs.get_mut(&id) else { continue };
+        job.escalated = true;
+        journal.stats.escalations += 1;
+        escalated = true;
+        let group = (job.spec.tags.tenant.clone(), job.spec.class);
+        if !groups.contains(&group) {
+            groups.push(group);
+        }
+    }
+    for (tenant, class) in groups {
+        refresh(limits, fleet, journal, at, &tenant, class, effects);
+    }
+    escalated
+}
+
+/// One wait alarm per tenant and job class, not one per job: a backlog
+/// of thousands is one line an operator can act on (and acknowledge
+/// once). It names the oldest job and counts the others; it updates in
+/// place as jobs join or leave it and clears when none is left waiting.
+/// A job of the group was placed or ended: its alarm, if any, follows.
+#[allow(clippy::too_many_arguments)]
+pub fn group_left(limits: &MaxWait, fleet: &Fleet, journal: &mut Journal, at: At, tenant: &TenantId, class: JobClass, effects: &mut Vec<Effect>) {
+    // No alarm, nothing to update (and no scan of a long queue on every placement).
+    if journal.alarms.contains_key(&wait_alarm_id(tenant, class)) {
+        refresh(limits, fleet, journal, at, tenant, class, effects);
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn refresh(limits: &MaxWait, fleet: &Fleet, journal: &mut Journal, at: At, tenant: &TenantId, class: JobClass, effects: &mut Vec<Effect>) {
+    let id = wait_alarm_id(tenant, class);
+    let late: Vec<&Job> = fleet
+        .queued
+        .iter()
+        .filter_map(|j| fleet.jobs.get(j))
+        .filter(|j| j.escalated && j.spec.class == class && j.spec.tags.tenant == *tenant)
+        .collect();
+    let Some(oldest) = late.iter().max_by_key(|j| (j.wait_secs(at), std::cmp::Reverse(j.spec.id))) else {
+        journal.clear(&id, effects);
+        return;
+    };
+    let limit = limits.of(class);
+    let widened = if late.iter().any(|j| j.spec.pool == PoolPreference::SpotOnly) { ", spot-only ones may now use on-demand or reserved capacity" } else { "" };
+    let (job_id, name, wait) = (oldest.spec.id, clean(&oldest.spec.name), Secs(oldest.wait_secs(at)));
+    let text = match late.len() {
+        1 => format!("{job_id} {name} waited {wait} (limit {limit} for {}): escalated{widened}", class.label()),
+        n => format!("{}: {n} {} jobs waited past {limit}, oldest {job_id} {name} {wait}: escalated{widened}", clean(&tenant.0), class.label()),
+    };
+    match journal.alarms.get_mut(&id) {
+        // Already raised: the count and the oldest change in place, without a log line each time.
+        Some(alarm) => alarm.text = text,
+        None => journal.raise(at, id, text, effects),
+    }
+}
+
+/// The id of a tenant's wait alarm for one job class.
+fn wait_alarm_id(tenant: &TenantId, class: JobClass) -> String {
+    format!("wait:{}:{}", tenant.0, class.label())
+}
