@@ -478,7 +478,7 @@ struct Shot {
 
 /// The console as the keys would leave it: a pane zoomed, a dialog open.
 fn screenshot_app(view: &View, shot: &Shot) -> Result<gpuroom::tui::App> {
-    use gpuroom::tui::app::PaneId;
+    use gpuroom::tui::PaneId;
     use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
     let mut app = gpuroom::tui::App::new();
     if let Some(name) = &shot.pane {

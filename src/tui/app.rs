@@ -15,84 +15,13 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use super::commands::{self, Act};
 use super::job_order::JobOrder;
 use super::log::AlarmsUi;
-use super::modes::{Mode, Status};
+use super::modes::Mode;
+use super::pane_id::PaneId;
+use super::selection::{Follow, Window};
+use super::status::Status;
 use crate::domain::event::Action;
 use crate::domain::ids::JobId;
 use crate::room::View;
-
-/// The seven panes, in the order of their digit keys (`1`–`7`). The Slurm
-/// pane is there only while a Slurm cluster is attached (`View::slurm`).
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub enum PaneId {
-    #[default]
-    Fleet,
-    Memory,
-    Queue,
-    Market,
-    Budget,
-    Alarms,
-    Slurm,
-}
-
-impl PaneId {
-    pub const ALL: [PaneId; 7] = [PaneId::Fleet, PaneId::Memory, PaneId::Queue, PaneId::Market, PaneId::Budget, PaneId::Alarms, PaneId::Slurm];
-
-    /// Tab order, as the panes sit on screen: the Slurm pane holds the
-    /// queue's place, so it comes just before the queue.
-    const TAB: [PaneId; 7] = [PaneId::Fleet, PaneId::Memory, PaneId::Slurm, PaneId::Queue, PaneId::Market, PaneId::Budget, PaneId::Alarms];
-
-    pub fn title(self) -> &'static str {
-        match self {
-            PaneId::Fleet => "Fleet",
-            PaneId::Memory => "GPU memory",
-            PaneId::Queue => "Queue",
-            PaneId::Market => "Spot market",
-            PaneId::Budget => "Budgets",
-            PaneId::Alarms => "Alarms & log",
-            PaneId::Slurm => "Slurm",
-        }
-    }
-
-    /// The word for it in the command bar (`:pane market`).
-    pub fn command_name(self) -> &'static str {
-        match self {
-            PaneId::Fleet => "fleet",
-            PaneId::Memory => "memory",
-            PaneId::Queue => "queue",
-            PaneId::Market => "market",
-            PaneId::Budget => "budget",
-            PaneId::Alarms => "alarms",
-            PaneId::Slurm => "slurm",
-        }
-    }
-
-    /// Whether the pane can have the focus: the Slurm pane only with a cluster.
-    pub fn available(self, view: &View) -> bool {
-        self != PaneId::Slurm || view.slurm.is_some()
-    }
-
-    fn step(self, view: &View, by: usize) -> PaneId {
-        let n = PaneId::TAB.len();
-        let mut i = PaneId::TAB.iter().position(|p| *p == self).unwrap_or(0);
-        for _ in 0..n {
-            i = (i + by) % n;
-            if PaneId::TAB[i].available(view) {
-                break;
-            }
-        }
-        PaneId::TAB[i]
-    }
-
-    /// The next pane in Tab order that `view` has.
-    pub fn next(self, view: &View) -> PaneId {
-        self.step(view, 1)
-    }
-
-    /// The previous pane in Tab order that `view` has.
-    pub fn prev(self, view: &View) -> PaneId {
-        self.step(view, PaneId::TAB.len() - 1)
-    }
-}
 
 /// What the run loop does after a key.
 #[derive(Clone, Debug, PartialEq)]
@@ -101,57 +30,6 @@ pub enum Control {
     Quit,
     /// Operator actions for the engine, in order (confirmed where they must be).
     Send(Vec<Action>),
-}
-
-/// The rows of the job table on screen, written while drawing so that
-/// scrolling is sticky and PgUp/PgDn move by what is visible.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub struct Window {
-    pub offset: usize,
-    pub rows: usize,
-}
-
-/// A selection in a list that follows its item by key as the list changes,
-/// and falls back to the same place when the item is gone.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Follow<K> {
-    key: Option<K>,
-    at: usize,
-}
-
-impl<K> Default for Follow<K> {
-    fn default() -> Self {
-        Follow { key: None, at: 0 }
-    }
-}
-
-impl<K: PartialEq + Clone> Follow<K> {
-    /// Position in `keys` of the selected item; `None` for an empty list.
-    pub fn position(&self, keys: &[K]) -> Option<usize> {
-        if keys.is_empty() {
-            return None;
-        }
-        if let Some(k) = &self.key
-            && let Some(i) = keys.iter().position(|x| x == k)
-        {
-            return Some(i);
-        }
-        Some(self.at.min(keys.len() - 1))
-    }
-
-    fn move_to(&mut self, keys: &[K], index: isize) {
-        if keys.is_empty() {
-            return;
-        }
-        let i = index.clamp(0, keys.len() as isize - 1) as usize;
-        self.key = Some(keys[i].clone());
-        self.at = i;
-    }
-
-    fn move_by(&mut self, keys: &[K], delta: isize) {
-        let current = self.position(keys).map(|i| i as isize).unwrap_or(0);
-        self.move_to(keys, current.saturating_add(delta));
-    }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -177,7 +55,7 @@ pub struct App {
     pub(crate) queue_window: Cell<Window>,
     pub(crate) slurm_window: Cell<Window>,
     /// Fleet pane: selected node and drill-down.
-    pub fleet: super::panes::fleet::FleetUi,
+    pub fleet: super::panes::fleet_ui::FleetUi,
 }
 
 fn job_keys(view: &View, rows: &[usize]) -> Vec<JobId> {

@@ -6,7 +6,7 @@ use ratatui::crossterm::event::{KeyCode, KeyModifiers};
 use super::*;
 use crate::domain::job::Phase;
 use crate::tui::fixture::demo_view;
-use crate::tui::modes::Tone;
+use crate::tui::status::Tone;
 
 fn press(app: &mut App, view: &View, code: KeyCode) -> Control {
     app.on_key(KeyEvent::new(code, KeyModifiers::NONE), view)

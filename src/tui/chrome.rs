@@ -15,9 +15,9 @@ use ratatui::widgets::Widget;
 use super::app::App;
 use super::commands::{Act, COMMANDS};
 use super::fmt::{self, put};
+use super::log::severity_style;
+use super::context::DrawContext;
 use super::theme::Theme;
-use super::DrawContext;
-use crate::room::Severity;
 use crate::domain::units::Secs;
 use crate::room::View;
 
@@ -163,24 +163,6 @@ pub fn alarm_strip(view: &View, t: &Theme, area: Rect, buf: &mut Buffer) {
         spans.push(Span::styled(last.text.clone(), severity_style(last.severity, t)));
     }
     put(buf, area, 0, Line::from(spans));
-}
-
-pub fn severity_style(s: Severity, t: &Theme) -> Style {
-    match s {
-        Severity::Info => t.text,
-        Severity::Warn => t.warn,
-        Severity::Alarm => t.alarm,
-        Severity::Action => t.key,
-    }
-}
-
-pub fn severity_tag(s: Severity) -> &'static str {
-    match s {
-        Severity::Info => "info",
-        Severity::Warn => "WARN",
-        Severity::Alarm => "ALRM",
-        Severity::Action => "act ",
-    }
 }
 
 /// Key hints for the commands that apply now, then the focus on the right.

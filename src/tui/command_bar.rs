@@ -15,8 +15,8 @@
 
 use chrono::TimeDelta;
 
-use super::app::PaneId;
 use super::job_order::SortKey;
+use super::pane_id::PaneId;
 use crate::domain::event::Action;
 use crate::domain::ids::{JobId, TenantId};
 use crate::domain::job::PoolTarget;

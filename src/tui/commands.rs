@@ -8,7 +8,8 @@
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use super::app::{App, PaneId};
+use super::app::App;
+use super::pane_id::PaneId;
 use super::slurm_keys::SlurmKey;
 
 /// What a key does.

@@ -6,25 +6,13 @@
 //! Owns the wording only. It reads the `View` for names, places and figures
 //! and never decides anything: the engine may still refuse (and says why).
 
+pub use super::confirm_slurm::Confirm;
+use super::confirm_slurm;
 use crate::domain::event::Action;
 use crate::domain::job::Phase;
 use crate::domain::units::Secs;
 use crate::room::view::JobRow;
 use crate::room::View;
-
-/// A pending action and what it will do.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Confirm {
-    pub action: Action,
-    /// "Preempt j4 llama-7b-sft?"
-    pub title: String,
-    /// One consequence per line, in the order they happen.
-    pub lines: Vec<String>,
-    /// Something the operator should know before saying yes.
-    pub warning: Option<String>,
-    /// The word on the yes button.
-    pub yes: &'static str,
-}
 
 /// Whether the action is sent only after a yes.
 pub fn needs_confirmation(action: &Action) -> bool {
@@ -143,7 +131,7 @@ pub fn describe(action: Action, view: &View) -> Confirm {
             c.lines.push("Its stopped jobs may be placed again; the approval is in the audit log under your name.".into());
             c.lines.push(format!("Reason: {reason}"));
         }
-        Action::Slurm { job, verb } => super::confirm_slurm::describe(*job, verb, view, &mut c),
+        Action::Slurm { job, verb } => confirm_slurm::describe(*job, verb, view, &mut c),
         Action::AcknowledgeAlarm { id } => {
             c.title = "Acknowledge the alarm?".into();
             c.yes = "acknowledge";

@@ -1,11 +1,29 @@
 //! The confirmation text for a verb on a Slurm job: what Slurm will do to
 //! it, which GPUs that frees or keeps, and what is lost. Wording only; the
 //! engine checks the job's state again and Slurm may still refuse.
+//!
+//! Also owns `Confirm`, the dialog's content, which both this file and
+//! `confirm` fill: `confirm` calls in here for Slurm's verbs, so the type
+//! sits on this side and `confirm` re-exports it. Must not import `confirm`.
 
-use super::confirm::Confirm;
+use crate::domain::event::Action;
 use crate::domain::slurm::{SlurmState, SlurmVerb};
 use crate::room::view_slurm::SlurmJobRow;
 use crate::room::View;
+
+/// A pending action and what it will do.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Confirm {
+    pub action: Action,
+    /// "Preempt j4 llama-7b-sft?"
+    pub title: String,
+    /// One consequence per line, in the order they happen.
+    pub lines: Vec<String>,
+    /// Something the operator should know before saying yes.
+    pub warning: Option<String>,
+    /// The word on the yes button.
+    pub yes: &'static str,
+}
 
 fn gpus(job: &SlurmJobRow) -> String {
     if job.placement.is_empty() { format!("{} GPU(s)", job.gpus) } else { format!("{} GPU(s) on {}", job.gpus, job.placement) }

@@ -10,11 +10,13 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::Frame;
 
-use super::app::{App, PaneId};
+use super::app::App;
+use super::context::DrawContext;
+use super::pane_id::PaneId;
 use super::panes::queue::QueueUi;
 use super::panes::slurm::SlurmUi;
 use super::panes::{self, PaneProps};
-use super::{chrome, dialog, help, layout, log, DrawContext};
+use super::{chrome, dialog, help, layout, log};
 use crate::room::View;
 
 /// Draws the whole console into `frame`.

@@ -15,7 +15,8 @@
 
 use ratatui::layout::{Constraint, Layout, Rect};
 
-use super::app::{App, PaneId};
+use super::app::App;
+use super::pane_id::PaneId;
 use crate::room::View;
 
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -12,9 +12,8 @@ use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
-use super::app::PaneId;
-use super::chrome::{severity_style, severity_tag};
 use super::fmt::{self, put};
+use super::pane_id::PaneId;
 use super::panes::{frame, PaneProps};
 use super::theme::Theme;
 use crate::room::Severity;
@@ -97,6 +96,26 @@ pub fn render_pane(view: &View, ui: &AlarmsUi, props: PaneProps<'_>, area: Rect,
     };
     for (i, line) in top.into_iter().chain(tail).enumerate() {
         put(buf, inner, i as u16, line);
+    }
+}
+
+/// The style of a log line of this severity (the alarm strip uses it too).
+pub fn severity_style(s: Severity, t: &Theme) -> Style {
+    match s {
+        Severity::Info => t.text,
+        Severity::Warn => t.warn,
+        Severity::Alarm => t.alarm,
+        Severity::Action => t.key,
+    }
+}
+
+/// The four-letter tag before a log line.
+pub fn severity_tag(s: Severity) -> &'static str {
+    match s {
+        Severity::Info => "info",
+        Severity::Warn => "WARN",
+        Severity::Alarm => "ALRM",
+        Severity::Action => "act ",
     }
 }
 

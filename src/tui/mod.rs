@@ -17,6 +17,7 @@ pub mod command_bar;
 pub mod commands;
 pub mod confirm;
 pub mod confirm_slurm;
+pub mod context;
 mod dialog;
 mod draw;
 pub mod fixture;
@@ -28,9 +29,13 @@ pub mod job_order;
 pub mod layout;
 pub mod log;
 pub mod modes;
+pub mod palette;
+pub mod pane_id;
 pub mod panes;
 pub mod run;
+pub mod selection;
 pub mod slurm_keys;
+pub mod status;
 pub mod svg;
 pub mod theme;
 pub mod theme_depth;
@@ -38,30 +43,10 @@ pub mod theme_file;
 pub mod wall;
 mod wall_font;
 
-use std::time::Duration;
-
-pub use app::{App, Control, PaneId};
+pub use app::{App, Control};
+pub use context::DrawContext;
 pub use draw::{draw, draw_buffer};
+pub use pane_id::PaneId;
 pub use run::run_console;
 pub use svg::{buffer_to_svg, render_to_buffer};
 pub use theme::Theme;
-
-/// What a frame is drawn with besides the `View` and the `App`: measured or
-/// chosen by the caller, so drawing itself stays pure.
-#[derive(Clone, Debug)]
-pub struct DrawContext {
-    /// Where the data comes from, e.g. `SIM seed 1 ×60` or `LIVE dcgm`.
-    pub source: String,
-    /// Wall-clock time since the last `View` arrived; `None` if unknown.
-    pub data_age: Option<Duration>,
-    /// Past this age the header shows STALE.
-    pub stale_after: Duration,
-    pub theme: Theme,
-}
-
-impl DrawContext {
-    /// Fresh data, STALE after 10 s, theme from the environment (`NO_COLOR`).
-    pub fn new(source: impl Into<String>) -> DrawContext {
-        DrawContext { source: source.into(), data_age: None, stale_after: Duration::from_secs(10), theme: Theme::from_env() }
-    }
-}

@@ -13,6 +13,8 @@ use super::app::{App, Control};
 use super::command_bar::{self, Intent};
 use super::confirm::{self, Confirm};
 use super::input::LineInput;
+use super::pane_id::PaneId;
+use super::status::Status;
 use crate::domain::event::Action;
 use crate::domain::ids::JobId;
 use crate::domain::job::PoolTarget;
@@ -42,32 +44,6 @@ pub struct ApproveForm {
 
 impl ApproveForm {
     pub const LABELS: [&'static str; 3] = ["Amount over the limit ($)", "Until (6h, 2d, 2020-01-07T18:00)", "Reason (required)"];
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Tone {
-    Done,
-    Refused,
-    Hint,
-}
-
-/// One line under the panes: what the engine did with the last action.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Status {
-    pub text: String,
-    pub tone: Tone,
-}
-
-impl Status {
-    pub fn done(text: impl Into<String>) -> Status {
-        Status { text: text.into(), tone: Tone::Done }
-    }
-    pub fn refused(text: impl Into<String>) -> Status {
-        Status { text: text.into(), tone: Tone::Refused }
-    }
-    pub fn hint(text: impl Into<String>) -> Status {
-        Status { text: text.into(), tone: Tone::Hint }
-    }
 }
 
 impl Mode {
@@ -112,7 +88,7 @@ fn run_intent(app: &mut App, intent: Intent, view: &View) -> Control {
         Intent::ApproveForm(tenant) => app.mode = Mode::approve(&tenant.0),
         Intent::Filter(text) => {
             app.order.set_filter(&text);
-            app.focus = super::app::PaneId::Queue;
+            app.focus = PaneId::Queue;
         }
         Intent::Sort(key, reversed) => {
             app.order.sort = key;

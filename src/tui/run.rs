@@ -25,8 +25,9 @@ use tokio::time::MissedTickBehavior;
 
 use super::app::{App, Control};
 use super::chrome::is_stale;
+use super::context::DrawContext;
+use super::status::Status;
 use super::wall::{WallState, WALL_CYCLE};
-use super::DrawContext;
 use crate::domain::event::Action;
 use crate::room::View;
 
@@ -121,7 +122,7 @@ fn send(link: &Option<OperatorLink>, actions: Vec<Action>, app: &mut App) {
             return;
         }
     }
-    app.status = Some(super::modes::Status::hint("sent; waiting for the engine…"));
+    app.status = Some(Status::hint("sent; waiting for the engine…"));
 }
 
 /// Applies one input event; `None` when it changes nothing on screen.

@@ -8,7 +8,8 @@
 //! whether a verb suits the job: the dialog warns and the engine refuses.
 
 use super::app::{App, Control};
-use super::modes::{self, Mode, Status};
+use super::modes::{self, Mode};
+use super::status::Status;
 use crate::domain::event::Action;
 use crate::domain::slurm::SlurmVerb;
 use crate::room::View;

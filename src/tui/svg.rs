@@ -14,7 +14,8 @@ use ratatui::text::Span;
 use ratatui::Terminal;
 
 use super::app::App;
-use super::DrawContext;
+use super::context::DrawContext;
+use super::palette::{SYSTEM, indexed_rgb};
 use crate::room::View;
 
 /// What `Color::Reset` stands for: the dark theme's terminal.
@@ -35,42 +36,6 @@ pub fn render_to_buffer(view: &View, app: &App, ctx: &DrawContext, width: u16, h
         match never {}
     }
     terminal.backend().buffer().clone()
-}
-
-/// xterm's 16 system colours.
-const SYSTEM: [(u8, u8, u8); 16] = [
-    (0x00, 0x00, 0x00),
-    (0xcd, 0x00, 0x00),
-    (0x00, 0xcd, 0x00),
-    (0xcd, 0xcd, 0x00),
-    (0x00, 0x00, 0xee),
-    (0xcd, 0x00, 0xcd),
-    (0x00, 0xcd, 0xcd),
-    (0xe5, 0xe5, 0xe5),
-    (0x7f, 0x7f, 0x7f),
-    (0xff, 0x00, 0x00),
-    (0x00, 0xff, 0x00),
-    (0xff, 0xff, 0x00),
-    (0x5c, 0x5c, 0xff),
-    (0xff, 0x00, 0xff),
-    (0x00, 0xff, 0xff),
-    (0xff, 0xff, 0xff),
-];
-
-/// The RGB value of a 256-colour palette index.
-pub fn indexed_rgb(i: u8) -> (u8, u8, u8) {
-    match i {
-        0..=15 => SYSTEM[usize::from(i)],
-        16..=231 => {
-            let level = |v: u8| if v == 0 { 0 } else { 55 + 40 * v };
-            let n = i - 16;
-            (level(n / 36), level((n / 6) % 6), level(n % 6))
-        }
-        232..=255 => {
-            let v = 8 + 10 * (i - 232);
-            (v, v, v)
-        }
-    }
 }
 
 /// A colour as `#rrggbb`; `Reset` is `default`.
@@ -318,7 +283,7 @@ mod tests {
 #[cfg(test)]
 mod shots {
     use super::*;
-    use crate::tui::app::PaneId;
+    use crate::tui::pane_id::PaneId;
 
     #[test]
     #[ignore]

@@ -5,8 +5,10 @@
 //! Owns only styles. It must not decide what is drawn: every pane draws the
 //! same glyphs whatever the theme, so meaning never rests on colour alone and
 //! the monochrome theme stays readable (bold, reverse, underline instead).
-//! The built-in themes are TOML files in `themes/` (see `theme_file`); fitting
-//! a theme to what the terminal can show is `theme_depth`'s business.
+//! The built-in themes are TOML files in `themes/`, and `Theme::dark()` and
+//! its siblings are built from them in `theme_file`; fitting a theme to what
+//! the terminal can show (`Theme::from_env`, `at_depth`) is `theme_depth`'s
+//! business. This file imports neither, so both can build on it.
 
 use ratatui::style::{Color, Style};
 use ratatui::widgets::BorderType;
@@ -76,47 +78,6 @@ impl Default for Theme {
 }
 
 impl Theme {
-    /// The dark theme fitted to the terminal (`ColorDepth::from_env`): with
-    /// `NO_COLOR` set (<https://no-color.org>) or `TERM=dumb` that is the
-    /// monochrome theme.
-    pub fn from_env() -> Theme {
-        Theme::dark().at_depth(super::theme_depth::ColorDepth::from_env())
-    }
-
-    /// Dark background, 256-colour palette (works over SSH without truecolor),
-    /// from `themes/dark.toml`.
-    pub fn dark() -> Theme {
-        built_in(super::theme_file::DARK)
-    }
-
-    /// Light background, from `themes/light.toml`.
-    pub fn light() -> Theme {
-        built_in(super::theme_file::LIGHT)
-    }
-
-    /// Wall displays: 7:1 contrast, bold figures, no dim grey, from
-    /// `themes/high-contrast.toml`.
-    pub fn high_contrast() -> Theme {
-        built_in(super::theme_file::HIGH_CONTRAST)
-    }
-
-    /// Okabe–Ito colours, apart under protan, deutan and tritan vision, from
-    /// `themes/colour-blind.toml`.
-    pub fn colour_blind() -> Theme {
-        built_in(super::theme_file::COLOUR_BLIND)
-    }
-
-    /// No colour at all: emphasis by bold, reverse, underline and glyphs,
-    /// from `themes/mono.toml`.
-    pub fn mono() -> Theme {
-        built_in(super::theme_file::MONO)
-    }
-
-    /// Every built-in theme, the default first.
-    pub fn built_ins() -> Vec<Theme> {
-        super::theme_file::BUILT_IN.iter().map(|&(_, file)| built_in(file)).collect()
-    }
-
     pub fn billing(&self, mode: BillingMode) -> Style {
         self.billing[mode.index()]
     }
@@ -222,10 +183,6 @@ impl Theme {
             key_disabled: f("key_disabled", *key_disabled),
         }
     }
-}
-
-fn built_in((file, text): (&str, &str)) -> Theme {
-    super::theme_file::parse(file, text).unwrap_or_else(|e| panic!("built-in theme is valid (tested): {e}"))
 }
 
 #[cfg(test)]

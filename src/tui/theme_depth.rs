@@ -1,6 +1,7 @@
 //! Colour depth: how many colours the terminal shows (truecolor, 256, 16,
-//! none), `Theme::at_depth` to fit a theme to it, and the WCAG contrast
-//! arithmetic the theme checks use.
+//! none), `Theme::at_depth` to fit a theme to it (and `Theme::from_env`, the
+//! default theme fitted to this terminal), and the WCAG contrast arithmetic
+//! the theme checks use. The xterm palette itself is `palette`'s.
 //!
 //! Owns colour arithmetic only. Detection is a pure function of the
 //! environment's values; only `ColorDepth::from_env` reads the environment.
@@ -10,7 +11,7 @@
 
 use ratatui::style::{Color, Style};
 
-use super::svg::indexed_rgb;
+use super::palette::{ANSI16, indexed_rgb};
 use super::theme::Theme;
 
 /// What the terminal can show.
@@ -63,6 +64,13 @@ impl ColorDepth {
 }
 
 impl Theme {
+    /// The dark theme fitted to the terminal (`ColorDepth::from_env`): with
+    /// `NO_COLOR` set (<https://no-color.org>) or `TERM=dumb` that is the
+    /// monochrome theme.
+    pub fn from_env() -> Theme {
+        Theme::dark().at_depth(ColorDepth::from_env())
+    }
+
     /// This theme as a terminal of `depth` can show it. At `Mono` that is the
     /// monochrome theme's styles (deleting colours from a coloured theme
     /// would leave ok, warn and alarm alike), keeping this theme's name and,
@@ -86,26 +94,6 @@ impl Theme {
         }
     }
 }
-
-/// The 16 ANSI colours in palette order (index 0-15).
-pub const ANSI16: [Color; 16] = [
-    Color::Black,
-    Color::Red,
-    Color::Green,
-    Color::Yellow,
-    Color::Blue,
-    Color::Magenta,
-    Color::Cyan,
-    Color::Gray,
-    Color::DarkGray,
-    Color::LightRed,
-    Color::LightGreen,
-    Color::LightYellow,
-    Color::LightBlue,
-    Color::LightMagenta,
-    Color::LightCyan,
-    Color::White,
-];
 
 /// `c` as a terminal of `depth` can show it: at `Mono` every colour becomes
 /// `Reset` (the terminal's own); otherwise `Reset` and colours the depth has
@@ -251,7 +239,7 @@ mod tests {
 
     use super::*;
     use crate::tui::app::App;
-    use crate::tui::DrawContext;
+    use crate::tui::context::DrawContext;
 
     #[test]
     fn detection_follows_no_color_then_colorterm_then_term() {

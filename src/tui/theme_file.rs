@@ -3,8 +3,9 @@
 //! naming the file, line, column and key (`my.toml:36:8: styles.warn: ...`);
 //! the caller falls back to the default theme.
 //!
-//! Owns the file format only; `Theme` is the plain data the panes use, and
-//! fitting it to the terminal's colours is `theme_depth`'s.
+//! Owns the file format, and the built-in themes' constructors
+//! (`Theme::dark()` …) since they are these files; `Theme` is the plain data
+//! the panes use, and fitting it to the terminal's colours is `theme_depth`'s.
 
 use std::str::FromStr;
 
@@ -278,6 +279,48 @@ pub fn load(name_or_path: &str) -> Result<Theme, ThemeError> {
         ThemeError { file: path.to_string(), line: None, column: None, key: None, message }
     })?;
     parse(path, &text)
+}
+
+/// The built-in themes, each from its file compiled in. They live here, not
+/// beside `Theme`, so that `theme.rs` need not import the file format.
+impl Theme {
+    /// Dark background, 256-colour palette (works over SSH without truecolor),
+    /// from `themes/dark.toml`.
+    pub fn dark() -> Theme {
+        compiled_in(DARK)
+    }
+
+    /// Light background, from `themes/light.toml`.
+    pub fn light() -> Theme {
+        compiled_in(LIGHT)
+    }
+
+    /// Wall displays: 7:1 contrast, bold figures, no dim grey, from
+    /// `themes/high-contrast.toml`.
+    pub fn high_contrast() -> Theme {
+        compiled_in(HIGH_CONTRAST)
+    }
+
+    /// Okabe–Ito colours, apart under protan, deutan and tritan vision, from
+    /// `themes/colour-blind.toml`.
+    pub fn colour_blind() -> Theme {
+        compiled_in(COLOUR_BLIND)
+    }
+
+    /// No colour at all: emphasis by bold, reverse, underline and glyphs,
+    /// from `themes/mono.toml`.
+    pub fn mono() -> Theme {
+        compiled_in(MONO)
+    }
+
+    /// Every built-in theme, the default first.
+    pub fn built_ins() -> Vec<Theme> {
+        BUILT_IN.iter().map(|&(_, file)| compiled_in(file)).collect()
+    }
+}
+
+fn compiled_in((file, text): (&str, &str)) -> Theme {
+    parse(file, text).unwrap_or_else(|e| panic!("built-in theme is valid (tested): {e}"))
 }
 
 #[cfg(test)]

@@ -24,14 +24,16 @@ use ratatui::layout::{Position, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use super::app::{PaneId, Window};
+use super::context::DrawContext;
 use super::fmt::{self, put};
-use super::panes::fleet::FleetUi;
+use super::pane_id::PaneId;
+use super::panes::fleet_ui::FleetUi;
 use super::panes::queue::QueueUi;
 use super::panes::{self, PaneProps};
+use super::selection::Window;
 use super::theme::Theme;
 use super::wall_font::{self as font, Scale};
-use super::{DrawContext, chrome, log};
+use super::{chrome, log};
 use crate::domain::units::Secs;
 use crate::room::View;
 

@@ -19,15 +19,15 @@ use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use super::{Col, PaneProps, fit_columns, frame, header_line, table_line_parts, widest};
+use super::shared::{Col, PaneProps, fit_columns, frame, header_line, table_line_parts, widest};
 use crate::domain::cluster::BillingMode;
 use crate::domain::units::{Micros, MicrosPerHour};
 use crate::cost::budget::BudgetLevel;
 
 use crate::room::view::BudgetRow;
 use crate::room::View;
-use crate::tui::app::PaneId;
 use crate::tui::fmt::{self, put};
+use crate::tui::pane_id::PaneId;
 use crate::tui::theme::Theme;
 
 /// The thresholds when no tenant has a budget to derive them from.

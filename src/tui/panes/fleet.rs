@@ -15,105 +15,23 @@
 //! `View`; the only thing written while drawing is the drawn shape in
 //! `FleetUi`, so that paging moves by what is on screen.
 
-use std::cell::Cell;
-
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
-use super::{PaneProps, fleet_detail, fleet_grid, frame, widest};
+use super::fleet_parts::{cluster_line, gpu_glyph, node_mean, price_style, price_text, state_style};
+use super::fleet_ui::{Drawn, FleetUi};
+use super::shared::{PaneProps, frame, widest};
+use super::{fleet_detail, fleet_grid};
 use crate::room::View;
-use crate::domain::ids::NodeId;
-use crate::room::view::{GpuView, NodeView};
-use crate::tui::app::PaneId;
+use crate::room::view::NodeView;
 use crate::tui::fmt::{self, put};
+use crate::tui::pane_id::PaneId;
 use crate::tui::theme::Theme;
-
-/// The fleet pane's UI state, held by `App`: which node is selected (moved
-/// while the fleet pane has the focus) and which one is drilled into. Both
-/// follow the node by id as the view changes; when the node is gone the
-/// cursor falls back to the index it was at, so it lands on a neighbour.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct FleetUi {
-    pub cursor: Option<NodeId>,
-    pub drill: Option<NodeId>,
-    /// Index of the cursor when it last moved (for when its node is gone).
-    at: usize,
-    /// What the last frame showed, for paging by what is on screen.
-    drawn: Cell<Drawn>,
-}
-
-/// The shape of the last drawn picture.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub(super) struct Drawn {
-    /// Nodes on one drawn line (1 in the table, several in the grid).
-    pub per_line: usize,
-    /// Nodes on screen.
-    pub on_screen: usize,
-}
-
-impl FleetUi {
-    /// Index in `view.nodes` of the cursor: its node while it is there, else
-    /// the nearest index; the first node before any move; `None` for no nodes.
-    pub fn cursor_index(&self, view: &View) -> Option<usize> {
-        let last = view.nodes.len().checked_sub(1)?;
-        if let Some(id) = self.cursor
-            && let Some(i) = view.nodes.iter().position(|n| n.id == id)
-        {
-            return Some(i);
-        }
-        Some(self.at.min(last))
-    }
-
-    /// The node under the cursor.
-    pub fn selected_node<'a>(&self, view: &'a View) -> Option<&'a NodeView> {
-        self.cursor_index(view).map(|i| &view.nodes[i])
-    }
-
-    /// Moves the cursor by `delta` nodes in the order drawn (the `View`'s),
-    /// stopping at either end. Drilled in, the detail follows the cursor, so
-    /// the same keys page through nodes there.
-    pub fn move_by(&mut self, view: &View, delta: isize) {
-        let Some(i) = self.cursor_index(view) else { return };
-        let j = (i as isize).saturating_add(delta).clamp(0, view.nodes.len() as isize - 1) as usize;
-        self.cursor = Some(view.nodes[j].id);
-        self.at = j;
-        if self.drill.is_some() {
-            self.drill = self.cursor;
-        }
-    }
-
-    /// Drills into the cursor's node (nothing without nodes).
-    pub fn enter(&mut self, view: &View) {
-        if let Some(i) = self.cursor_index(view) {
-            self.cursor = Some(view.nodes[i].id);
-            self.at = i;
-            self.drill = self.cursor;
-        }
-    }
-
-    /// Leaves the drill-down; false when not drilled in, so that the key
-    /// (Esc) can mean something else then.
-    pub fn leave(&mut self) -> bool {
-        self.drill.take().is_some()
-    }
-
-    /// Nodes on one drawn line as last drawn: 1 in the table and the detail,
-    /// several in the grid. For ↑↓ to move by a line of the grid.
-    pub fn line_len(&self) -> isize {
-        self.drawn.get().per_line.max(1) as isize
-    }
-
-    /// Nodes on screen as last drawn, for PgUp/PgDn.
-    pub fn page_len(&self) -> isize {
-        self.drawn.get().on_screen.max(1) as isize
-    }
-}
 
 pub fn render(view: &View, ui: &FleetUi, props: PaneProps<'_>, area: Rect, buf: &mut Buffer) {
     if let Some(id) = ui.drill {
-        ui.drawn.set(Drawn { per_line: 1, on_screen: 1 });
+        ui.set_drawn(Drawn { per_line: 1, on_screen: 1 });
         fleet_detail::render(view, id, props, area, buf);
         return;
     }
@@ -124,7 +42,7 @@ pub fn render(view: &View, ui: &FleetUi, props: PaneProps<'_>, area: Rect, buf: 
     } else {
         fleet_grid::render(view, cursor, props, area, buf)
     };
-    ui.drawn.set(drawn);
+    ui.set_drawn(drawn);
 }
 
 /// One row per node under the cluster line; only called when all rows fit.
@@ -165,51 +83,6 @@ fn table(view: &View, cursor: Option<usize>, props: PaneProps<'_>, area: Rect, b
         put(buf, inner, 1 + i as u16, line);
     }
     Drawn { per_line: 1, on_screen: view.nodes.len() }
-}
-
-/// GPUs busy, mean util and burn; with `trouble`, how many nodes are down or
-/// draining (the table says it per row, the grid does not).
-pub(super) fn cluster_line<'a>(view: &View, t: &Theme, w: usize, trouble: bool) -> Line<'a> {
-    let c = &view.cluster;
-    let mut groups = vec![
-        vec![Span::styled(format!("{}/{}", c.gpus_busy, c.gpus_total), t.figure), Span::styled(" GPUs busy", t.dim)],
-        vec![Span::styled("  util ", t.dim), Span::styled(fmt::util_pct(c.util_mean), t.util_level(fmt::ramp_level(c.util_mean)))],
-    ];
-    if c.gpus_stale > 0 {
-        groups.push(vec![Span::styled(format!("  ? {} stale", c.gpus_stale), t.warn)]);
-    }
-    // In the grid, trouble comes before the burn (the header has the burn).
-    if trouble {
-        groups.extend(trouble_groups(view, t));
-    }
-    groups.push(vec![Span::styled("  burn ", t.dim), Span::styled(c.burn.to_string(), t.figure)]);
-    fmt::fit_groups(groups, w)
-}
-
-/// `  ✕ 3 down` and `  ↓ 2 draining`, each only when there are some.
-pub(super) fn trouble_groups<'a>(view: &View, t: &Theme) -> Vec<Vec<Span<'a>>> {
-    let down = view.nodes.iter().filter(|n| !n.up).count();
-    let draining = view.nodes.iter().filter(|n| is_draining(n)).count();
-    let mut groups = Vec::new();
-    if down > 0 {
-        groups.push(vec![Span::styled(format!("  ✕ {down} down"), t.alarm)]);
-    }
-    if draining > 0 {
-        groups.push(vec![Span::styled(format!("  ↓ {draining} draining"), t.warn)]);
-    }
-    groups
-}
-
-/// Up but on its way out (an interruption notice, a drain).
-pub(super) fn is_draining(node: &NodeView) -> bool {
-    node.up && node.state != "up"
-}
-
-/// Mean utilization of the node's GPUs that have a sample (never a
-/// negative zero, which would print as `-0%`).
-pub(super) fn node_mean(node: &NodeView) -> Option<f64> {
-    let sampled: Vec<f64> = node.gpus.iter().filter_map(|g| g.util.map(f64::from)).collect();
-    (!sampled.is_empty()).then(|| (sampled.iter().sum::<f64>() / sampled.len() as f64).max(0.0) + 0.0)
 }
 
 /// The node's mean util as `61%` in four cells, `—` without samples.
@@ -303,60 +176,6 @@ fn node_line<'a>(node: &NodeView, cols: &Columns, t: &Theme) -> Line<'a> {
     Line::from(spans)
 }
 
-/// What the node costs per hour now; nothing for a node that is down.
-pub(super) fn price_text(node: &NodeView) -> String {
-    match node.price {
-        Some(p) if node.up => p.to_string(),
-        _ => "—".into(),
-    }
-}
-
-/// A price above the node's max price is the alarm the spot watcher acts on.
-pub(super) fn price_style(node: &NodeView, t: &Theme) -> Style {
-    let over = matches!((node.price, node.max_price), (Some(p), Some(m)) if p > m);
-    if !node.up {
-        t.dim
-    } else if over {
-        t.alarm
-    } else {
-        t.text
-    }
-}
-
-pub(super) fn state_style(node: &NodeView, t: &Theme) -> Style {
-    if !node.up {
-        t.alarm
-    } else if node.state == "up" {
-        t.dim
-    } else {
-        t.warn
-    }
-}
-
-/// The glyph and style of one GPU: `✕` on a down node, `?` when its source
-/// failed (stale), `·` before the first sample, else the ramp; an allocated GPU doing nothing is flagged as waste.
-pub(super) fn gpu_glyph(node: &NodeView, gpu: &GpuView, t: &Theme) -> (char, Style) {
-    if !node.up {
-        return ('✕', t.no_data);
-    }
-    if gpu.stale {
-        return ('?', t.no_data);
-    }
-    match gpu.util {
-        None => ('·', t.no_data),
-        Some(u) => util_glyph(f64::from(u), !gpu.jobs.is_empty(), t),
-    }
-}
-
-/// The ramp glyph of a utilization in percent (`░` for idle, so that idle
-/// never looks blank); `allocated` and under 5% is waste, in the warn style.
-pub(super) fn util_glyph(u: f64, allocated: bool, t: &Theme) -> (char, Style) {
-    let level = fmt::ramp_level(u);
-    let glyph = if level == 0 { '░' } else { fmt::RAMP[level] };
-    let style = if allocated && u < 5.0 { t.warn } else { t.util_level(level) };
-    (glyph, style)
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use ratatui::backend::TestBackend;
@@ -364,11 +183,12 @@ pub(crate) mod tests {
 
     use super::*;
     use crate::domain::cluster::BillingMode;
-    use crate::domain::ids::JobId;
+    use crate::domain::ids::{JobId, NodeId};
     use crate::domain::units::{Mib, MicrosPerHour};
-    use crate::room::view::ClusterView;
+    use crate::room::view::{ClusterView, GpuView};
     use crate::sched::fragmentation::ClusterFragmentation;
     use crate::tui::fixture::demo_view;
+    use crate::tui::panes::fleet_parts::is_draining;
     use crate::tui::panes::testing::draw_pane;
 
     /// Every cell's symbol, row by row.

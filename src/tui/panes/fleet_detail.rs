@@ -13,15 +13,15 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
-use super::fleet;
+use super::fleet_parts;
 use super::memory::mem_bar;
-use super::{Col, PaneProps, fit_columns, frame, header_line, table_line_parts};
+use super::shared::{Col, PaneProps, fit_columns, frame, header_line, table_line_parts};
 use crate::room::View;
 use crate::domain::ids::NodeId;
 use crate::domain::units::Mib;
 use crate::room::view::{GpuView, NodeView};
-use crate::tui::app::PaneId;
 use crate::tui::fmt::{self, put};
+use crate::tui::pane_id::PaneId;
 use crate::tui::theme::Theme;
 
 /// Cells of the util bar; the `%` follows in four more.
@@ -86,7 +86,7 @@ pub(super) fn render(view: &View, id: NodeId, props: PaneProps<'_>, area: Rect, 
 /// Most telling first, since what does not fit is dropped: the price against
 /// the max price and the state before where the node is.
 fn header_groups<'a>(node: &NodeView, t: &Theme) -> Vec<Vec<Span<'a>>> {
-    let mut price = vec![Span::styled("  ", t.dim), Span::styled(fleet::price_text(node), fleet::price_style(node, t))];
+    let mut price = vec![Span::styled("  ", t.dim), Span::styled(fleet_parts::price_text(node), fleet_parts::price_style(node, t))];
     if let Some(max) = node.max_price {
         if node.up && node.price.is_some_and(|p| p > max) {
             price.push(Span::styled(format!(" ▲ over max {max}"), t.alarm));
@@ -98,7 +98,7 @@ fn header_groups<'a>(node: &NodeView, t: &Theme) -> Vec<Vec<Span<'a>>> {
         vec![Span::styled(node.name.clone(), t.figure)],
         vec![Span::styled("  ", t.dim), Span::styled(node.billing.label(), t.billing(node.billing))],
         price,
-        vec![Span::styled("  ", t.dim), Span::styled(node.state.clone(), fleet::state_style(node, t))],
+        vec![Span::styled("  ", t.dim), Span::styled(node.state.clone(), fleet_parts::state_style(node, t))],
         vec![Span::styled(format!("  {}", node.instance_type), t.text)],
         vec![Span::styled(format!("  {}", node.zone), t.dim)],
         vec![Span::styled(format!("  {}× {}", node.gpus.len(), node.gpu_model), t.dim)],
@@ -135,7 +135,7 @@ fn gpu_cells<'a>(view: &View, node: &NodeView, g: &GpuView, widths: &[Option<usi
         Some(u) if node.up => {
             // `+ 0.0` turns a negative zero into `0%`, not `-0%`.
             let u = f64::from(u).max(0.0) + 0.0;
-            let (_, style) = fleet::util_glyph(u, !g.jobs.is_empty(), t);
+            let (_, style) = fleet_parts::util_glyph(u, !g.jobs.is_empty(), t);
             // The last figure of a stale GPU is kept but shown as old.
             let style = if g.stale { t.no_data } else { style };
             vec![
@@ -247,7 +247,7 @@ fn totals_line<'a>(node: &NodeView, t: &Theme, w: usize) -> Line<'a> {
     let largest = node.gpus.iter().filter(|g| !g.exclusive && node.up).map(|g| g.largest_free).max();
     let mut groups = vec![
         vec![Span::styled(format!("{busy}/{}", node.gpus.len()), t.figure), Span::styled(" GPUs busy", t.dim)],
-        vec![Span::styled("  util ", t.dim), match fleet::node_mean(node) {
+        vec![Span::styled("  util ", t.dim), match fleet_parts::node_mean(node) {
             Some(m) => Span::styled(fmt::util_pct(m), t.util_level(fmt::ramp_level(m))),
             None => Span::styled("—", t.no_data),
         }],
@@ -264,7 +264,8 @@ pub(crate) mod tests {
     use crate::domain::ids::NodeId;
     use crate::tui::fixture::demo_view;
     use crate::tui::panes::fleet::tests::{rows, thousand_gpus};
-    use crate::tui::panes::fleet::{FleetUi, render as fleet};
+    use crate::tui::panes::fleet::render as fleet;
+    use crate::tui::panes::fleet_ui::FleetUi;
     use crate::tui::panes::testing::draw_pane;
 
     fn drilled(view: &crate::room::View, id: u32) -> FleetUi {

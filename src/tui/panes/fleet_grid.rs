@@ -15,13 +15,14 @@ use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use super::fleet::{self, Drawn};
-use super::{PaneProps, frame};
+use super::fleet_parts;
+use super::fleet_ui::Drawn;
+use super::shared::{PaneProps, frame};
 use crate::room::View;
 use crate::domain::cluster::BillingMode;
 use crate::room::view::NodeView;
-use crate::tui::app::PaneId;
 use crate::tui::fmt::{self, put};
+use crate::tui::pane_id::PaneId;
 use crate::tui::theme::Theme;
 
 /// What one cell stands for.
@@ -132,7 +133,7 @@ pub(super) fn render(view: &View, cursor: Option<usize>, props: PaneProps<'_>, a
     }
     let mut row = 0u16;
     if pick.cluster_row {
-        put(buf, inner, 0, fleet::cluster_line(view, t, w, true));
+        put(buf, inner, 0, fleet_parts::cluster_line(view, t, w, true));
         row = 1;
     }
     let rows = (inner.height - row) as usize;
@@ -188,16 +189,16 @@ fn cell(node: &NodeView, k: usize, grain: Grain, t: &Theme) -> (char, Style) {
     if !node.up {
         return ('✕', t.alarm);
     }
-    if fleet::is_draining(node) {
+    if fleet_parts::is_draining(node) {
         return ('↓', t.warn);
     }
     match (grain, node.gpus.get(k)) {
         _ if node.gpus.is_empty() => ('-', t.dim),
-        (Grain::Gpu, Some(g)) => fleet::gpu_glyph(node, g, t),
+        (Grain::Gpu, Some(g)) => fleet_parts::gpu_glyph(node, g, t),
         (Grain::Gpu, None) => ('-', t.dim),
-        (Grain::Node, _) => match fleet::node_mean(node) {
+        (Grain::Node, _) => match fleet_parts::node_mean(node) {
             None => ('·', t.no_data),
-            Some(m) => fleet::util_glyph(m, node.gpus.iter().any(|g| !g.jobs.is_empty()), t),
+            Some(m) => fleet_parts::util_glyph(m, node.gpus.iter().any(|g| !g.jobs.is_empty()), t),
         },
     }
 }
@@ -232,7 +233,7 @@ fn grid_line<'a>(view: &View, line: &[Run], grain: Grain, alt: Option<Style>, cu
 fn top_figures<'a>(view: &View, t: &Theme, w: usize) -> Line<'a> {
     let c = &view.cluster;
     let down = view.nodes.iter().filter(|n| !n.up).count();
-    let draining = view.nodes.iter().filter(|n| fleet::is_draining(n)).count();
+    let draining = view.nodes.iter().filter(|n| fleet_parts::is_draining(n)).count();
     let mut groups = vec![
         vec![Span::styled(format!(" {}/{}", c.gpus_busy, c.gpus_total), t.figure), Span::styled(" busy", t.dim)],
         vec![Span::styled("  util ", t.dim), Span::styled(fmt::util_pct(c.util_mean), t.util_level(fmt::ramp_level(c.util_mean)))],
@@ -252,11 +253,11 @@ fn top_figures<'a>(view: &View, t: &Theme, w: usize) -> Line<'a> {
 
 /// `▶ n042 SPOT draining 87s 61%`: the cursor's node, since cells have no names.
 fn cursor_note<'a>(node: &NodeView, t: &Theme) -> Vec<Span<'a>> {
-    let mean = fleet::node_mean(node).map(fmt::util_pct).unwrap_or_else(|| "—".into());
+    let mean = fleet_parts::node_mean(node).map(fmt::util_pct).unwrap_or_else(|| "—".into());
     vec![
         Span::styled(format!("▶ {} ", node.name), t.figure),
         Span::styled(node.billing.short(), t.billing(node.billing)),
-        Span::styled(format!(" {} ", node.state), fleet::state_style(node, t)),
+        Span::styled(format!(" {} ", node.state), fleet_parts::state_style(node, t)),
         Span::styled(format!("{} GPU{} {mean}", node.gpus.len(), if node.gpus.len() == 1 { "" } else { "s" }), t.dim),
     ]
 }
@@ -308,7 +309,7 @@ fn spare_lines<'a>(view: &View, t: &Theme, w: usize) -> Vec<Line<'a>> {
     let draining: Vec<String> = view
         .nodes
         .iter()
-        .filter(|n| fleet::is_draining(n))
+        .filter(|n| fleet_parts::is_draining(n))
         .map(|n| format!("{} {}", n.name, n.state))
         .collect();
     if !draining.is_empty() {
@@ -368,7 +369,7 @@ fn billing_lines<'a>(view: &View, t: &Theme, w: usize) -> Vec<Line<'a>> {
             let sampled: Vec<f64> = up.iter().flat_map(|n| &n.gpus).filter_map(|g| g.util.map(f64::from)).collect();
             let util = (!sampled.is_empty()).then(|| sampled.iter().sum::<f64>() / sampled.len() as f64);
             let down = nodes.len() - up.len();
-            let draining = up.iter().filter(|n| fleet::is_draining(n)).count();
+            let draining = up.iter().filter(|n| fleet_parts::is_draining(n)).count();
             let mut groups = vec![
                 vec![
                     Span::styled(fmt::left(mode.short(), 4), t.billing(mode)),
@@ -397,7 +398,8 @@ mod tests {
     use super::*;
     use crate::domain::ids::NodeId;
     use crate::tui::panes::fleet::tests::{rows, thousand_gpus};
-    use crate::tui::panes::fleet::{FleetUi, render as fleet};
+    use crate::tui::panes::fleet::render as fleet;
+    use crate::tui::panes::fleet_ui::FleetUi;
     use crate::tui::panes::testing::draw_pane;
 
     const GLYPHS: &str = "·░▁▂▃▄▅▆▇█✕↓-";

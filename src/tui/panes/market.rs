@@ -17,14 +17,14 @@ use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
-use super::{Col, PaneProps, fit_columns, frame, header_line, table_line, widest};
+use super::shared::{Col, PaneProps, fit_columns, frame, header_line, table_line, widest};
 use crate::domain::units::{At, Micros, MicrosPerHour, Secs};
 use crate::room::view::{MarketRow, PoolHazard, SpotJobRow};
 use crate::room::View;
 use crate::market::Trend;
 use crate::market::bid::{BidMode, Verdict};
-use crate::tui::app::PaneId;
 use crate::tui::fmt::{self, put};
+use crate::tui::pane_id::PaneId;
 use crate::tui::theme::Theme;
 
 pub fn render(view: &View, props: PaneProps<'_>, area: Rect, buf: &mut Buffer) {

@@ -17,12 +17,12 @@ use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
-use super::{PaneProps, frame, widest};
+use super::shared::{PaneProps, frame, widest};
 use crate::domain::units::Mib;
 use crate::room::view::{GpuView, NodeView};
 use crate::room::View;
-use crate::tui::app::PaneId;
 use crate::tui::fmt::{self, put};
+use crate::tui::pane_id::PaneId;
 use crate::tui::theme::Theme;
 
 pub fn render(view: &View, props: PaneProps<'_>, area: Rect, buf: &mut Buffer) {

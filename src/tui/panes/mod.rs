@@ -1,191 +1,28 @@
-//! The panes (fleet, memory, queue, market, budget, Slurm) and what they share:
-//! the bordered frame with the focus highlight, and a column fitter that
-//! drops the least important columns first when a pane is narrow.
+//! The panes (fleet, memory, queue, market, budget, Slurm), what they share
+//! (`shared`: the bordered frame, the column fitter) and their components:
+//! the UI state each list keeps (selection, scroll window, drill-down) with
+//! what its keys do to it, handing back a `Request` for the App.
 //!
 //! A pane reads the `View` and UI state it is handed, and draws only inside
 //! the `Rect` it is given. It must not compute business figures (those come
-//! with the `View`) nor read clocks, files or the environment.
+//! with the `View`) nor read clocks, files or the environment; nothing here
+//! imports the App. This file only declares and re-exports.
 
 pub mod budget;
 pub mod fleet;
 pub(crate) mod fleet_detail;
 mod fleet_grid;
+mod fleet_parts;
+pub mod fleet_ui;
 pub mod market;
 pub mod memory;
 pub mod queue;
+pub mod shared;
 pub mod slurm;
 mod slurm_nodes;
-
-use ratatui::buffer::Buffer;
-use ratatui::layout::Rect;
-use ratatui::style::Style;
-use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Widget};
-
-use super::app::PaneId;
-use super::fmt;
-use super::theme::Theme;
-
-/// What every pane is drawn with besides the `View`.
-#[derive(Copy, Clone, Debug)]
-pub struct PaneProps<'a> {
-    pub theme: &'a Theme,
-    pub focused: bool,
-}
-
-/// Draws the pane's border and title (and `extra` on the right of the top
-/// border) and returns the area inside.
-pub fn frame(id: PaneId, extra: Option<Line<'_>>, props: PaneProps<'_>, area: Rect, buf: &mut Buffer) -> Rect {
-    let t = props.theme;
-    let (border, kind, title) = if props.focused {
-        (t.border_focused, t.border_type_focused, t.title_focused)
-    } else {
-        (t.border, t.border_type, t.title)
-    };
-    let mut block = Block::bordered()
-        .border_type(kind)
-        .border_style(border)
-        .title(Line::from(Span::styled(format!(" {} ", id.title()), title)));
-    if let Some(extra) = extra {
-        block = block.title_top(extra.right_aligned());
-    }
-    let inner = block.inner(area);
-    block.render(area, buf);
-    inner
-}
-
-/// One column of a table: a header, a width, an alignment and a priority
-/// (lower is kept longer). The flexible column takes what the others leave.
-#[derive(Clone, Debug)]
-pub struct Col {
-    pub head: &'static str,
-    pub width: usize,
-    pub right: bool,
-    pub priority: u8,
-    /// Flexible: at least `width`, at most `max`.
-    pub flex: Option<usize>,
-}
-
-impl Col {
-    pub fn left(head: &'static str, width: usize, priority: u8) -> Col {
-        Col { head, width: width.max(fmt::width(head)), right: false, priority, flex: None }
-    }
-    pub fn right(head: &'static str, width: usize, priority: u8) -> Col {
-        Col { right: true, ..Col::left(head, width, priority) }
-    }
-    pub fn flex(head: &'static str, min: usize, max: usize, priority: u8) -> Col {
-        Col { flex: Some(max.max(min)), ..Col::left(head, min, priority) }
-    }
-}
-
-/// Which columns fit in `avail` cells (one space between columns), and the
-/// final width of each kept one, in the original order.
-pub fn fit_columns(cols: &[Col], avail: usize) -> Vec<Option<usize>> {
-    let mut keep: Vec<bool> = vec![true; cols.len()];
-    let total = |keep: &[bool]| -> usize {
-        let kept: Vec<&Col> = cols.iter().zip(keep).filter(|(_, k)| **k).map(|(c, _)| c).collect();
-        kept.iter().map(|c| c.width).sum::<usize>() + kept.len().saturating_sub(1)
-    };
-    while total(&keep) > avail {
-        // Drop the least important column still kept (never the last one).
-        let victim = (0..cols.len()).filter(|i| keep[*i]).max_by_key(|i| (cols[*i].priority, *i));
-        match victim {
-            Some(i) if keep.iter().filter(|k| **k).count() > 1 => keep[i] = false,
-            _ => break,
-        }
-    }
-    let mut spare = avail.saturating_sub(total(&keep));
-    cols.iter()
-        .zip(&keep)
-        .map(|(c, k)| {
-            k.then(|| match c.flex {
-                Some(max) => {
-                    let grow = spare.min(max.saturating_sub(c.width));
-                    spare -= grow;
-                    c.width + grow
-                }
-                None => c.width,
-            })
-        })
-        .collect()
-}
-
-/// Lays cells out by the fitted widths: `cells[i]` goes in column `i`.
-pub fn table_line<'a>(cols: &[Col], widths: &[Option<usize>], cells: Vec<Span<'a>>) -> Line<'a> {
-    table_line_parts(cols, widths, cells.into_iter().map(|c| vec![c]).collect())
-}
-
-/// Like `table_line`, for cells made of several styled parts. A one-part
-/// cell is fitted (names cut with `…`); a many-part cell is padded only.
-pub fn table_line_parts<'a>(cols: &[Col], widths: &[Option<usize>], cells: Vec<Vec<Span<'a>>>) -> Line<'a> {
-    let mut spans = Vec::new();
-    let mut first = true;
-    for ((col, width), mut parts) in cols.iter().zip(widths).zip(cells) {
-        let Some(w) = *width else { continue };
-        if !first {
-            spans.push(Span::raw(" "));
-        }
-        first = false;
-        if parts.len() == 1 {
-            let cell = parts.remove(0);
-            let text = if col.right { fmt::right(&cell.content, w) } else { fmt::left(&cell.content, w) };
-            spans.push(Span::styled(text, cell.style));
-            continue;
-        }
-        let pad = " ".repeat(w.saturating_sub(parts.iter().map(Span::width).sum()));
-        if col.right {
-            spans.push(Span::raw(pad));
-            spans.extend(parts);
-        } else {
-            spans.extend(parts);
-            spans.push(Span::raw(pad));
-        }
-    }
-    Line::from(spans)
-}
-
-/// The header line of a table.
-pub fn header_line<'a>(cols: &[Col], widths: &[Option<usize>], style: Style) -> Line<'a> {
-    table_line(cols, widths, cols.iter().map(|c| Span::styled(c.head, style)).collect())
-}
-
-/// Widest display width among `items`, at least `min`, at most `max`.
-pub fn widest<'a>(items: impl Iterator<Item = &'a str>, min: usize, max: usize) -> usize {
-    items.map(fmt::width).max().unwrap_or(0).clamp(min, max.max(min))
-}
-
 #[cfg(test)]
-pub(crate) mod testing {
-    use ratatui::backend::TestBackend;
-    use ratatui::Terminal;
+pub(crate) mod testing;
 
-    use super::PaneProps;
-    use crate::tui::theme::Theme;
+pub use fleet_ui::FleetUi;
+pub use shared::{PaneProps, frame};
 
-    /// Draws one pane alone into a test terminal of `w`×`h`.
-    pub fn draw_pane(w: u16, h: u16, focused: bool, f: impl FnOnce(PaneProps<'_>, ratatui::layout::Rect, &mut ratatui::buffer::Buffer)) -> Terminal<TestBackend> {
-        let theme = Theme::dark();
-        let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
-        terminal
-            .draw(|frame| {
-                let area = frame.area();
-                f(PaneProps { theme: &theme, focused }, area, frame.buffer_mut())
-            })
-            .unwrap();
-        terminal
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn columns_drop_by_priority_and_flex_takes_the_rest() {
-        let cols = [Col::left("ID", 3, 0), Col::flex("NAME", 6, 20, 0), Col::right("COST", 8, 2), Col::right("ETA", 5, 1)];
-        assert_eq!(fit_columns(&cols, 80), vec![Some(3), Some(20), Some(8), Some(5)]);
-        // 3+6+5 + 2 gaps = 16: COST (priority 2) goes first.
-        assert_eq!(fit_columns(&cols, 17), vec![Some(3), Some(7), None, Some(5)]);
-        assert_eq!(fit_columns(&cols, 2), vec![Some(3), None, None, None]);
-    }
-}

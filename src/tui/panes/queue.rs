@@ -14,13 +14,14 @@ use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
-use super::{Col, PaneProps, fit_columns, frame, header_line, table_line, widest};
+use super::shared::{Col, PaneProps, fit_columns, frame, header_line, table_line, widest};
 use crate::domain::job::Phase;
 use crate::domain::units::Secs;
 use crate::room::view::JobRow;
 use crate::room::View;
-use crate::tui::app::{PaneId, Window};
 use crate::tui::fmt::{self, put};
+use crate::tui::pane_id::PaneId;
+use crate::tui::selection::{Window, scroll};
 use crate::tui::theme::Theme;
 
 /// The UI state the queue pane needs.
@@ -240,23 +241,6 @@ fn job_table(view: &View, ui: &QueueUi<'_>, props: PaneProps<'_>, area: Rect, bu
     }
 }
 
-/// Keeps the selected row in view, moving the window as little as possible.
-pub(super) fn scroll(mut w: Window, selected: Option<usize>, rows: usize, len: usize) -> Window {
-    w.rows = rows;
-    if rows == 0 {
-        return w;
-    }
-    if let Some(sel) = selected {
-        if sel < w.offset {
-            w.offset = sel;
-        } else if sel >= w.offset + rows {
-            w.offset = sel + 1 - rows;
-        }
-    }
-    w.offset = w.offset.min(len.saturating_sub(rows));
-    w
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -278,17 +262,5 @@ mod tests {
     fn queue_pane_narrow_scrolls_to_the_selection() {
         let view = demo_view();
         insta::assert_snapshot!(draw(&view, 46, 8, Some(11)).backend());
-    }
-
-    #[test]
-    fn scrolling_is_sticky() {
-        let w = scroll(Window::default(), Some(12), 5, 20);
-        assert_eq!(w, Window { offset: 8, rows: 5 });
-        let w = scroll(w, Some(10), 5, 20);
-        assert_eq!(w.offset, 8, "inside the window: no move");
-        let w = scroll(w, Some(3), 5, 20);
-        assert_eq!(w.offset, 3);
-        let w = scroll(Window { offset: 30, rows: 5 }, None, 5, 20);
-        assert_eq!(w.offset, 15);
     }
 }

@@ -11,7 +11,7 @@
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use super::{Col, fit_columns, table_line_parts, widest};
+use super::shared::{Col, fit_columns, table_line_parts, widest};
 use crate::room::view_slurm::{SlurmNodeRow, SlurmView};
 use crate::tui::fmt;
 use crate::tui::theme::Theme;

@@ -1,0 +1,30 @@
+//! `DrawContext`: what a frame is drawn with besides the `View` and the
+//! `App` (source label, data age, staleness threshold, theme).
+//!
+//! Owns this plain value only, so that every drawing module can take it
+//! without importing the console's root. It must not read clocks or the
+//! environment itself, except `Theme::from_env` in `new`.
+
+use std::time::Duration;
+
+use super::theme::Theme;
+
+/// What a frame is drawn with besides the `View` and the `App`: measured or
+/// chosen by the caller, so drawing itself stays pure.
+#[derive(Clone, Debug)]
+pub struct DrawContext {
+    /// Where the data comes from, e.g. `SIM seed 1 ×60` or `LIVE dcgm`.
+    pub source: String,
+    /// Wall-clock time since the last `View` arrived; `None` if unknown.
+    pub data_age: Option<Duration>,
+    /// Past this age the header shows STALE.
+    pub stale_after: Duration,
+    pub theme: Theme,
+}
+
+impl DrawContext {
+    /// Fresh data, STALE after 10 s, theme from the environment (`NO_COLOR`).
+    pub fn new(source: impl Into<String>) -> DrawContext {
+        DrawContext { source: source.into(), data_age: None, stale_after: Duration::from_secs(10), theme: Theme::from_env() }
+    }
+}
