@@ -1,23 +1,29 @@
-//! UI state of the console — focus, selections (gpuroom's jobs, tenants,
-//! alarms, Slurm jobs), the job table's order and filter, help, zoom, the modal states (command bar, filter, confirmation,
-//! approval form, pool picker) and the status line — and what keys do to it
-//! (`App::on_key`).
+//! The console's state and its key router: focus, help, zoom, the modal
+//! state (`Mode`), the status line, the job table's order and filter, and
+//! the panes' components (fleet, queue, budgets, alarms, Slurm), each owning
+//! its selection. `App::on_key` routes a key to the open mode or to the
+//! focused component, which hands back a `Request`; the App applies it.
 //!
 //! Owns only presentation state. It reads the `View` to keep selections on
 //! the same job, tenant or alarm as the tables change, and must never change
 //! the `View` or decide anything about jobs: an operator action leaves as
-//! `Control::Send` for the engine, which may refuse it.
-
-use std::cell::Cell;
+//! `Control::Send` for the engine, which may refuse it. It must not import
+//! the drawing code (draw, chrome, dialog, help, layout, svg, wall, run):
+//! that sits above it and reads it.
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
-use super::commands::{self, Act};
+use super::command_bar::Intent;
+use super::commands::{self, Act, KeyContext};
 use super::job_order::JobOrder;
-use super::log::AlarmsUi;
-use super::modes::Mode;
+use super::modes::{self, Mode, Selected};
 use super::pane_id::PaneId;
-use super::selection::{Follow, Window};
+use super::panes::alarm_list::{AlarmList, AlarmsUi};
+use super::panes::budget_list::BudgetList;
+use super::panes::fleet_ui::FleetUi;
+use super::panes::queue_list::QueueList;
+use super::panes::slurm_list::SlurmList;
+use super::request::Request;
 use super::status::Status;
 use crate::domain::event::Action;
 use crate::domain::ids::JobId;
@@ -40,26 +46,28 @@ pub struct App {
     pub zoom: bool,
     /// A read-only console (the wall display): no key but quit does anything.
     pub read_only: bool,
-    jobs: Follow<JobId>,
-    tenants: Follow<String>,
-    alarms: Follow<String>,
-    /// Slurm pane: the selected Slurm job, by Slurm's job id.
-    slurm_jobs: Follow<u64>,
-    /// The alarms pane shows the audit trail instead of the event log.
-    pub audit: bool,
-    /// Order and filter of the job table.
+    /// Order and filter of the job table. The App's, not the queue's: the
+    /// command bar, the filter mode and Esc from any pane change it.
     pub order: JobOrder,
     pub mode: Mode,
     /// The outcome of the last action, or a hint; cleared by the next key.
     pub status: Option<Status>,
-    pub(crate) queue_window: Cell<Window>,
-    pub(crate) slurm_window: Cell<Window>,
     /// Fleet pane: selected node and drill-down.
-    pub fleet: super::panes::fleet_ui::FleetUi,
+    pub fleet: FleetUi,
+    /// Queue pane: selected job and scroll window.
+    pub queue: QueueList,
+    /// Budgets pane: selected tenant.
+    pub budget: BudgetList,
+    /// Alarms pane: selected alarm, and the audit trail toggle.
+    pub alarms: AlarmList,
+    /// Slurm pane: selected Slurm job and scroll window.
+    pub slurm: SlurmList,
 }
 
-fn job_keys(view: &View, rows: &[usize]) -> Vec<JobId> {
-    rows.iter().map(|i| view.jobs[*i].id).collect()
+impl From<&App> for KeyContext {
+    fn from(app: &App) -> KeyContext {
+        app.keys()
+    }
 }
 
 impl App {
@@ -77,6 +85,11 @@ impl App {
         App { read_only: true, ..App::default() }
     }
 
+    /// What the key table needs to know to judge which commands apply.
+    pub fn keys(&self) -> KeyContext {
+        KeyContext { focus: self.focus, help: self.help, read_only: self.read_only }
+    }
+
     /// Rows of `view.jobs` shown, in order (filter and sort applied).
     pub fn job_rows(&self, view: &View) -> Vec<usize> {
         self.order.rows(view)
@@ -84,7 +97,7 @@ impl App {
 
     /// Position among `rows` of the selected job.
     pub fn selected_row(&self, view: &View, rows: &[usize]) -> Option<usize> {
-        self.jobs.position(&job_keys(view, rows))
+        self.queue.selected_row(view, rows)
     }
 
     /// Index into `view.jobs` of the selected job, if any is shown.
@@ -100,52 +113,21 @@ impl App {
 
     /// Index into `view.budgets` of the selected tenant.
     pub fn selected_tenant(&self, view: &View) -> Option<usize> {
-        self.tenants.position(&view.budgets.iter().map(|b| b.tenant.clone()).collect::<Vec<_>>())
+        self.budget.selected(view)
     }
 
     /// Position in `view.slurm.jobs` of the selected Slurm job.
     pub fn selected_slurm_row(&self, view: &View) -> Option<usize> {
-        self.slurm_jobs.position(&slurm_keys(view))
+        self.slurm.selected_row(view)
     }
 
     /// The selected Slurm job's id, if a cluster is attached and lists jobs.
     pub fn selected_slurm_job(&self, view: &View) -> Option<u64> {
-        let keys = slurm_keys(view);
-        self.slurm_jobs.position(&keys).map(|i| keys[i])
+        self.slurm.selected_job(view)
     }
 
     pub fn alarms_ui(&self, view: &View) -> AlarmsUi {
-        AlarmsUi { selected: self.alarms.position(&alarm_keys(view)).filter(|_| self.focus == PaneId::Alarms), audit: self.audit }
-    }
-
-    fn page(&self) -> isize {
-        let window = if self.focus == PaneId::Slurm { &self.slurm_window } else { &self.queue_window };
-        window.get().rows.max(1) as isize
-    }
-
-    /// Moves the selection of the focused pane's list.
-    fn move_selection(&mut self, view: &View, step: Step) {
-        // A page is what the pane shows; in the fleet's grid a line holds several nodes.
-        let (line, page) = match self.focus {
-            PaneId::Fleet => (self.fleet.line_len(), self.fleet.page_len()),
-            _ => (1, self.page()),
-        };
-        let delta = match step {
-            Step::Line(d) => d * line,
-            Step::Page(d) => d * page,
-            Step::End(d) => d * (isize::MAX / 4),
-        };
-        match self.focus {
-            PaneId::Queue => {
-                let keys = job_keys(view, &self.job_rows(view));
-                self.jobs.move_by(&keys, delta);
-            }
-            PaneId::Budget => self.tenants.move_by(&view.budgets.iter().map(|b| b.tenant.clone()).collect::<Vec<_>>(), delta),
-            PaneId::Alarms => self.alarms.move_by(&alarm_keys(view), delta),
-            PaneId::Fleet => self.fleet.move_by(view, delta),
-            PaneId::Slurm => self.slurm_jobs.move_by(&slurm_keys(view), delta),
-            PaneId::Memory | PaneId::Market => {}
-        }
+        self.alarms.ui(view, self.focus == PaneId::Alarms)
     }
 
     pub fn on_key(&mut self, key: KeyEvent, view: &View) -> Control {
@@ -157,84 +139,135 @@ impl App {
             return if quit { Control::Quit } else { Control::Continue };
         }
         if !matches!(self.mode, Mode::Normal) {
-            return super::modes::on_key(self, key, view);
+            let mode = std::mem::take(&mut self.mode);
+            let (mode, request) = modes::on_key(mode, key, view, || Selected { job: self.selected_job(view), slurm_job: self.selected_slurm_job(view) });
+            self.mode = mode;
+            return self.apply(request, view);
         }
         self.status = None;
-        let Some(command) = commands::lookup(&key, self) else { return Control::Continue };
+        let Some(command) = commands::lookup(&key, self.keys()) else { return Control::Continue };
         if self.help && !matches!(command.act, Act::Help | Act::Close | Act::Quit) {
             return Control::Continue;
         }
-        let step = match command.act {
-            Act::Up => Some(Step::Line(-1)),
-            Act::Down => Some(Step::Line(1)),
-            Act::PageUp => Some(Step::Page(-1)),
-            Act::PageDown => Some(Step::Page(1)),
-            Act::Top => Some(Step::End(-1)),
-            Act::Bottom => Some(Step::End(1)),
-            _ => None,
+        let request = match command.act {
+            Act::Quit => Request::Quit,
+            Act::Help => {
+                self.help = !self.help;
+                Request::Nothing
+            }
+            Act::Close => self.close(view),
+            Act::FocusNext => {
+                self.focus = self.focus.next(view);
+                Request::Nothing
+            }
+            Act::FocusPrev => {
+                self.focus = self.focus.prev(view);
+                Request::Nothing
+            }
+            Act::FocusPane => self.focus_digit(key.code, view),
+            Act::Zoom => {
+                self.zoom = !self.zoom;
+                Request::Nothing
+            }
+            Act::CommandBar => Request::Command(String::new()),
+            Act::Filter => {
+                self.mode = Mode::filter(self.order.filter_text());
+                Request::Nothing
+            }
+            Act::Sort => {
+                self.order.sort = self.order.sort.next();
+                Request::Nothing
+            }
+            Act::SortReverse => {
+                self.order.reversed = !self.order.reversed;
+                Request::Nothing
+            }
+            act => self.route(act, view).unwrap_or(Request::Nothing),
         };
-        if let Some(step) = step {
-            self.move_selection(view, step);
-            return Control::Continue;
+        self.apply(request, view)
+    }
+
+    /// Hands a key to the focused pane's component; `None` when it is not
+    /// that pane's key.
+    fn route(&mut self, act: Act, view: &View) -> Option<Request> {
+        // Budgets and alarms keep no scroll window: a page there is the job
+        // table's, as drawn last.
+        let page = self.queue.page();
+        match self.focus {
+            PaneId::Fleet => self.fleet.on_key(act, view),
+            PaneId::Queue => self.queue.on_key(act, &self.order, view),
+            PaneId::Budget => self.budget.on_key(act, page, view),
+            PaneId::Alarms => self.alarms.on_key(act, page, view),
+            PaneId::Slurm => self.slurm.on_key(act, view),
+            PaneId::Memory | PaneId::Market => None,
         }
-        match command.act {
-            Act::Quit => return Control::Quit,
-            Act::Help => self.help = !self.help,
-            Act::Close => {
-                if self.help {
-                    self.help = false;
-                } else if self.focus == PaneId::Fleet && self.fleet.leave() {
-                } else if !self.order.filter_text().is_empty() {
-                    self.order.set_filter("");
-                } else {
-                    self.zoom = false;
-                }
+    }
+
+    /// Esc backs out of one thing: help, then whatever the focused pane has
+    /// open (the fleet's drill-down), then the filter, then zoom.
+    fn close(&mut self, view: &View) -> Request {
+        if self.help {
+            self.help = false;
+        } else if let Some(request) = self.route(Act::Close, view) {
+            return request;
+        } else if !self.order.filter_text().is_empty() {
+            self.order.set_filter("");
+        } else {
+            self.zoom = false;
+        }
+        Request::Nothing
+    }
+
+    /// `1`–`7`: the pane of that digit, if the view has it.
+    fn focus_digit(&mut self, code: KeyCode, view: &View) -> Request {
+        if let KeyCode::Char(c @ '1'..='7') = code {
+            let pane = PaneId::ALL[(c as u8 - b'1') as usize];
+            if !pane.available(view) {
+                return Request::hint("no Slurm cluster is attached");
             }
-            Act::FocusNext => self.focus = self.focus.next(view),
-            Act::FocusPrev => self.focus = self.focus.prev(view),
-            Act::FocusPane => {
-                if let KeyCode::Char(c @ '1'..='7') = key.code {
-                    let pane = PaneId::ALL[(c as u8 - b'1') as usize];
-                    if pane.available(view) {
-                        self.focus = pane;
-                    } else {
-                        self.status = Some(Status::hint("no Slurm cluster is attached"));
-                    }
-                }
+            self.focus = pane;
+        }
+        Request::Nothing
+    }
+
+    /// Does what a mode or a component asked for.
+    fn apply(&mut self, request: Request, view: &View) -> Control {
+        match request {
+            Request::Nothing => {}
+            Request::Send(actions) => return Control::Send(actions),
+            Request::Propose(action) => {
+                let (mode, then) = modes::propose(action, view);
+                self.mode = mode;
+                return self.apply(then, view);
             }
-            Act::Zoom => self.zoom = !self.zoom,
-            Act::Enter => self.fleet.enter(view),
-            Act::CommandBar => self.mode = Mode::command(""),
-            Act::Filter => self.mode = Mode::filter(self.order.filter_text()),
-            Act::Sort => self.order.sort = self.order.sort.next(),
-            Act::SortReverse => self.order.reversed = !self.order.reversed,
-            Act::ToggleAudit => self.audit = !self.audit,
-            Act::Preempt | Act::Requeue | Act::Cancel | Act::Migrate => {
-                let Some(job) = self.selected_job(view) else {
-                    self.status = Some(Status::hint("no job selected"));
-                    return Control::Continue;
-                };
-                let action = match command.act {
-                    Act::Preempt => Action::Preempt { job },
-                    Act::Requeue => Action::Requeue { job },
-                    Act::Cancel => Action::Cancel { job },
-                    _ => {
-                        self.mode = Mode::pick_pool(job, view);
-                        return Control::Continue;
-                    }
-                };
-                return super::modes::propose(self, action, view);
+            Request::Run(intent) => return self.run(intent, view),
+            Request::Command(line) => self.mode = Mode::command(&line),
+            Request::Filter(text) => self.order.set_filter(&text),
+            Request::Status(status) => self.status = Some(status),
+            Request::Quit => return Control::Quit,
+        }
+        Control::Continue
+    }
+
+    /// What a command-bar line (or a key that asks in its words) wants.
+    fn run(&mut self, intent: Intent, view: &View) -> Control {
+        self.mode = Mode::Normal;
+        match intent {
+            Intent::Act(action) => return self.apply(Request::Propose(action), view),
+            Intent::AckAll(ids) => return Control::Send(ids.into_iter().map(|id| Action::AcknowledgeAlarm { id }).collect()),
+            Intent::PickPool(job) => self.mode = Mode::pick_pool(job, view),
+            Intent::ApproveForm(tenant) => self.mode = Mode::approve(&tenant.0),
+            Intent::Filter(text) => {
+                self.order.set_filter(&text);
+                self.focus = PaneId::Queue;
             }
-            Act::Slurm(key) => return super::slurm_keys::on_key(self, key, view),
-            Act::Approve => match self.selected_tenant(view) {
-                Some(i) => self.mode = Mode::approve(&view.budgets[i].tenant),
-                None => self.status = Some(Status::hint("no tenant")),
-            },
-            Act::Acknowledge => match self.alarms.position(&alarm_keys(view)) {
-                Some(i) => return super::modes::propose(self, Action::AcknowledgeAlarm { id: view.alarms[i].id.clone() }, view),
-                None => self.status = Some(Status::hint("no active alarm")),
-            },
-            Act::Up | Act::Down | Act::PageUp | Act::PageDown | Act::Top | Act::Bottom => {}
+            Intent::Sort(key, reversed) => {
+                self.order.sort = key;
+                self.order.reversed = reversed;
+            }
+            Intent::Focus(pane) => self.focus = pane,
+            Intent::Help => self.help = true,
+            Intent::Quit => return Control::Quit,
         }
         Control::Continue
     }
@@ -246,22 +279,6 @@ impl App {
             Err(why) => Status::refused(why),
         });
     }
-}
-
-/// How far a movement key goes.
-#[derive(Copy, Clone, Debug)]
-enum Step {
-    Line(isize),
-    Page(isize),
-    End(isize),
-}
-
-fn slurm_keys(view: &View) -> Vec<u64> {
-    view.slurm.as_ref().map(|s| s.jobs.iter().map(|j| j.id).collect()).unwrap_or_default()
-}
-
-fn alarm_keys(view: &View) -> Vec<String> {
-    view.alarms.iter().map(|a| a.id.clone()).collect()
 }
 
 #[cfg(test)]

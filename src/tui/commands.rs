@@ -3,12 +3,13 @@
 //! where it applies. Key dispatch, the footer hints and the help overlay are
 //! all generated from `COMMANDS`, so none of them can drift from the others.
 //!
-//! Owns the key table only. What a command does lives in `app.rs`; this file
-//! must not touch the `View`.
+//! Owns the key table only, and judges it against a `KeyContext` (focus,
+//! help, read-only), never the App itself. What a command does lives in
+//! `app.rs` and in the focused pane's component; this file must not touch
+//! the `View`.
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use super::app::App;
 use super::pane_id::PaneId;
 use super::slurm_keys::SlurmKey;
 
@@ -42,6 +43,51 @@ pub enum Act {
     ToggleAudit,
     /// A verb on the selected job of the Slurm pane.
     Slurm(SlurmKey),
+}
+
+impl Act {
+    /// How far a movement key moves a list's selection; `None` for any other.
+    pub fn step(self) -> Option<Step> {
+        Some(match self {
+            Act::Up => Step::Line(-1),
+            Act::Down => Step::Line(1),
+            Act::PageUp => Step::Page(-1),
+            Act::PageDown => Step::Page(1),
+            Act::Top => Step::End(-1),
+            Act::Bottom => Step::End(1),
+            _ => return None,
+        })
+    }
+}
+
+/// How far a movement key goes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    Line(isize),
+    Page(isize),
+    End(isize),
+}
+
+impl Step {
+    /// The move in items, given what a line and a page hold in the list at
+    /// hand (a line of the fleet's grid holds several nodes).
+    pub fn delta(self, line: isize, page: isize) -> isize {
+        match self {
+            Step::Line(d) => d * line,
+            Step::Page(d) => d * page,
+            Step::End(d) => d * (isize::MAX / 4),
+        }
+    }
+}
+
+/// What decides which commands apply: the App's focus, help overlay and
+/// read-only flag, copied out (`App::keys`) so that the key table need not
+/// import the App. `&App` converts into it.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct KeyContext {
+    pub focus: PaneId,
+    pub help: bool,
+    pub read_only: bool,
 }
 
 /// Where a command applies.
@@ -370,15 +416,17 @@ impl Key {
 }
 
 impl Command {
-    /// Whether the command does something in the app's current state.
-    pub fn enabled(&self, app: &App) -> bool {
-        if app.read_only {
+    /// Whether the command does something where the keys are now (`&App`
+    /// or its `KeyContext`).
+    pub fn enabled(&self, keys: impl Into<KeyContext>) -> bool {
+        let keys: KeyContext = keys.into();
+        if keys.read_only {
             return matches!(self.act, Act::Quit);
         }
-        let here = |pane: PaneId| app.focus == pane && !app.help;
+        let here = |pane: PaneId| keys.focus == pane && !keys.help;
         match self.scope {
             Scope::Global => true,
-            Scope::Lists => !app.help && matches!(app.focus, PaneId::Fleet | PaneId::Queue | PaneId::Budget | PaneId::Alarms | PaneId::Slurm),
+            Scope::Lists => !keys.help && matches!(keys.focus, PaneId::Fleet | PaneId::Queue | PaneId::Budget | PaneId::Alarms | PaneId::Slurm),
             Scope::Queue => here(PaneId::Queue),
             Scope::Fleet => here(PaneId::Fleet),
             Scope::Budget => here(PaneId::Budget),
@@ -390,13 +438,15 @@ impl Command {
 
 /// The command a key is bound to where the app is now (a key may mean
 /// different things in different panes, never two things in one).
-pub fn lookup(event: &KeyEvent, app: &App) -> Option<&'static Command> {
-    COMMANDS.iter().filter(|c| c.bindings.iter().any(|k| k.matches(event))).find(|c| c.enabled(app))
+pub fn lookup(event: &KeyEvent, keys: impl Into<KeyContext>) -> Option<&'static Command> {
+    let keys = keys.into();
+    COMMANDS.iter().filter(|c| c.bindings.iter().any(|k| k.matches(event))).find(|c| c.enabled(keys))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tui::app::App;
 
     #[test]
     fn no_key_means_two_things_in_one_pane() {

@@ -48,7 +48,7 @@ pub fn draw_buffer(app: &App, view: &View, ctx: &DrawContext, area: Rect, buf: &
                 let rows = app.job_rows(view);
                 let ui = QueueUi {
                     selected: app.selected_row(view, &rows),
-                    window: &app.queue_window,
+                    window: app.queue.window(),
                     rows: Some(&rows),
                     filter: app.order.filter_text(),
                     sort: app.order.sort_label(),
@@ -59,7 +59,7 @@ pub fn draw_buffer(app: &App, view: &View, ctx: &DrawContext, area: Rect, buf: &
             PaneId::Budget => panes::budget::render_selected(view, app.selected_tenant(view).filter(|_| props.focused), props, r, buf),
             PaneId::Alarms => log::render_pane(view, &app.alarms_ui(view), props, r, buf),
             PaneId::Slurm => {
-                let ui = SlurmUi { selected: app.selected_slurm_row(view), window: &app.slurm_window };
+                let ui = SlurmUi { selected: app.selected_slurm_row(view), window: app.slurm.window() };
                 panes::slurm::render(view, &ui, props, r, buf)
             }
         }

@@ -14,20 +14,12 @@ use ratatui::text::{Line, Span};
 
 use super::fmt::{self, put};
 use super::pane_id::PaneId;
+use super::panes::alarm_list::AlarmsUi;
 use super::panes::{frame, PaneProps};
 use super::theme::Theme;
 use crate::room::Severity;
 use crate::domain::units::At;
 use crate::room::View;
-
-/// The pane's UI state.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub struct AlarmsUi {
-    /// Index into `View::alarms`.
-    pub selected: Option<usize>,
-    /// The audit trail instead of the event log under the alarms.
-    pub audit: bool,
-}
 
 /// The pane unfocused, nothing selected, the event log under the alarms.
 pub fn render(view: &View, t: &Theme, area: Rect, buf: &mut Buffer) {

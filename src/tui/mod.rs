@@ -32,6 +32,7 @@ pub mod modes;
 pub mod palette;
 pub mod pane_id;
 pub mod panes;
+pub mod request;
 pub mod run;
 pub mod selection;
 pub mod slurm_keys;

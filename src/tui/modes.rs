@@ -1,20 +1,19 @@
 //! The console's modal states and their keys: the `:` command bar, the `/`
 //! filter (live), the confirmation dialog, the approval form and the pool
-//! picker for a migration; and the status line that reports what came of
-//! the last action.
+//! picker for a migration.
 //!
-//! Owns the state machines only. Every action leaves through
-//! `Control::Send`, and every one that stops, moves or spends is shown in a
-//! confirmation first (`confirm::describe`); only `y` says yes.
+//! Owns the state machines only: `on_key` takes the mode and a key and
+//! returns the next mode and a `Request` for the App, which applies it; this
+//! file never touches the App. Every action leaves as `Request::Send`, and
+//! every one that stops, moves or spends is shown in a confirmation first
+//! (`propose`, `confirm::describe`); only `y` says yes.
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use super::app::{App, Control};
-use super::command_bar::{self, Intent};
+use super::command_bar;
 use super::confirm::{self, Confirm};
 use super::input::LineInput;
-use super::pane_id::PaneId;
-use super::status::Status;
+use super::request::Request;
 use crate::domain::event::Action;
 use crate::domain::ids::JobId;
 use crate::domain::job::PoolTarget;
@@ -68,67 +67,49 @@ impl Mode {
     }
 }
 
-/// An action from a key or a command: confirmed first if it must be.
-pub fn propose(app: &mut App, action: Action, view: &View) -> Control {
-    if confirm::needs_confirmation(&action) {
-        app.mode = Mode::Confirm(Box::new(confirm::describe(action, view)));
-        Control::Continue
-    } else {
-        app.mode = Mode::Normal;
-        Control::Send(vec![action])
-    }
+/// What the command bar fills in when a command names no job: the queue's
+/// and the Slurm pane's selections, as the App has them.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Selected {
+    pub job: Option<JobId>,
+    pub slurm_job: Option<u64>,
 }
 
-fn run_intent(app: &mut App, intent: Intent, view: &View) -> Control {
-    app.mode = Mode::Normal;
-    match intent {
-        Intent::Act(action) => return propose(app, action, view),
-        Intent::AckAll(ids) => return Control::Send(ids.into_iter().map(|id| Action::AcknowledgeAlarm { id }).collect()),
-        Intent::PickPool(job) => app.mode = Mode::pick_pool(job, view),
-        Intent::ApproveForm(tenant) => app.mode = Mode::approve(&tenant.0),
-        Intent::Filter(text) => {
-            app.order.set_filter(&text);
-            app.focus = PaneId::Queue;
-        }
-        Intent::Sort(key, reversed) => {
-            app.order.sort = key;
-            app.order.reversed = reversed;
-        }
-        Intent::Focus(pane) => app.focus = pane,
-        Intent::Help => app.help = true,
-        Intent::Quit => return Control::Quit,
+/// An action from a key, a form or a command: the confirmation dialog if it
+/// must be confirmed, else straight out.
+pub fn propose(action: Action, view: &View) -> (Mode, Request) {
+    if confirm::needs_confirmation(&action) {
+        (Mode::Confirm(Box::new(confirm::describe(action, view))), Request::Nothing)
+    } else {
+        (Mode::Normal, Request::Send(vec![action]))
     }
-    Control::Continue
 }
 
 fn is_esc(key: &KeyEvent) -> bool {
     key.code == KeyCode::Esc || (key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL))
 }
 
-/// Keys while a modal state is open. Esc (or Ctrl-C) always backs out
-/// without doing anything.
-pub fn on_key(app: &mut App, key: KeyEvent, view: &View) -> Control {
-    let mode = std::mem::take(&mut app.mode);
+/// Keys while a modal state is open: the mode they leave and what the App
+/// should do besides. Esc (or Ctrl-C) always backs out without doing
+/// anything. `selected` is asked only when a command line is run.
+pub fn on_key(mode: Mode, key: KeyEvent, view: &View, selected: impl FnOnce() -> Selected) -> (Mode, Request) {
     if is_esc(&key) {
-        if let Mode::Filter { before, .. } = &mode {
-            app.order.set_filter(before);
-        }
-        if matches!(mode, Mode::Confirm(_) | Mode::Approve(_) | Mode::PickPool { .. }) {
-            app.status = Some(Status::hint("cancelled: nothing was sent"));
-        }
-        return Control::Continue;
+        let request = match &mode {
+            Mode::Filter { before, .. } => Request::Filter(before.clone()),
+            Mode::Confirm(_) | Mode::Approve(_) | Mode::PickPool { .. } => Request::hint("cancelled: nothing was sent"),
+            Mode::Normal | Mode::Command { .. } => Request::Nothing,
+        };
+        return (Mode::Normal, request);
     }
     match mode {
-        Mode::Normal => Control::Continue,
+        Mode::Normal => (Mode::Normal, Request::Nothing),
         Mode::Command { mut input, mut options, mut error } => {
             match key.code {
                 KeyCode::Enter => {
-                    return match command_bar::parse_in(&input.text(), view, app.selected_job(view), app.selected_slurm_job(view)) {
-                        Ok(intent) => run_intent(app, intent, view),
-                        Err(e) => {
-                            app.mode = Mode::Command { input, options: Vec::new(), error: Some(e) };
-                            Control::Continue
-                        }
+                    let Selected { job, slurm_job } = selected();
+                    return match command_bar::parse_in(&input.text(), view, job, slurm_job) {
+                        Ok(intent) => (Mode::Normal, Request::Run(intent)),
+                        Err(e) => (Mode::Command { input, options: Vec::new(), error: Some(e) }, Request::Nothing),
                     };
                 }
                 KeyCode::Tab => {
@@ -144,30 +125,22 @@ pub fn on_key(app: &mut App, key: KeyEvent, view: &View) -> Control {
                     }
                 }
             }
-            app.mode = Mode::Command { input, options, error };
-            Control::Continue
+            (Mode::Command { input, options, error }, Request::Nothing)
         }
         Mode::Filter { mut input, before } => {
             if key.code == KeyCode::Enter {
-                return Control::Continue;
+                return (Mode::Normal, Request::Nothing);
             }
             input.edit(&key);
-            app.order.set_filter(&input.text());
-            app.mode = Mode::Filter { input, before };
-            Control::Continue
+            let text = input.text();
+            (Mode::Filter { input, before }, Request::Filter(text))
         }
         Mode::Confirm(c) => match key.code {
             // Only an explicit yes sends; Enter alone does not, so a stray
             // double Enter cannot stop somebody's job.
-            KeyCode::Char('y' | 'Y') => Control::Send(vec![c.action]),
-            KeyCode::Char('n' | 'N') => {
-                app.status = Some(Status::hint("cancelled: nothing was sent"));
-                Control::Continue
-            }
-            _ => {
-                app.mode = Mode::Confirm(c);
-                Control::Continue
-            }
+            KeyCode::Char('y' | 'Y') => (Mode::Normal, Request::Send(vec![c.action])),
+            KeyCode::Char('n' | 'N') => (Mode::Normal, Request::hint("cancelled: nothing was sent")),
+            _ => (Mode::Confirm(c), Request::Nothing),
         },
         Mode::Approve(mut form) => {
             match key.code {
@@ -176,7 +149,7 @@ pub fn on_key(app: &mut App, key: KeyEvent, view: &View) -> Control {
                 KeyCode::Enter => {
                     let [amount, until, reason] = &form.fields;
                     match command_bar::approval(&form.tenant, &amount.text(), &until.text(), &reason.text(), view.at) {
-                        Ok(action) => return propose(app, action, view),
+                        Ok(action) => return (Mode::Normal, Request::Propose(action)),
                         Err(e) => form.error = Some(e),
                     }
                 }
@@ -187,8 +160,7 @@ pub fn on_key(app: &mut App, key: KeyEvent, view: &View) -> Control {
                     }
                 }
             }
-            app.mode = Mode::Approve(form);
-            Control::Continue
+            (Mode::Approve(form), Request::Nothing)
         }
         Mode::PickPool { job, options, mut cursor } => {
             match key.code {
@@ -196,13 +168,12 @@ pub fn on_key(app: &mut App, key: KeyEvent, view: &View) -> Control {
                 KeyCode::Up | KeyCode::Char('k') => cursor = cursor.saturating_sub(1),
                 KeyCode::Enter => {
                     if let Some(to) = options.get(cursor) {
-                        return propose(app, Action::Migrate { job, to: to.clone() }, view);
+                        return (Mode::Normal, Request::Propose(Action::Migrate { job, to: to.clone() }));
                     }
                 }
                 _ => {}
             }
-            app.mode = Mode::PickPool { job, options, cursor };
-            Control::Continue
+            (Mode::PickPool { job, options, cursor }, Request::Nothing)
         }
     }
 }

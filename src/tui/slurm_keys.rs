@@ -1,15 +1,15 @@
 //! What the Slurm pane's keys do: each verb on the selected Slurm job becomes
 //! `Action::Slurm` and goes through the confirmation dialog
-//! (`modes::propose`); migrate opens the command bar prefilled with
+//! (`Request::Propose`); migrate opens the command bar prefilled with
 //! `slurm ID migrate partition=` so the operator names the partition or the
 //! nodes to avoid.
 //!
-//! Owns this mapping only. It must not draw, change the `View` or judge
-//! whether a verb suits the job: the dialog warns and the engine refuses.
+//! Owns this mapping only: it returns a `Request` and never touches the App
+//! (the Slurm pane's component, `panes::slurm_list`, calls it with its
+//! selection). It must not draw, change the `View` or judge whether a verb
+//! suits the job: the dialog warns and the engine refuses.
 
-use super::app::{App, Control};
-use super::modes::{self, Mode};
-use super::status::Status;
+use super::request::Request;
 use crate::domain::event::Action;
 use crate::domain::slurm::SlurmVerb;
 use crate::room::View;
@@ -48,16 +48,13 @@ pub fn migrate_line(job: u64) -> String {
     format!("slurm {job} migrate partition=")
 }
 
-pub fn on_key(app: &mut App, key: SlurmKey, view: &View) -> Control {
-    let Some(job) = app.selected_slurm_job(view) else {
-        app.status = Some(Status::hint(if view.slurm.is_some() { "no Slurm job selected" } else { "no Slurm cluster is attached" }));
-        return Control::Continue;
+/// What `key` asks for on the selected Slurm job `job`.
+pub fn on_key(key: SlurmKey, job: Option<u64>, view: &View) -> Request {
+    let Some(job) = job else {
+        return Request::hint(if view.slurm.is_some() { "no Slurm job selected" } else { "no Slurm cluster is attached" });
     };
     match key.verb() {
-        Some(verb) => modes::propose(app, Action::Slurm { job, verb }, view),
-        None => {
-            app.mode = Mode::command(&migrate_line(job));
-            Control::Continue
-        }
+        Some(verb) => Request::Propose(Action::Slurm { job, verb }),
+        None => Request::Command(migrate_line(job)),
     }
 }

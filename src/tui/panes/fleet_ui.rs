@@ -11,6 +11,8 @@ use std::cell::Cell;
 use crate::domain::ids::NodeId;
 use crate::room::View;
 use crate::room::view::NodeView;
+use crate::tui::commands::Act;
+use crate::tui::request::Request;
 
 /// The fleet pane's UI state, held by `App`: which node is selected (moved
 /// while the fleet pane has the focus) and which one is drilled into. Both
@@ -36,6 +38,23 @@ pub struct Drawn {
 }
 
 impl FleetUi {
+    /// What a key does while the fleet pane has the focus: ↑↓ move by a
+    /// drawn line, PgUp/PgDn by what is on screen, Enter drills in, Esc
+    /// backs out of a drill-down. `None` when the key is not the fleet's
+    /// (Esc when not drilled in means something else to the App).
+    pub fn on_key(&mut self, act: Act, view: &View) -> Option<Request> {
+        if let Some(step) = act.step() {
+            self.move_by(view, step.delta(self.line_len(), self.page_len()));
+            return Some(Request::Nothing);
+        }
+        match act {
+            Act::Enter => self.enter(view),
+            Act::Close if self.leave() => {}
+            _ => return None,
+        }
+        Some(Request::Nothing)
+    }
+
     /// Index in `view.nodes` of the cursor: its node while it is there, else
     /// the nearest index; the first node before any move; `None` for no nodes.
     pub fn cursor_index(&self, view: &View) -> Option<usize> {

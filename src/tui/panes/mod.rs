@@ -8,7 +8,9 @@
 //! with the `View`) nor read clocks, files or the environment; nothing here
 //! imports the App. This file only declares and re-exports.
 
+pub mod alarm_list;
 pub mod budget;
+pub mod budget_list;
 pub mod fleet;
 pub(crate) mod fleet_detail;
 mod fleet_grid;
@@ -17,8 +19,10 @@ pub mod fleet_ui;
 pub mod market;
 pub mod memory;
 pub mod queue;
+pub mod queue_list;
 pub mod shared;
 pub mod slurm;
+pub mod slurm_list;
 mod slurm_nodes;
 #[cfg(test)]
 pub(crate) mod testing;

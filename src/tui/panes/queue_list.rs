@@ -1,0 +1,75 @@
+//! The queue pane's component: the selected job (followed by id as the
+//! table changes) and the table's scroll window, and what the queue's keys
+//! do with them — move the selection, and preempt, requeue, cancel or
+//! migrate the selected job.
+//!
+//! Owns this state only. The job table's order and filter are the App's
+//! (`JobOrder`: the command bar, the filter mode and Esc from any pane
+//! change them) and are handed in. Must not import the App: a key hands
+//! back a `Request` (an action to confirm, the pool picker, a hint).
+
+use std::cell::Cell;
+
+use crate::domain::event::Action;
+use crate::domain::ids::JobId;
+use crate::room::View;
+use crate::tui::command_bar::Intent;
+use crate::tui::commands::Act;
+use crate::tui::job_order::JobOrder;
+use crate::tui::request::Request;
+use crate::tui::selection::{Follow, Window};
+
+#[derive(Clone, Debug, Default)]
+pub struct QueueList {
+    jobs: Follow<JobId>,
+    /// The table's rows on screen, written while drawing.
+    window: Cell<Window>,
+}
+
+fn job_keys(view: &View, rows: &[usize]) -> Vec<JobId> {
+    rows.iter().map(|i| view.jobs[*i].id).collect()
+}
+
+impl QueueList {
+    /// Position among `rows` (indices into `view.jobs`, as shown) of the
+    /// selected job.
+    pub fn selected_row(&self, view: &View, rows: &[usize]) -> Option<usize> {
+        self.jobs.position(&job_keys(view, rows))
+    }
+
+    /// The selected job's id, among the rows `order` shows.
+    pub fn selected_job(&self, view: &View, order: &JobOrder) -> Option<JobId> {
+        let rows = order.rows(view);
+        self.selected_row(view, &rows).map(|p| view.jobs[rows[p]].id)
+    }
+
+    /// The scroll window the pane writes while drawing.
+    pub fn window(&self) -> &Cell<Window> {
+        &self.window
+    }
+
+    /// Rows on screen as last drawn, for PgUp/PgDn.
+    pub fn page(&self) -> isize {
+        self.window.get().page()
+    }
+
+    /// What a key does while the queue has the focus; `None` when the key
+    /// is not the queue's.
+    pub fn on_key(&mut self, act: Act, order: &JobOrder, view: &View) -> Option<Request> {
+        if let Some(step) = act.step() {
+            let keys = job_keys(view, &order.rows(view));
+            self.jobs.move_by(&keys, step.delta(1, self.page()));
+            return Some(Request::Nothing);
+        }
+        if !matches!(act, Act::Preempt | Act::Requeue | Act::Cancel | Act::Migrate) {
+            return None;
+        }
+        let Some(job) = self.selected_job(view, order) else { return Some(Request::hint("no job selected")) };
+        Some(match act {
+            Act::Preempt => Request::Propose(Action::Preempt { job }),
+            Act::Requeue => Request::Propose(Action::Requeue { job }),
+            Act::Cancel => Request::Propose(Action::Cancel { job }),
+            _ => Request::Run(Intent::PickPool(job)),
+        })
+    }
+}
