@@ -171,9 +171,10 @@ pub fn footer(app: &App, t: &Theme, area: Rect, buf: &mut Buffer) {
     let mut used = 0usize;
     let focus = format!(" {}{} ", app.focus.title(), if app.zoom { " (zoomed)" } else { "" });
     let room = (area.width as usize).saturating_sub(fmt::width(&focus));
+    let keys = app.keys();
     let hints: Vec<(&str, &str, bool)> = COMMANDS
         .iter()
-        .filter(|c| c.enabled(app))
+        .filter(|c| c.enabled(keys))
         .filter_map(|c| c.hint.map(|(k, w)| (k, w, matches!(c.act, Act::Help | Act::Quit))))
         .collect();
     let cost = |(keys, word, _): &(&str, &str, bool)| fmt::width(keys) + 1 + fmt::width(word) + 2;

@@ -11,7 +11,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
 use super::app::App;
-use super::commands::COMMANDS;
+use super::commands::{KeyContext, COMMANDS};
 use super::fmt;
 use super::theme::Theme;
 
@@ -32,10 +32,9 @@ const LEGEND: &[(&str, &str)] = &[
 pub fn render(app: &App, t: &Theme, area: Rect, buf: &mut Buffer) {
     let key_w = COMMANDS.iter().map(|c| fmt::width(c.keys)).chain(LEGEND.iter().map(|(g, _)| fmt::width(g))).max().unwrap_or(0);
     // What applies under the overlay: judge the commands as if it were closed.
-    let mut beneath = app.clone();
-    beneath.help = false;
+    let beneath = KeyContext { help: false, ..app.keys() };
     let mut lines: Vec<Line> = vec![Line::from(Span::styled(format!("Keys in {} (Tab, then ? for another pane)", app.focus.title()), t.heading))];
-    for c in COMMANDS.iter().filter(|c| c.enabled(&beneath)) {
+    for c in COMMANDS.iter().filter(|c| c.enabled(beneath)) {
         lines.push(Line::from(vec![Span::styled(format!("  {} ", fmt::left(c.keys, key_w)), t.key), Span::styled(c.desc, t.text)]));
     }
     let text_w = (area.width as usize).saturating_sub(8 + key_w).max(20);

@@ -5,7 +5,10 @@
 //! that no figure at the end of a message is cut.
 //!
 //! Draws from `View::alarms`, `View::log` and `View::audit`, and the
-//! selection it is handed. Focusable: ↑↓ select an alarm, `a` acknowledges.
+//! `AlarmsUi` it is handed; the selection and the keys (↑↓ select an alarm,
+//! `a` acknowledges) are `panes::alarm_list`'s. Also owns how a log line of
+//! each severity looks, which the alarm strip uses too. Must not import the
+//! App or the chrome.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -15,7 +18,7 @@ use ratatui::text::{Line, Span};
 use super::fmt::{self, put};
 use super::pane_id::PaneId;
 use super::panes::alarm_list::AlarmsUi;
-use super::panes::{frame, PaneProps};
+use super::panes::shared::{PaneProps, frame};
 use super::theme::Theme;
 use crate::room::Severity;
 use crate::domain::units::At;

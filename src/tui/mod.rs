@@ -10,6 +10,15 @@
 //!
 //! Owns `src/tui/` only. It must not mutate the `View`, read clocks (the run
 //! loop measures data age and passes it in), or decide anything about jobs.
+//!
+//! The modules import one way, never round a circle: plain values at the
+//! bottom (`pane_id`, `selection`, `status`, `theme`, `palette`, `fmt`,
+//! `input`), then the key table (`commands`), the command bar and the
+//! confirmation wording, `request` and `modes`, the panes and their
+//! components (`panes::*`), the `App` that owns the components and applies
+//! their requests, and on top the drawing that reads the App (`draw`,
+//! `chrome`, `dialog`, `help`, `layout`, `svg`, `wall`, `run`). This file
+//! only declares modules and re-exports.
 
 pub mod app;
 mod chrome;

@@ -5,8 +5,9 @@
 //! (name, billing mode, instance type, zone, price, state, a glyph per GPU,
 //! mean util) under a cluster line; once they do not, the heat grid of
 //! `fleet_grid` (a cell per GPU, or per node); drilled into a node, its GPUs
-//! one per row (`fleet_detail`). Also owns `FleetUi`, the cursor and the
-//! drill-down the App keeps, and what moving them means; the App binds keys.
+//! one per row (`fleet_detail`). The cursor and the drill-down are
+//! `FleetUi`'s (`fleet_ui`), the pieces the three pictures share
+//! `fleet_parts`'; this file only chooses the picture and draws the table.
 //!
 //! Draws from `View::cluster` and `View::nodes` (and `View::jobs`, for names
 //! in the detail) only. Every GPU state has a glyph of its own (`·` no

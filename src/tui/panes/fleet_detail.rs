@@ -4,7 +4,7 @@
 //! not in use `▓`, free `░`) with used/allocated/total, largest free block,
 //! fragmentation, and its jobs by id and name; then the node's totals.
 //!
-//! Owns this picture only: `fleet` owns which node and how to get out (the
+//! Owns this picture only: `FleetUi` owns which node and how to get out (the
 //! title says `Esc back`). Reads the node from `View::nodes` and job names
 //! from `View::jobs`; a node that has left the fleet is said so, not guessed.
 //! Draws inside its `Rect` only.

@@ -6,7 +6,7 @@
 //! says which it is (`1 cell = 1 GPU`), and the cursor's node by name.
 //!
 //! Owns the grid's geometry and what a cell means; `fleet` decides when the
-//! grid is drawn and owns the cursor. Rows left under the grid name the
+//! grid is drawn and `FleetUi` owns the cursor. Rows left under the grid name the
 //! nodes in trouble, then sum up each billing mode, then explain the glyphs.
 //! Draws inside its `Rect` only (its notes go on the pane's own borders).
 
