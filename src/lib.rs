@@ -1,9 +1,11 @@
 //! gpuroom: a terminal control room for GPU clusters bought by the hour.
 //!
-//! The crate is laid out as DESIGN.md describes: a deterministic core
-//! (`core`, with the policy engines `sched`, `market`, `ckpt`, `cost`,
-//! `predict`) that never does IO, and adapters at its edges (`sim`, `sources`,
-//! `store`, `tui`, `engine`, and `live` for real sources).
+//! The crate is a house whose floors only look down (`tests/layers.rs`
+//! keeps it so): the plain data of the `domain`; the policies above it
+//! (`sched`, `market`, `ckpt`, `cost`, `predict`), each on its
+//! own; the deterministic `room` that applies them; and the edges on top
+//! (`engine`, `store`, `sim`, `sources`, `live`, `host`, `tui`, `bench`, …),
+//! where all IO happens. See the README's "What runs where".
 
 pub mod bench;
 pub mod ckpt;

@@ -5,7 +5,7 @@
 //!
 //! Plain data: the `slurm` adapter (sources/slurm) builds snapshots from
 //! squeue/sinfo/scontrol output and carries commands out with scontrol and
-//! scancel; the `Room` mirrors the snapshot (room_slurm) and decides. Nothing
+//! scancel; the `Room` mirrors the snapshot (room::slurm) and decides. Nothing
 //! here runs a command or reads a clock.
 
 use std::fmt;

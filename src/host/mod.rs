@@ -9,6 +9,11 @@
 //! * `Duty` is the owner's share of each batch, for the simulated and the
 //!   live engine alike.
 //! * `attach` is the other side: an attached console's or a wall's link.
+//! * `driver` is the one loop that owns an engine (sources → events →
+//!   engine → effects → executors and store → views), for the console on the
+//!   simulated cluster or on live sources and for the headless engine;
+//! * `console`, `headless`, `runs`, `screenshot` are the runners `main.rs`
+//!   calls, one per subcommand, with their settings from `settings`.
 //!
 //! Reads the wall clock (for heartbeats) and the process table (is a lease's
 //! holder alive?), so it lives here, outside the core.
@@ -23,6 +28,12 @@ use crate::sim::{Simulation, Traces};
 use crate::store::{Acquired, Lease, LeaseHolder, RunMeta, SimWorld, Store, StoreError};
 
 pub mod attach;
+pub mod console;
+pub mod driver;
+pub mod headless;
+pub mod runs;
+pub mod screenshot;
+pub mod settings;
 
 /// How often the view is published for attached consoles.
 pub const PUBLISH_EVERY_MS: i64 = 1_000;
@@ -79,25 +90,6 @@ impl Duty {
         store.publish_view(store.last_seq(), view, now_ms)?;
         self.last_publish_ms = now_ms;
         Ok(())
-    }
-
-    /// One batch of a simulated engine: heartbeat and commands, the world up
-    /// to `until`, and the view if the caller wants it or it is due. The
-    /// view is returned when one was built.
-    pub fn step<W: World>(&mut self, engine: &mut Engine<W>, until: crate::domain::units::At, want_view: bool) -> Result<Option<View>, StoreError> {
-        let now = now_ms();
-        let own_batch = engine.begin_batch()?;
-        let commands = self.intake(engine, now)?;
-        engine.run_until(until)?;
-        let publish = engine.store.is_some() && (self.publish_due(now) || commands > 0);
-        let view = (want_view || publish).then(|| engine.room.view());
-        if let (true, Some(view)) = (publish, view.as_ref()) {
-            self.publish(engine, view, now)?;
-        }
-        if own_batch {
-            engine.end_batch()?;
-        }
-        Ok(view)
     }
 
     /// A clean stop: the open batch committed, a snapshot, the lease released.

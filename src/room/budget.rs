@@ -37,10 +37,21 @@ pub struct Budgets {
     pub limiting: bool,
 }
 
-/// Where a stop of a blocked tenant's jobs takes its settings from.
-pub struct Stopper<'a> {
+/// What a budget check reads, and the fleet it stops a blocked tenant's jobs in.
+pub struct Check<'a> {
+    pub policy: &'a BudgetPolicy,
+    pub books: &'a Books,
+    pub fleet: &'a mut Fleet,
     pub now: Option<At>,
     pub checkpoint: &'a CheckpointPolicy,
+}
+
+/// An operator's approval of an overrun, as asked.
+pub struct Overrun<'a> {
+    pub tenant: &'a TenantId,
+    pub reason: &'a str,
+    pub amount: Option<Micros>,
+    pub until: Option<At>,
 }
 
 impl Budgets {
@@ -54,7 +65,8 @@ impl Budgets {
 
     /// Re-derives every tenant's level; acts on the changes. Returns whether
     /// any level moved (the queue must be looked at again).
-    pub fn check(&mut self, at: At, policy: &BudgetPolicy, books: &Books, fleet: &mut Fleet, stop: Stopper<'_>, journal: &mut Journal, effects: &mut Vec<Effect>) -> bool {
+    pub fn check(&mut self, at: At, check: Check<'_>, journal: &mut Journal, effects: &mut Vec<Effect>) -> bool {
+        let Check { policy, books, fleet, now, checkpoint } = check;
         let changes: Vec<(TenantId, BudgetLevel, BudgetLevel, Micros, Micros)> = fleet
             .tenants
             .iter()
@@ -95,7 +107,7 @@ impl Budgets {
                     let limit = threshold(budget, policy.block_pct);
                     journal.raise(at, alarm, format!("{name} passed {}% of its budget ({limit}): stopped until an operator approves", policy.block_pct), effects);
                     for id in fleet.holding_of(&tenant) {
-                        fleet.stop_job(stop.now, stop.checkpoint, id, StopReason::Budget, true, effects);
+                        fleet.stop_job(now, checkpoint, id, StopReason::Budget, true, effects);
                     }
                 }
             }
@@ -122,16 +134,8 @@ impl Budgets {
     }
 
     /// An operator approves a tenant's overrun. Returns the audit text.
-    pub fn approve(
-        &mut self,
-        tenants: &BTreeMap<TenantId, crate::domain::event::TenantSpec>,
-        at: At,
-        actor: &Actor,
-        tenant: &TenantId,
-        reason: &str,
-        amount: Option<Micros>,
-        until: Option<At>,
-    ) -> Result<String, String> {
+    pub fn approve(&mut self, tenants: &BTreeMap<TenantId, crate::domain::event::TenantSpec>, at: At, actor: &Actor, ask: Overrun<'_>) -> Result<String, String> {
+        let Overrun { tenant, reason, amount, until } = ask;
         let name = clean(&tenant.0);
         if !tenants.contains_key(tenant) {
             return Err(format!("{} asked to approve an overrun of unknown tenant {name:?}", clean(&actor.user)));

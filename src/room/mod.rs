@@ -41,7 +41,7 @@ pub use config::{AfterInterruption, ForecastConfig, RoomConfig};
 pub use journal::{Ack, Alarm, AuditEntry, LogLine, Severity, Stats};
 pub use view::View;
 
-use budget::{Budgets, Stopper};
+use budget::{Budgets, Check, Overrun};
 use cost::Costs;
 use fleet::Fleet;
 use forecast::SpendForecast;
@@ -272,8 +272,8 @@ impl Room {
         if self.costs.budgets_may_move(at, &self.fleet, &self.budgets.approvals, &self.config.cost.budget) {
             self.settle_all(at);
         }
-        let stopper = Stopper { now: self.now, checkpoint: &self.config.checkpoint };
-        if self.budgets.check(at, &self.config.cost.budget, &self.costs.books, &mut self.fleet, stopper, &mut self.journal, &mut effects) {
+        let check = Check { policy: &self.config.cost.budget, books: &self.costs.books, fleet: &mut self.fleet, now: self.now, checkpoint: &self.config.checkpoint };
+        if self.budgets.check(at, check, &mut self.journal, &mut effects) {
             self.sched.queue_dirty = true;
         }
         if waits::check(&mut self.sched.waits_checked, &self.config.sched.max_wait, &mut self.fleet, &mut self.journal, at, &mut effects) {
@@ -620,7 +620,8 @@ impl Room {
         ops::check_role(actor, action)?;
         let what = match action {
             Action::ApproveOverrun { tenant, reason, amount, until } => {
-                let text = self.budgets.approve(&self.fleet.tenants, at, actor, tenant, reason, *amount, *until)?;
+                let ask = Overrun { tenant, reason, amount: *amount, until: *until };
+                let text = self.budgets.approve(&self.fleet.tenants, at, actor, ask)?;
                 self.sched.queue_dirty = true;
                 text
             }

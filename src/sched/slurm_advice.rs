@@ -5,7 +5,7 @@
 //! exactly that room — never partial room, never an owner's quota.
 //!
 //! Pure: it reads a snapshot and the tenants and returns advice. Whether the
-//! advice is only shown or issued is the room's business (room_slurm).
+//! advice is only shown or issued is the room's business (room::slurm).
 
 use std::collections::{BTreeMap, BTreeSet};
 

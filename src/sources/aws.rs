@@ -10,7 +10,7 @@
 //! AWS does not let a running spot instance's max price change. gpuroom
 //! applies each job's progress-tied max price in the room: when the market
 //! passes a job's current cap, the room checkpoints the job and moves it
-//! (`judge` in `core/room_spot.rs`, the curve in `market/bid.rs`). An
+//! (`judge` in `room/spot.rs`, the curve in `market/bid.rs`). An
 //! instance is launched with the curve's ceiling (the on-demand price) as
 //! its own max price, a backstop AWS enforces. Raising an instance's max
 //! price is a replacement (`replace_with_max_price`): launch the new one in

@@ -3,7 +3,7 @@
 //! bars and clock/age formatting.
 //!
 //! Pure string work on values already in the `View`; no business rules here
-//! (amounts and durations are formatted by the Display impls in `core::units`).
+//! (amounts and durations are formatted by the Display impls in `domain::units`).
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;

@@ -1,0 +1,263 @@
+//! The command line: every flag and subcommand, as clap parses them. What
+//! each one does is a runner of `gpuroom::host`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use gpuroom::host::settings::{Policy, WorldChoice};
+use gpuroom::sched::DisciplineKind;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "gpuroom",
+    version,
+    about = "A terminal control room for GPU clusters bought by the hour",
+    long_about = "A terminal control room for GPU clusters bought by the hour: scheduler, spot \
+                  watcher, checkpoint controller and cost engine in one binary.\n\n\
+                  Without a subcommand it opens the console on the embedded simulated cluster \
+                  (real AWS spot prices, real preemption traces, jobs from the Philly trace), \
+                  recording every event to an SQLite log that `gpuroom replay` rebuilds."
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub world: WorldArgs,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    /// Simulated seconds per wall-clock second in the console.
+    #[arg(long, default_value_t = 60.0, value_name = "FACTOR")]
+    pub speed: f64,
+    /// Hours simulated at full speed before the console opens, so the cluster is busy.
+    #[arg(long, default_value_t = 24.0, value_name = "HOURS")]
+    pub warmup: f64,
+    /// Event log. A new file: this console's engine records to it. A log whose
+    /// engine runs: attach to it. A log whose engine died: resume it. Default: a
+    /// new file under $XDG_STATE_HOME/gpuroom (or ~/.local/state/gpuroom).
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// Do not record an event log.
+    #[arg(long, conflicts_with = "db")]
+    pub no_log: bool,
+    /// Colour theme: a built-in name (dark, light, high-contrast, colour-blind, mono) or a
+    /// theme file (see themes/). Default: dark, or mono when NO_COLOR is set. A bad file
+    /// falls back to the default.
+    #[arg(long, value_name = "NAME|FILE")]
+    pub theme: Option<String>,
+    /// Read-only wall display: large layout, pages cycle every 15 s, no key but q does
+    /// anything, and the engine refuses actions from it (its actor is a viewer).
+    #[arg(long)]
+    pub wall: bool,
+    /// Seconds without a new view before the data is shown as STALE.
+    #[arg(long, default_value_t = 10, value_name = "SECS")]
+    pub stale_after: u64,
+    /// Run on the live sources of the configuration's [sources] table (NVML, dcgm-exporter,
+    /// EC2, IMDS, the local executor) instead of the simulated cluster.
+    #[arg(long)]
+    pub live: bool,
+    /// Live: a dcgm-exporter endpoint to scrape, added to the configuration's (repeatable).
+    #[arg(long, value_name = "URL", requires = "live")]
+    pub dcgm: Vec<String>,
+    /// Live: do not read this machine's GPUs through NVML.
+    #[arg(long, requires = "live")]
+    pub no_nvml: bool,
+    /// Live: a jobs file (tenants, and jobs with their commands) the local executor runs.
+    #[arg(long, value_name = "FILE", requires = "live")]
+    pub jobs: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct PolicyArgs {
+    /// Engine configuration (scheduler, checkpoint, spot, cost and forecast policy, TOML). Default:
+    /// $XDG_CONFIG_HOME/gpuroom/config.toml if it exists.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Queue discipline, overriding the configuration: fifo, priority, drf or mlfq.
+    #[arg(long, value_name = "NAME", value_parser = parse_discipline)]
+    pub discipline: Option<DisciplineKind>,
+}
+
+fn parse_discipline(name: &str) -> Result<DisciplineKind, String> {
+    DisciplineKind::parse(name).ok_or_else(|| format!("unknown discipline {name:?} (fifo, priority, drf, mlfq)"))
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct WorldArgs {
+    /// Seed of the simulated world: the same seed gives the same run.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Simulated cluster description (TOML); default: the embedded fixtures/sim/default.toml.
+    #[arg(long, value_name = "FILE")]
+    pub sim_config: Option<PathBuf>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run the simulated cluster headless, as fast as possible, and print a summary.
+    Sim {
+        /// Simulated hours to run.
+        #[arg(long, default_value_t = 24.0)]
+        hours: f64,
+        #[command(flatten)]
+        world: WorldArgs,
+        #[command(flatten)]
+        policy: PolicyArgs,
+        /// Record the event log to this new file.
+        #[arg(long, value_name = "PATH")]
+        db: Option<PathBuf>,
+        /// Instead of the cluster, run an experiment and print its table.
+        #[arg(long, value_enum)]
+        experiment: Option<Experiment>,
+        /// Also write the experiment's report (Markdown) to this file.
+        #[arg(long, value_name = "FILE", requires = "experiment")]
+        out: Option<PathBuf>,
+        /// Where the experiment starts in the price history (YYYY-MM-DD).
+        #[arg(long, value_name = "DATE", requires = "experiment")]
+        from: Option<chrono::NaiveDate>,
+    },
+    /// Rebuild the state from a recorded event log and print its summary.
+    Replay {
+        /// The event log (an SQLite file written by gpuroom).
+        db: PathBuf,
+        /// Start from the latest snapshot instead of the first event.
+        #[arg(long)]
+        from_snapshot: bool,
+    },
+    /// Export a recorded run's ledger for one month: FOCUS columns or raw CSV.
+    Export {
+        /// The event log (an SQLite file written by gpuroom).
+        #[arg(long)]
+        db: PathBuf,
+        #[arg(long, value_enum, default_value = "focus")]
+        format: gpuroom::export::Format,
+        /// The month, YYYY-MM.
+        #[arg(long)]
+        month: String,
+        /// Write here instead of standard output.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+    /// The weekly efficiency report of a recorded run: utilization, output
+    /// per GPU-hour, queue wait, idle and zombie capacity.
+    Efficiency {
+        /// The event log (an SQLite file written by gpuroom).
+        #[arg(long)]
+        db: PathBuf,
+        /// First day of the week, YYYY-MM-DD (default: the run's first day).
+        #[arg(long)]
+        week: Option<chrono::NaiveDate>,
+    },
+    /// The cheapest on-demand / reserved / spot split, priced with the real
+    /// spot prices and hazard, and the reserved effective-price curve.
+    Mix {
+        #[command(flatten)]
+        args: gpuroom::mix_report::MixArgs,
+    },
+    /// Run the engine with no console, owning its log: other `gpuroom --db` consoles
+    /// attach to it. A log whose engine died is resumed where it stopped.
+    Engine {
+        /// The event log: a new file, or one whose engine died (resumed).
+        #[arg(long, value_name = "PATH")]
+        db: PathBuf,
+        #[command(flatten)]
+        world: WorldArgs,
+        #[command(flatten)]
+        policy: PolicyArgs,
+        /// Simulated seconds per wall-clock second, or "max" for as fast as it runs.
+        #[arg(long, default_value = "60", value_name = "FACTOR|max", value_parser = parse_pace)]
+        speed: Pace,
+        /// Stop after this many simulated hours since the world's start (default: run until stopped).
+        #[arg(long, value_name = "HOURS")]
+        until_hours: Option<f64>,
+        /// With --speed max: simulated minutes per batch (commands are taken between batches).
+        #[arg(long, default_value_t = 60.0, value_name = "MINUTES")]
+        step_minutes: f64,
+    },
+    /// Ask each configured live source whether it answers, and say why not.
+    Doctor {
+        #[command(flatten)]
+        policy: PolicyArgs,
+        /// A dcgm-exporter endpoint to check too (repeatable).
+        #[arg(long, value_name = "URL")]
+        dcgm: Vec<String>,
+    },
+    /// Measure the product at scale (Room::apply events/s, a simulated month of
+    /// 1,000 GPUs and 100,000 jobs, frame time and console memory at 1,000 GPUs /
+    /// 10,000 jobs) and print figures with their ratio to the targets.
+    Bench {
+        /// Tiny sizes, for a smoke run (seconds instead of minutes).
+        #[arg(long)]
+        quick: bool,
+        /// Where to write the report page (default: docs/benchmarks.md, not written with --quick).
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// The console measurement's child process (started by the bench itself).
+        #[arg(long = "probe-memory", hide = true)]
+        probe_memory: bool,
+    },
+    /// Render the console after a simulated warm-up to an SVG file.
+    Screenshot {
+        /// Where to write the SVG.
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+        #[arg(long, default_value_t = 120)]
+        width: u16,
+        #[arg(long, default_value_t = 40)]
+        height: u16,
+        /// Simulated hours before the picture is taken.
+        #[arg(long, default_value_t = 24.0)]
+        hours: f64,
+        /// Theme: a built-in name (dark, light, high-contrast, colour-blind, mono) or a theme file.
+        #[arg(long, value_name = "NAME|FILE", default_value = "dark")]
+        theme: String,
+        /// Only this pane, zoomed: fleet, memory, queue, market, budget or alarms.
+        #[arg(long, value_name = "PANE", conflicts_with = "wall")]
+        pane: Option<String>,
+        /// The wall display instead of the console, at this page (0-based).
+        #[arg(long, value_name = "PAGE")]
+        wall: Option<usize>,
+        /// Open a dialog over the console: preempt, requeue, migrate, approve or command.
+        #[arg(long, value_name = "DIALOG", conflicts_with = "wall")]
+        dialog: Option<String>,
+        #[command(flatten)]
+        world: WorldArgs,
+    },
+}
+
+#[derive(Copy, Clone, Debug, clap::ValueEnum)]
+pub enum Experiment {
+    /// Bursts of inference work on spot: six strategies side by side (SPEC §3–§4).
+    Spot,
+}
+
+/// How fast a headless engine runs the simulated world.
+#[derive(Copy, Clone, Debug)]
+pub enum Pace {
+    /// Simulated seconds per wall-clock second.
+    Factor(f64),
+    /// As fast as it can, a step of simulated time per batch.
+    Max,
+}
+
+pub fn parse_pace(text: &str) -> Result<Pace, String> {
+    if text == "max" {
+        return Ok(Pace::Max);
+    }
+    match text.parse::<f64>() {
+        Ok(f) if f.is_finite() && f > 0.0 && f <= 1e7 => Ok(Pace::Factor(f)),
+        _ => Err(format!("expected a factor in (0, 10000000] or \"max\", got {text:?}")),
+    }
+}
+
+
+impl PolicyArgs {
+    pub fn policy(&self) -> Policy {
+        Policy { config: self.config.clone(), discipline: self.discipline }
+    }
+}
+
+impl WorldArgs {
+    pub fn choice(&self) -> WorldChoice {
+        WorldChoice { seed: self.seed, sim_config: self.sim_config.clone() }
+    }
+}

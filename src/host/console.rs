@@ -1,0 +1,245 @@
+//! The console's runners: on the simulated cluster (this process owns the
+//! engine, or attaches to the one that owns the log), on live sources, and
+//! as a wall display. Each wires the engine's loop (`driver::drive`) to the
+//! terminal (`tui::run_console`) with a view channel one way and operator
+//! actions the other, and prints the run's summary on exit.
+//!
+//! Owns the wiring only: what the engine does is the engine's, what the
+//! screen shows is the TUI's.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::driver::{self, Links, Pace, SimRunner};
+use super::settings::{self, Policy, WorldChoice};
+use super::{attach, Duty, Opened};
+use crate::domain::event::{Action, Actor, Role};
+use crate::live::catalogue::Catalogue;
+use crate::live::config::JobsFile;
+use crate::live::run::{spawn_sources, LiveRunner};
+use crate::live::Live;
+use crate::report;
+use crate::room::{Room, View};
+use crate::sim::{Traces, WorldStats};
+use crate::store::{Lease, Store};
+use crate::tui::run::{OperatorLink, Screen};
+use crate::tui::theme_file::ThemeError;
+use crate::tui::DrawContext;
+
+/// What the console is asked for on the command line.
+#[derive(Clone, Debug)]
+pub struct ConsoleOptions {
+    pub world: WorldChoice,
+    pub policy: Policy,
+    pub speed: f64,
+    pub warmup_hours: f64,
+    /// `None` with `no_log`: record nothing.
+    pub db: Option<PathBuf>,
+    pub no_log: bool,
+    pub theme: Option<String>,
+    pub wall: bool,
+    pub stale_after: u64,
+}
+
+/// Live sources on top of the console's options.
+#[derive(Clone, Debug, Default)]
+pub struct LiveOptions {
+    pub dcgm: Vec<String>,
+    pub no_nvml: bool,
+    pub jobs: Option<PathBuf>,
+}
+
+/// The drawing context, actor and screen from the options; the theme's
+/// error, if the theme could not be used, to repeat on exit.
+fn setup(opts: &ConsoleOptions, source: String) -> (DrawContext, Actor, Screen, Option<ThemeError>) {
+    let mut ctx = DrawContext::new(source);
+    ctx.stale_after = Duration::from_secs(opts.stale_after.max(1));
+    let role = if opts.wall { Role::Viewer } else { Role::Operator };
+    let actor = crate::operator::actor_from_env(role);
+    let screen = if opts.wall { Screen::Wall } else { Screen::Console };
+    let depth = crate::tui::theme_depth::ColorDepth::from_env();
+    let theme_error = match opts.theme.as_deref().map(crate::tui::theme_file::load) {
+        Some(Ok(theme)) => {
+            // Down to what the terminal shows (256 or 16 colours, or none).
+            ctx.theme = theme.at_depth(depth);
+            None
+        }
+        Some(Err(e)) => Some(e),
+        None => None,
+    };
+    if let Some(e) = &theme_error {
+        eprintln!("gpuroom: theme not used, falling back to {}: {e}", ctx.theme.name);
+        std::thread::sleep(Duration::from_secs(2));
+    }
+    (ctx, actor, screen, theme_error)
+}
+
+/// The console's end: the summary, the theme's error again, the log's path.
+fn epilogue(view: &View, stats: Option<&WorldStats>, theme_error: Option<ThemeError>, store: Option<&Store>) -> Result<()> {
+    print!("{}", report::summary(view, stats));
+    if let Some(e) = theme_error {
+        eprintln!("gpuroom: the theme was not used: {e}");
+    }
+    if let Some(store) = store {
+        println!("event log {} ({} events); replay with: gpuroom replay {}", store.path().display(), store.event_count()?, store.path().display());
+    }
+    Ok(())
+}
+
+/// The channels between the engine's loop and the terminal.
+struct Wiring {
+    links: Links,
+    views: watch::Receiver<Arc<View>>,
+    operator: OperatorLink,
+    stop: oneshot::Sender<()>,
+}
+
+fn wire(first: View, reports: Option<mpsc::Receiver<crate::sources::report::Report>>) -> Wiring {
+    let (views_tx, views) = watch::channel(Arc::new(first));
+    let (stop, stopped) = oneshot::channel::<()>();
+    let (actions_tx, actions) = mpsc::channel::<Action>(16);
+    let (outcomes, outcomes_rx) = mpsc::channel(16);
+    let links = Links { views: Some(views_tx), actions, outcomes, reports, stopped };
+    Wiring { links, views, operator: OperatorLink { actions: actions_tx, outcomes: outcomes_rx }, stop }
+}
+
+/// `gpuroom`: the console on the simulated cluster.
+pub fn run_sim_console(opts: &ConsoleOptions) -> Result<()> {
+    if !(opts.speed.is_finite() && opts.speed > 0.0 && opts.speed <= 100_000.0) {
+        bail!("--speed must be within (0, 100000], got {}", opts.speed);
+    }
+    let log_path = if opts.no_log { None } else { opts.db.clone().or_else(|| settings::default_log_path(&format!("sim-seed{}", opts.world.seed))) };
+    // A wall on an existing log only ever reads it, whatever its engine's state.
+    if let Some(path) = log_path.as_deref().filter(|p| opts.wall && p.exists()) {
+        return run_attached(opts, path, None);
+    }
+    let traces = Traces::embedded().context("parsing the embedded traces")?;
+    let (mut engine, duty, resumed) = match log_path.as_deref() {
+        None => (super::runs::build(&opts.world, &opts.policy, None, &traces)?, Duty::new(super::this_process()), None),
+        Some(path) => match super::runs::open_sim_log(&opts.world, &opts.policy, path, &traces)? {
+            Opened::Attach { lease } => return run_attached(opts, path, Some(lease)),
+            Opened::Owner { engine, duty, resumed } => (*engine, duty, resumed),
+        },
+    };
+    match (&resumed, log_path.as_deref()) {
+        (Some(resumed), Some(path)) => eprintln!("gpuroom: {}", resumed.describe(path)),
+        _ => {
+            let start = engine.world.config().start;
+            engine.run_until(start + settings::hours(opts.warmup_hours)?)?;
+        }
+    }
+    // Short: the header gives the source a narrow slot. The log's path is printed on exit.
+    let recording = if engine.store.is_some() { " REC" } else { "" };
+    let (ctx, actor, screen, theme_error) = setup(opts, format!("SIM ×{} seed {}{recording}", opts.speed, opts.world.seed));
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let pace = Pace::Factor(opts.speed);
+    let (runner, _) = runtime.block_on(async move {
+        let wiring = wire(engine.room.view(), None);
+        let runner = SimRunner::new(engine, pace, None);
+        let loop_ = tokio::spawn(finishing(driver::drive(runner, wiring.links, actor, Some(duty))));
+        let console = crate::tui::run_console(wiring.views, ctx, Some(wiring.operator), screen).await;
+        let _ = wiring.stop.send(());
+        let done = loop_.await.context("engine task")??;
+        console?;
+        anyhow::Ok(done)
+    })?;
+    let engine = &runner.engine;
+    epilogue(&engine.room.view(), Some(&engine.world.stats), theme_error, engine.store.as_ref())
+}
+
+/// The loop, then the owner's clean stop: the open batch committed, a
+/// snapshot, the lease released.
+async fn finishing<R: driver::Runner>(run: impl std::future::Future<Output = Result<(R, Option<Duty>)>>) -> Result<(R, Option<Duty>)> {
+    let (mut runner, mut duty) = run.await?;
+    if let Some(duty) = duty.as_mut() {
+        duty.finish(runner.engine())?;
+    }
+    Ok((runner, duty))
+}
+
+/// A console on the log of an engine that runs elsewhere (`lease`), or a
+/// wall display reading it (`lease: None` when it was not looked at).
+pub fn run_attached(opts: &ConsoleOptions, path: &Path, lease: Option<Lease>) -> Result<()> {
+    let (mut ctx, actor, screen, theme_error) = setup(opts, String::new());
+    let operator = (!opts.wall).then_some(actor);
+    let mut attached = attach::attach(path, operator)?;
+    let holder = lease.or_else(|| attached.lease.clone()).map_or_else(|| "no engine".to_string(), |l| format!("pid {}", l.holder.pid));
+    ctx.source = if opts.wall { format!("WALL {holder}") } else { format!("ATTACHED {holder}") };
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
+    let views = attached.views.clone();
+    let link = attached.operator.take();
+    runtime.block_on(crate::tui::run_console(views, ctx, link, screen))?;
+    let last = attached.views.borrow().clone();
+    drop(attached);
+    print!("{}", report::summary(&last, None));
+    if let Some(e) = theme_error {
+        eprintln!("gpuroom: the theme was not used: {e}");
+    }
+    println!("detached from {} (the engine goes on)", path.display());
+    Ok(())
+}
+
+/// `gpuroom --live`: the console on the configured live sources.
+pub fn run_live_console(opts: &ConsoleOptions, live_opts: &LiveOptions) -> Result<()> {
+    let mut config = settings::engine_config(&opts.policy)?;
+    config.sources.dcgm.urls.extend(live_opts.dcgm.iter().cloned());
+    if live_opts.no_nvml {
+        config.sources.nvml.enabled = false;
+    }
+    let jobs = match &live_opts.jobs {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            Some(JobsFile::parse(&path.display().to_string(), &text).map_err(anyhow::Error::msg)?)
+        }
+        None => None,
+    };
+    if jobs.is_some() && config.sources.local.is_none() {
+        config.sources.local = Some(Default::default());
+    }
+    let host = config.sources.nvml.host.clone().unwrap_or_else(crate::sources::nvml::host_name);
+    let mut room_config = config.room_config();
+    let accounts = match &config.sources.slurm {
+        Some(slurm) => {
+            room_config.slurm = slurm.policy();
+            slurm.accounts().map_err(anyhow::Error::msg)?
+        }
+        None => Vec::new(),
+    };
+    let log_path = if opts.no_log { None } else { opts.db.clone().or_else(|| settings::default_log_path("live")) };
+    // The live engine owns its log like a simulated one: other consoles attach
+    // with `gpuroom --db FILE` and act through the commands table.
+    let (store, duty) = match log_path.as_deref() {
+        Some(path) => {
+            let mut store = super::runs::create_store(path, &room_config, format!("live host={host}"), None)?;
+            let me = super::this_process();
+            store.acquire_lease(&me, super::now_ms(), &super::is_alive)?;
+            (Some(store), Some(Duty::new(me)))
+        }
+        None => (None, None),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let (runner, theme_error) = runtime.block_on(async move {
+        let adapters = spawn_sources(&config.sources, &host);
+        let recording = if store.is_some() { " REC" } else { "" };
+        let running = if adapters.running.is_empty() { "no sources".to_string() } else { adapters.running.join("·") };
+        let (ctx, actor, screen, theme_error) = setup(opts, format!("LIVE {running}{recording}"));
+        let catalogue = Catalogue::new(config.sources.instance_types.clone(), config.sources.nodes.clone());
+        let mut live = Live::new(Room::new(room_config), store, catalogue, host, chrono::Utc::now(), adapters.executor.clone()).with_slurm(adapters.slurm.clone(), accounts);
+        live.begin(chrono::Utc::now(), jobs.as_ref())?;
+        let wiring = wire(live.engine.room.view(), Some(adapters.reports));
+        let loop_ = tokio::spawn(finishing(driver::drive(LiveRunner::new(live), wiring.links, actor, duty)));
+        let console = crate::tui::run_console(wiring.views, ctx, Some(wiring.operator), screen).await;
+        let _ = wiring.stop.send(());
+        let (runner, _) = loop_.await.context("engine task")??;
+        console?;
+        anyhow::Ok((runner, theme_error))
+    })?;
+    // Adapters' threads and tasks end with the runtime.
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    let engine = &runner.live.engine;
+    epilogue(&engine.room.view(), None, theme_error, engine.store.as_ref())
+}

@@ -1,0 +1,191 @@
+//! The one loop that owns an engine, for every way gpuroom runs: the console
+//! on the simulated cluster, the console on live sources, and the headless
+//! engine. Each wake-up is one batch, and data only flows one way through it:
+//!
+//! ```text
+//! sources (reports) ─▶ events ─▶ engine ─▶ effects ─▶ executors, store
+//!                                   └─▶ view ─▶ console(s)
+//! ```
+//!
+//! A `Runner` says what "now" is (the paced simulated clock, or the wall
+//! clock) and turns a source's report into events; the loop does the rest:
+//! the lease's heartbeat and the attached consoles' commands (`Duty`), the
+//! operator's actions from this console, the view for the console and for
+//! attached ones. Nothing here knows which world it drives.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::TimeDelta;
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::{now_ms, Duty};
+use crate::domain::event::{Action, Actor};
+use crate::domain::units::At;
+use crate::engine::{Engine, World};
+use crate::room::View;
+use crate::sim::Simulation;
+use crate::sources::report::Report;
+use crate::store::StoreError;
+
+/// What a runner did when it caught up.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Caught {
+    /// Something was applied: the console should see a new view.
+    pub changed: bool,
+    /// The run reached its end (a simulated run with an end).
+    pub over: bool,
+}
+
+/// The world-specific half of the loop.
+pub trait Runner {
+    type World: World;
+    fn engine(&mut self) -> &mut Engine<Self::World>;
+    /// Brings the world up to now. `force`: something else changed (an
+    /// attached console's command), so move the clock even if quiet.
+    fn catch_up(&mut self, force: bool) -> Result<Caught, StoreError>;
+    /// A live source's report: translated and applied at once.
+    fn report(&mut self, _report: Report) -> Result<(), StoreError> {
+        Ok(())
+    }
+    /// How often the loop wakes.
+    fn period(&self) -> Duration {
+        Duration::from_millis(250)
+    }
+}
+
+/// How fast a simulated engine runs.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum Pace {
+    /// Simulated seconds per wall-clock second.
+    Factor(f64),
+    /// As fast as it runs: this much simulated time per batch, with a short
+    /// gap between batches for attached consoles' commands.
+    Max(TimeDelta),
+}
+
+/// The simulated world, paced against the wall clock.
+pub struct SimRunner {
+    pub engine: Engine<Simulation>,
+    pace: Pace,
+    wall0: Instant,
+    sim0: At,
+    /// Stop here (simulated time), if anywhere.
+    end: Option<At>,
+}
+
+impl SimRunner {
+    pub fn new(engine: Engine<Simulation>, pace: Pace, end: Option<At>) -> SimRunner {
+        let sim0 = engine.room.now().unwrap_or_else(|| engine.world.config().start);
+        SimRunner { engine, pace, wall0: Instant::now(), sim0, end }
+    }
+
+    fn target(&self) -> At {
+        let now = self.engine.room.now().unwrap_or(self.sim0);
+        let target = match self.pace {
+            Pace::Factor(f) => self.sim0 + TimeDelta::milliseconds((self.wall0.elapsed().as_secs_f64() * f * 1000.0) as i64),
+            Pace::Max(step) => now + step,
+        };
+        self.end.map_or(target, |end| target.min(end))
+    }
+}
+
+impl Runner for SimRunner {
+    type World = Simulation;
+
+    fn engine(&mut self) -> &mut Engine<Simulation> {
+        &mut self.engine
+    }
+
+    fn catch_up(&mut self, _force: bool) -> Result<Caught, StoreError> {
+        let target = self.target();
+        self.engine.run_until(target)?;
+        Ok(Caught { changed: true, over: self.end.is_some_and(|end| target >= end) })
+    }
+
+    fn period(&self) -> Duration {
+        match self.pace {
+            Pace::Factor(_) => Duration::from_millis(250),
+            Pace::Max(_) => Duration::from_millis(2),
+        }
+    }
+}
+
+/// What the loop shares with the console (if any) and whoever stops it.
+pub struct Links {
+    /// Where views go; `None` for a headless engine.
+    pub views: Option<watch::Sender<Arc<View>>>,
+    /// This console's operator actions, and what came of each.
+    pub actions: mpsc::Receiver<Action>,
+    pub outcomes: mpsc::Sender<Result<String, String>>,
+    /// Live sources' reports; `None` for a simulated world.
+    pub reports: Option<mpsc::Receiver<Report>>,
+    /// Fires when the console closes or the process is told to stop.
+    pub stopped: oneshot::Receiver<()>,
+}
+
+async fn next_report(reports: &mut Option<mpsc::Receiver<Report>>) -> Option<Report> {
+    match reports.as_mut() {
+        Some(r) => r.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Runs until `links.stopped` fires, the console goes away, or the run
+/// ends. Returns the runner and the duty; the caller finishes the duty (a
+/// clean stop commits, snapshots and releases the lease).
+pub async fn drive<R: Runner>(mut runner: R, mut links: Links, actor: Actor, mut duty: Option<Duty>) -> anyhow::Result<(R, Option<Duty>)> {
+    let mut tick = tokio::time::interval(runner.period());
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                let (caught, view) = batch(&mut runner, duty.as_mut(), links.views.is_some())?;
+                if let (Some(views), Some(view)) = (&links.views, view)
+                    && views.send(Arc::new(view)).is_err()
+                {
+                    break;
+                }
+                if caught.over {
+                    break;
+                }
+            }
+            Some(report) = next_report(&mut links.reports) => runner.report(report)?,
+            Some(action) = links.actions.recv() => {
+                // Applied at once, between batches, and shown on the next view.
+                let outcome = runner.engine().operate(&actor, action)?;
+                let _ = links.outcomes.send(outcome).await;
+                if let Some(views) = &links.views {
+                    let _ = views.send(Arc::new(runner.engine().room.view()));
+                }
+            }
+            _ = &mut links.stopped => break,
+        }
+    }
+    Ok((runner, duty))
+}
+
+/// One wake-up as one batch: the lease's heartbeat and attached consoles'
+/// commands (the owner's duty), the world caught up, and the view for
+/// attached consoles when due. Returns what the runner did, and the view
+/// for this console when it wants one and something changed.
+fn batch<R: Runner>(runner: &mut R, mut duty: Option<&mut Duty>, console: bool) -> Result<(Caught, Option<View>), StoreError> {
+    let now = now_ms();
+    let own_batch = runner.engine().begin_batch()?;
+    let commands = match duty.as_deref_mut() {
+        Some(d) => d.intake(runner.engine(), now)?,
+        None => 0,
+    };
+    let caught = runner.catch_up(commands > 0)?;
+    let changed = caught.changed || commands > 0;
+    let engine = runner.engine();
+    let publish = engine.store.is_some() && duty.as_deref().is_some_and(|d| d.publish_due(now) || commands > 0);
+    let view = ((console && changed) || publish).then(|| engine.room.view());
+    if let (true, Some(d), Some(v)) = (publish, duty, view.as_ref()) {
+        d.publish(engine, v, now)?;
+    }
+    if own_batch {
+        engine.end_batch()?;
+    }
+    Ok((caught, view.filter(|_| console && changed)))
+}

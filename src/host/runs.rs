@@ -1,0 +1,173 @@
+//! The runners that need no terminal: a headless simulated run with its
+//! summary, a replay, the ledger export, the spot experiment and the doctor,
+//! and the engine-building steps the consoles share.
+//!
+//! Reads and writes files, prints reports; the work is the engine's, the
+//! store's and the reports'.
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use chrono::TimeDelta;
+
+use super::settings::{self, Policy, WorldChoice};
+use super::Opened;
+use crate::engine::Engine;
+use crate::report;
+use crate::room::{Room, RoomConfig};
+use crate::sim::{Simulation, Traces};
+use crate::store::{self, RunMeta, SimWorld, Store};
+
+/// The engine on the simulated world, recording to `db` (a new file) if given.
+pub fn build(world: &WorldChoice, policy: &Policy, db: Option<&Path>, traces: &Traces) -> Result<Engine> {
+    let sim = settings::load_sim(world.sim_config.as_deref())?;
+    let room_config = settings::room_config(policy)?;
+    let name = sim.name.clone();
+    let engine_sim = Simulation::new(sim.config, traces, world.seed)?;
+    let store = match db {
+        Some(path) => {
+            let sim_world = SimWorld { seed: world.seed, config_name: name.clone(), config_toml: sim.text };
+            Some(create_store(path, &room_config, format!("sim seed={} config={name}", world.seed), Some(sim_world))?)
+        }
+        None => None,
+    };
+    Ok(Engine::new(Room::new(room_config), engine_sim, store))
+}
+
+/// `--db FILE` for an engine on the simulated world: a new run, the run of
+/// an engine that died (resumed), or an engine's that lives (to attach to).
+pub fn open_sim_log(world: &WorldChoice, policy: &Policy, path: &Path, traces: &Traces) -> Result<Opened> {
+    let sim = settings::load_sim(world.sim_config.as_deref())?;
+    let new = super::NewSim { config: sim.config, config_name: sim.name, config_toml: sim.text, seed: world.seed, traces, room: Room::new(settings::room_config(policy)?) };
+    super::open_sim(path, new, &format!("gpuroom {}", env!("CARGO_PKG_VERSION")))
+}
+
+/// A new event log at `path` (its folder made if needed).
+pub fn create_store(path: &Path, room_config: &RoomConfig, source: String, world: Option<SimWorld>) -> Result<Store> {
+    let meta = RunMeta { room_config: room_config.clone(), source, created_with: format!("gpuroom {}", env!("CARGO_PKG_VERSION")), world };
+    super::create_log(path, &meta)
+}
+
+/// `gpuroom sim`: a simulated run as fast as it goes, a day at a time, then its summary.
+pub fn run_sim(world: &WorldChoice, policy: &Policy, hours: f64, db: Option<&Path>) -> Result<()> {
+    let traces = Traces::embedded().context("parsing the embedded traces")?;
+    let mut engine = build(world, policy, db, &traces)?;
+    let start = engine.world.config().start;
+    let end = start + settings::hours(hours)?;
+    let wall = Instant::now();
+    let mut at = start;
+    while at < end {
+        at = (at + TimeDelta::days(1)).min(end);
+        engine.run_until(at)?;
+        if end - start > TimeDelta::days(1) {
+            eprintln!("simulated {} of {} h", (at - start).num_hours(), (end - start).num_hours());
+        }
+    }
+    let view = engine.room.view();
+    print!("{}", report::summary(&view, Some(&engine.world.stats)));
+    println!("simulated {hours} h in {:.2} s (seed {})", wall.elapsed().as_secs_f64(), world.seed);
+    if let Some(store) = &engine.store {
+        println!("event log {} ({} events); replay with: gpuroom replay {}", store.path().display(), store.event_count()?, store.path().display());
+    }
+    Ok(())
+}
+
+/// `gpuroom replay`: the state rebuilt from a log, and its summary.
+pub fn run_replay(db: &Path, from_snapshot: bool) -> Result<()> {
+    let store = Store::open_read_only(db)?;
+    store.check_integrity()?;
+    let meta = store.meta()?;
+    let wall = Instant::now();
+    let (room, applied) = store::replay(&store, from_snapshot)?;
+    print!("{}", report::summary(&room.view(), None));
+    println!("replayed {applied} events of {} ({}) in {:.2} s", db.display(), meta.source, wall.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// `gpuroom export`: a month of the ledger as FOCUS columns or raw CSV.
+pub fn run_export(db: &Path, format: crate::export::Format, month: &str, out: Option<&Path>) -> Result<()> {
+    let (from, to) = crate::export::month_span(month).map_err(anyhow::Error::msg)?;
+    let store = Store::open_read_only(db)?;
+    let lines = store.ledger_lines(from, to)?;
+    if lines.is_empty() {
+        bail!("{}: no ledger lines in {month} (the run covers other months, or predates the ledger)", db.display());
+    }
+    let write = |w: &mut dyn std::io::Write| match format {
+        crate::export::Format::Focus => crate::export::write_focus(w, &lines),
+        crate::export::Format::Csv => crate::export::write_csv(w, &lines),
+    };
+    match out {
+        Some(path) => {
+            let mut file = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+            write(&mut file).with_context(|| format!("writing {}", path.display()))?;
+            let total: crate::domain::units::Micros = lines.iter().map(|l| l.amount).sum();
+            eprintln!("{} lines, {total} in all, written to {}", lines.len(), path.display());
+        }
+        None => write(&mut std::io::stdout().lock()).context("writing to standard output")?,
+    }
+    Ok(())
+}
+
+/// `gpuroom efficiency`: the weekly efficiency report of a recorded run.
+pub fn run_efficiency(db: &Path, week: Option<chrono::NaiveDate>) -> Result<()> {
+    let store = Store::open_read_only(db)?;
+    let from = match week {
+        Some(day) => day.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc(),
+        None => store.first_event_at()?.ok_or_else(|| anyhow::anyhow!("{}: no events", db.display()))?,
+    };
+    print!("{}", crate::efficiency::weekly(&store, from)?);
+    Ok(())
+}
+
+/// `gpuroom mix`: the cheapest buying mix, priced with the real prices and hazard.
+pub fn run_mix(args: &crate::mix_report::MixArgs) -> Result<()> {
+    let traces = Traces::embedded().context("the embedded traces")?;
+    print!("{}", crate::mix_report::report(&traces, args).map_err(anyhow::Error::msg)?);
+    Ok(())
+}
+
+/// `gpuroom sim --experiment spot`: the spot experiment's table.
+pub fn run_spot_experiment(seed: u64, from: Option<chrono::NaiveDate>, out: Option<&Path>) -> Result<()> {
+    let wall = Instant::now();
+    let traces = Traces::embedded().context("the embedded traces")?;
+    let mut config = crate::sim::experiment::ExperimentConfig::default();
+    if let Some(day) = from {
+        config.start = day.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc();
+    }
+    let report = crate::sim::experiment::run(&traces, config, seed)?;
+    let markdown = report.markdown(seed);
+    print!("{markdown}");
+    println!("\n(ran in {:.2} s)", wall.elapsed().as_secs_f64());
+    if let Some(path) = out {
+        std::fs::write(path, &markdown).with_context(|| format!("writing {}", path.display()))?;
+        println!("written to {}", path.display());
+    }
+    Ok(())
+}
+
+/// `gpuroom doctor`: whether each configured live source answers.
+pub fn run_doctor(policy: &Policy, dcgm: Vec<String>) -> Result<()> {
+    let mut config = settings::engine_config(policy)?;
+    config.sources.dcgm.urls.extend(dcgm);
+    let host = config.sources.nvml.host.clone().unwrap_or_else(crate::sources::nvml::host_name);
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let checks = runtime.block_on(crate::live::doctor::checks(&config.sources, &host));
+    print!("{}", crate::live::doctor::render(&checks));
+    let failed = checks.iter().filter(|c| !c.ok).count();
+    if failed > 0 {
+        bail!("{failed} of {} sources did not answer", checks.len());
+    }
+    Ok(())
+}
+
+/// `gpuroom bench`: the figures at scale (docs/benchmarks.md unless quick).
+pub fn run_bench(quick: bool, out: Option<std::path::PathBuf>, probe_memory: bool) -> Result<()> {
+    if probe_memory {
+        return crate::bench::console_memory_probe(quick);
+    }
+    let out = out.or_else(|| (!quick).then(|| std::path::PathBuf::from("docs/benchmarks.md")));
+    let report = crate::bench::run(&crate::bench::BenchOptions { quick, out })?;
+    print!("{}", report.text());
+    Ok(())
+}

@@ -1,0 +1,100 @@
+//! `gpuroom screenshot`: the console (or the wall) after a simulated
+//! warm-up, rendered to an SVG file, with a pane zoomed or a dialog open as
+//! the keys would leave it. The README's and `screenshots/`'s pictures are
+//! made this way, so they are the code's own.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use super::settings::{self, Policy, WorldChoice};
+use crate::room::View;
+use crate::sim::Traces;
+use crate::tui::{App, PaneId};
+
+/// What to draw.
+#[derive(Clone, Debug)]
+pub struct Shot {
+    pub width: u16,
+    pub height: u16,
+    pub hours: f64,
+    pub theme: String,
+    pub pane: Option<String>,
+    pub wall: Option<usize>,
+    pub dialog: Option<String>,
+}
+
+/// The console as the keys would leave it: a pane zoomed, a dialog open.
+fn app_for(view: &View, shot: &Shot) -> Result<App> {
+    let mut app = App::new();
+    if let Some(name) = &shot.pane {
+        app.focus = PaneId::ALL.into_iter().find(|p| p.command_name() == name).ok_or_else(|| anyhow::anyhow!("unknown pane {name:?}"))?;
+        app.zoom = true;
+    }
+    let Some(dialog) = &shot.dialog else { return Ok(app) };
+    let press = |app: &mut App, c: KeyCode| {
+        let _ = app.on_key(KeyEvent::new(c, KeyModifiers::NONE), view);
+    };
+    let on_running = |app: &mut App| {
+        app.focus = PaneId::Queue;
+        app.zoom = false;
+    };
+    match dialog.as_str() {
+        "preempt" | "requeue" | "migrate" => {
+            on_running(&mut app);
+            let key = dialog.chars().next().unwrap_or('p');
+            press(&mut app, KeyCode::Char(key));
+        }
+        "approve" => {
+            app.focus = PaneId::Budget;
+            press(&mut app, KeyCode::Char('a'));
+            for c in "50".chars() {
+                press(&mut app, KeyCode::Char(c));
+            }
+            press(&mut app, KeyCode::Tab);
+            press(&mut app, KeyCode::Tab);
+            for c in "paper deadline on Friday".chars() {
+                press(&mut app, KeyCode::Char(c));
+            }
+        }
+        "command" => {
+            press(&mut app, KeyCode::Char(':'));
+            for c in "migrate ".chars() {
+                press(&mut app, KeyCode::Char(c));
+            }
+            press(&mut app, KeyCode::Tab);
+        }
+        other => bail!("unknown dialog {other:?} (preempt, requeue, migrate, approve, command)"),
+    }
+    Ok(app)
+}
+
+pub fn run_screenshot(world: &WorldChoice, out: &Path, shot: &Shot) -> Result<()> {
+    let traces = Traces::embedded().context("parsing the embedded traces")?;
+    let mut engine = super::runs::build(world, &Policy::default(), None, &traces)?;
+    let start = engine.world.config().start;
+    engine.run_until(start + settings::hours(shot.hours)?)?;
+    let view = engine.room.view();
+    let mut ctx = crate::tui::DrawContext::new(format!("SIM ×60 seed {}", world.seed));
+    ctx.data_age = Some(Duration::from_millis(400));
+    ctx.theme = crate::tui::theme_file::load(&shot.theme)?;
+    let (width, height) = (shot.width, shot.height);
+    let buffer = match shot.wall {
+        Some(page) => {
+            let mut buffer = ratatui::buffer::Buffer::empty(ratatui::layout::Rect::new(0, 0, width, height));
+            let wall = crate::tui::wall::WallState { page, next_in: Some(Duration::from_secs(12)) };
+            crate::tui::wall::draw_wall(&view, &wall, &ctx, buffer.area, &mut buffer);
+            buffer
+        }
+        None => crate::tui::render_to_buffer(&view, &app_for(&view, shot)?, &ctx, width, height),
+    };
+    // The canvas is the terminal the theme is made for (dark unless it says).
+    let hex = crate::tui::svg::color_hex;
+    let bg = hex(ctx.theme.background, crate::tui::svg::DEFAULT_BG);
+    let fg = hex(ctx.theme.text.fg.unwrap_or(ratatui::style::Color::Reset), crate::tui::svg::DEFAULT_FG);
+    std::fs::write(out, crate::tui::svg::buffer_to_svg_with(&buffer, &fg, &bg)).with_context(|| format!("writing {}", out.display()))?;
+    println!("wrote {} ({width}×{height}, after {} simulated hours)", out.display(), shot.hours);
+    Ok(())
+}
