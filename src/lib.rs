@@ -8,6 +8,7 @@
 //! where all IO happens. See the README's "What runs where".
 
 pub mod bench;
+pub mod capacity;
 pub mod ckpt;
 pub mod config;
 pub mod cost;

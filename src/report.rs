@@ -27,6 +27,18 @@ pub fn summary(view: &View, world: Option<&WorldStats>) -> String {
     let oldest = view.queue.oldest_wait.map(|w| w.to_string()).unwrap_or_else(|| "-".into());
     let mean_jct = t.mean_jct.map(|w| w.to_string()).unwrap_or_else(|| "-".into());
     let _ = writeln!(out, "waits     mean wait {mean_wait} over {} placements, oldest queued now {oldest}; mean JCT {mean_jct}", s.wait_count);
+    // Why the queue waits, by reason ("quota", "no fit", …), most common first.
+    let mut why: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for job in view.jobs.iter().filter(|j| j.phase == crate::domain::job::Phase::Queued) {
+        let reason = job.waits_for.as_deref().unwrap_or("?");
+        *why.entry(reason.split(':').next().unwrap_or(reason)).or_default() += 1;
+    }
+    if !why.is_empty() {
+        let mut counts: Vec<(&str, usize)> = why.into_iter().collect();
+        counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        let text: Vec<String> = counts.iter().map(|(r, n)| format!("{n} {r}")).collect();
+        let _ = writeln!(out, "queue     waiting for: {}", text.join(", "));
+    }
     let _ = writeln!(
         out,
         "sched     {} preempted by the scheduler, {} escalated past their wait limit, {} released idle",
@@ -85,12 +97,30 @@ pub fn summary(view: &View, world: Option<&WorldStats>) -> String {
         s.operator_actions,
         s.rejected
     );
+    if let Some(c) = &view.capacity {
+        let _ = writeln!(
+            out,
+            "capacity  {} mode: {} launches ({} nodes), {} failed, {} given back, {} consolidations; idle {:.1}% of instance spend; burn now {} elastic + {} fixed",
+            c.mode,
+            c.launch_requests,
+            c.nodes_launched,
+            c.launch_failures,
+            c.releases,
+            c.consolidations,
+            100.0 * t.idle_share(),
+            c.elastic_burn,
+            c.fixed_burn
+        );
+    }
     if let Some(w) = world {
         let _ = writeln!(
             out,
-            "world     {} arrivals, {} reclaims from the trace, {} from price, {} relaunches",
-            w.arrivals, w.reclaims_by_trace, w.reclaims_by_price, w.relaunches
+            "world     {} arrivals, {} reclaims from the trace, {} from price, {} relaunches, {} instances launched ({} launches refused), {} terminated",
+            w.arrivals, w.reclaims_by_trace, w.reclaims_by_price, w.relaunches, w.launched, w.launch_refusals, w.released
         );
+        let spend = t.spend.as_f64() + t.services.as_f64();
+        let per = if w.work_done_hours > 0.0 { format!("${:.3}", spend / w.work_done_hours) } else { "-".into() };
+        let _ = writeln!(out, "work      {:.1} V100 GPU-hours of finished jobs; {per} per V100 GPU-hour of finished work, all costs in", w.work_done_hours);
     }
     out
 }

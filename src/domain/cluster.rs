@@ -148,6 +148,10 @@ pub enum NodeState {
     /// An interruption notice arrived: nothing new is placed, work is saved.
     Draining { deadline: At },
     Down { since: At },
+    /// Bought and billed, not yet taking work (instance start, OS, driver, CUDA).
+    Booting { ready_at: At },
+    /// Being given back: nothing new is placed; it goes once its jobs are off.
+    Retiring { since: At },
 }
 
 /// A contiguous range of one GPU's memory held by one job.

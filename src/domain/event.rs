@@ -134,6 +134,15 @@ pub enum Event {
     Slurm { snapshot: super::slurm::SlurmSnapshot },
     /// A Slurm command (`Effect::Slurm`) ended; `message` is Slurm's own words.
     SlurmDone { command: u64, ok: bool, message: String },
+    /// A pool the room may buy nodes from (elastic capacity).
+    PoolDefined { pool: super::capacity::PoolSpec },
+    /// One instance of a launch the room asked for exists and is booting
+    /// (billed from now); `NodeUp` with the same spec follows once it takes work.
+    Launched { request: u64, spec: NodeSpec },
+    /// A launch (or `count` of its instances) did not happen.
+    LaunchFailed { request: u64, count: u32, failure: super::capacity::LaunchFailure, message: String },
+    /// The instance the room gave back is terminated: no longer billed.
+    Released { node: NodeId },
     /// Time passed with nothing else to say.
     Tick,
 }
@@ -160,6 +169,10 @@ impl Event {
             Event::SourceStatus { .. } => "source",
             Event::Slurm { .. } => "slurm",
             Event::SlurmDone { .. } => "slurm-done",
+            Event::PoolDefined { .. } => "pool",
+            Event::Launched { .. } => "launched",
+            Event::LaunchFailed { .. } => "launch-failed",
+            Event::Released { .. } => "released",
             Event::Tick => "tick",
         }
     }
@@ -182,4 +195,8 @@ pub enum Effect {
     /// Append a row to the audit table: how something done for an actor
     /// ended outside (a Slurm command's outcome).
     Audit { actor: Actor, action: Action, outcome: Result<String, String> },
+    /// Buy nodes: answer with `Launched` per instance (then `NodeUp`) or `LaunchFailed`.
+    Launch { request: super::capacity::LaunchRequest },
+    /// Give the node back (terminate it): answer with `Released`.
+    Release { node: NodeId, reason: String },
 }

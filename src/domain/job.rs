@@ -110,6 +110,8 @@ pub enum SchedStop {
     Priority { for_job: JobId },
     /// The GPU idled below the threshold for the whole window: released for good.
     Idle,
+    /// Moved off a mostly idle node so that the node can be given back.
+    Consolidate { node: super::ids::NodeId },
 }
 
 /// What happens once a checkpoint in progress completes.

@@ -5,6 +5,7 @@
 //! Imports nothing of the crate (a test, `tests/layers.rs`, keeps it so).
 //! Must not touch IO, clocks, randomness, tokio or SQLite (`tests/core_purity.rs`).
 
+pub mod capacity;
 pub mod cluster;
 pub mod discipline;
 pub mod event;

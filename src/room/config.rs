@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::capacity::CapacityConfig;
 use crate::ckpt::CheckpointPolicy;
 use crate::cost::CostConfig;
 use crate::domain::slurm::SlurmPolicy;
@@ -45,6 +46,9 @@ pub struct RoomConfig {
     /// Advisory or control mode for a Slurm cluster, and what preempt means there.
     #[serde(default)]
     pub slurm: SlurmPolicy,
+    /// Elastic capacity: what the room buys and gives back, and on whose say.
+    #[serde(default)]
+    pub capacity: CapacityConfig,
 }
 
 fn default_trend_horizon() -> Secs {
@@ -68,6 +72,7 @@ impl Default for RoomConfig {
             cost: Default::default(),
             forecast: Default::default(),
             slurm: Default::default(),
+            capacity: Default::default(),
         }
     }
 }

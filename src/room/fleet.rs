@@ -247,7 +247,7 @@ impl Fleet {
             matches!(
                 &j.state,
                 JobState::Preempted { reason: StopReason::Scheduler(s) } | JobState::Checkpointing { then: AfterCheckpoint::Stop(StopReason::Scheduler(s)) }
-                    if !matches!(s, SchedStop::Idle)
+                    if !matches!(s, SchedStop::Idle | SchedStop::Consolidate { .. })
             )
         })
     }

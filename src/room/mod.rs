@@ -14,6 +14,7 @@
 //! read-only projection the console draws.
 
 pub mod budget;
+pub mod capacity;
 pub mod config;
 pub mod cost;
 pub mod fleet;
@@ -42,6 +43,7 @@ pub use journal::{Ack, Alarm, AuditEntry, LogLine, Severity, Stats};
 pub use view::View;
 
 use budget::{Budgets, Check, Overrun};
+use capacity::{CapacityState, Elastic};
 use cost::Costs;
 use fleet::Fleet;
 use forecast::SpendForecast;
@@ -88,6 +90,9 @@ pub struct Room {
     /// The Slurm cluster, when one is attached.
     #[serde(default)]
     pub(crate) slurm: SlurmMirror,
+    /// Elastic capacity: pools, nodes bought, launches on their way.
+    #[serde(default)]
+    pub(crate) capacity: CapacityState,
 }
 
 impl Default for Room {
@@ -117,6 +122,7 @@ impl Room {
             sched: SchedState::default(),
             sources: BTreeMap::new(),
             slurm: SlurmMirror::default(),
+            capacity: CapacityState::default(),
         }
     }
 
@@ -205,6 +211,11 @@ impl Room {
         &self.slurm
     }
 
+    /// Elastic capacity: pools, nodes bought, launches on their way, proposals.
+    pub fn capacity(&self) -> &CapacityState {
+        &self.capacity
+    }
+
     /// Applies one event at time `at` and returns what the outside world must do.
     pub fn apply(&mut self, at: At, event: &Event) -> Vec<Effect> {
         self.journal.stats.events += 1;
@@ -222,6 +233,9 @@ impl Room {
         if !closed.is_empty() {
             self.forecast.on_periods_closed(&self.config.forecast, at, &closed, &mut self.journal, &mut effects);
             effects.push(Effect::Ledger { lines: closed });
+            if let Some(start) = self.costs.period.start {
+                self.capacity.prune(start, &mut self.fleet, &mut self.costs);
+            }
         }
         let outcome = match event {
             Event::NodeUp { spec } => self.on_node_up(at, spec),
@@ -259,6 +273,15 @@ impl Room {
                 self.slurm.on_snapshot(ctx, at, snapshot, &mut effects)
             }
             Event::SlurmDone { command, ok, message } => self.slurm.on_done(&mut self.journal, at, *command, *ok, message, &mut effects),
+            Event::PoolDefined { pool } => {
+                if pool.node.billing == BillingMode::Spot && pool.problem().is_none() {
+                    self.market.register(pool.node.pool(), pool.node.on_demand_price);
+                }
+                self.capacity.on_pool_defined(pool, &mut self.journal, at)
+            }
+            Event::Launched { request, spec } => self.elastic(at).on_launched(*request, spec),
+            Event::LaunchFailed { request, count, failure, message } => self.elastic(at).on_launch_failed(*request, *count, *failure, message),
+            Event::Released { node } => self.elastic(at).on_released(*node),
             // Ticks come when the console wants a view: its money is exact.
             Event::Tick => {
                 self.settle_all(at);
@@ -280,14 +303,20 @@ impl Room {
             self.sched.queue_dirty = true;
         }
         if self.sched.queue_dirty {
-            self.pass().schedule(at, &mut effects);
+            let costly = if self.config.capacity.mode == crate::capacity::CapacityMode::Off {
+                sched::Costly::default()
+            } else {
+                self.capacity.costly(&self.market, at)
+            };
+            self.pass(&costly).schedule(at, &mut effects);
         }
+        self.elastic(at).step(&mut effects);
         effects
     }
 
     // ---- the parts, lent to the concerns ------------------------------
 
-    fn pass(&mut self) -> Pass<'_> {
+    fn pass<'a>(&'a mut self, costly: &'a sched::Costly) -> Pass<'a> {
         Pass {
             config: &self.config,
             now: self.now,
@@ -297,6 +326,7 @@ impl Room {
             budgets: &self.budgets,
             journal: &mut self.journal,
             state: &mut self.sched,
+            costly,
         }
     }
 
@@ -309,6 +339,22 @@ impl Room {
             hazard: &self.hazard,
             predictor: &self.predictor,
             journal: &mut self.journal,
+        }
+    }
+
+    fn elastic(&mut self, now: At) -> Elastic<'_> {
+        Elastic {
+            config: &self.config,
+            now,
+            state: &mut self.capacity,
+            fleet: &mut self.fleet,
+            costs: &mut self.costs,
+            market: &self.market,
+            hazard: &self.hazard,
+            budgets: &self.budgets,
+            predictor: &self.predictor,
+            journal: &mut self.journal,
+            sched: &mut self.sched,
         }
     }
 
@@ -353,10 +399,19 @@ impl Room {
         if let Some(problem) = spec.problem() {
             return Err(format!("node {}: {problem}", clean(&spec.name)));
         }
-        if let Some(existing) = self.fleet.nodes.get(&spec.id)
+        if let Some(existing) = self.fleet.nodes.get_mut(&spec.id)
             && existing.is_up()
         {
-            return Err(format!("node {} is already up", clean(&existing.spec.name)));
+            if !matches!(existing.state, NodeState::Booting { .. }) {
+                return Err(format!("node {} is already up", clean(&existing.spec.name)));
+            }
+            // A node the room bought is ready: billed since its launch, it now takes work.
+            existing.state = NodeState::Up;
+            let text = format!("{} ready: {} {} in {}", clean(&spec.name), spec.billing.label(), clean(&spec.instance_type), clean(&spec.zone));
+            self.journal.note(at, Severity::Info, text);
+            self.elastic(at).on_ready(spec.id);
+            self.sched.queue_dirty = true;
+            return Ok(());
         }
         let relaunch = self.fleet.nodes.contains_key(&spec.id);
         if spec.billing == BillingMode::Spot {
@@ -421,6 +476,7 @@ impl Room {
             node.state = NodeState::Down { since: at };
         }
         self.journal.stats.nodes_lost += 1;
+        self.capacity.forget(node_id, at);
         self.journal.clear(&format!("notice:{}", node_id.0), effects);
         self.journal.note(at, Severity::Warn, format!("{name} lost: {}", clean(reason)));
         Ok(())

@@ -9,7 +9,7 @@
 //! at, the headroom measured by the last pass); `Pass` borrows the pieces a
 //! pass reads and writes (the fleet, the costs, the budgets, the journal).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -21,7 +21,7 @@ use super::journal::{Journal, Severity};
 use super::spot::checkpoint_interval;
 use super::waits;
 use crate::ckpt::CheckpointPolicy;
-use crate::domain::cluster::{Allocation, BillingMode, Node};
+use crate::domain::cluster::{Allocation, BillingMode, Node, NodeSpec};
 use crate::domain::event::{Effect, TenantSpec};
 use crate::domain::ids::{GpuRef, JobId, NodeId, TenantId};
 use crate::domain::job::{AfterCheckpoint, Avoid, Job, JobSpec, JobState, Phase, Placement, PoolPreference, SchedStop, StopReason};
@@ -107,6 +107,39 @@ impl Headroom {
     }
 }
 
+/// On-demand nodes the room bought, and the spot pools it could buy from
+/// now: work that may run on spot is not started on those nodes while a spot
+/// pool could take it, since a new spot node costs a boot's wait while an
+/// on-demand GPU costs three times as much for as long as the job runs (and
+/// would keep the node from being given back).
+#[derive(Clone, Debug, Default)]
+pub struct Costly {
+    pub nodes: BTreeSet<NodeId>,
+    pub open_spot: Vec<NodeSpec>,
+    /// Every pool the room could buy a node in now.
+    pub buyable: Vec<NodeSpec>,
+}
+
+fn fits(s: &JobSpec, n: &NodeSpec) -> bool {
+    s.gpus <= n.gpu_count && s.gpu_mem <= n.gpu_memory && s.cpus <= n.cpus && s.host_mem <= n.host_memory
+}
+
+impl Costly {
+    /// Whether capacity for `job` can be bought: then a blocked job waits for
+    /// it instead of preempting other work (a boot is cheaper than a loss).
+    pub fn can_buy_for(&self, job: &Job) -> bool {
+        self.buyable.iter().any(|n| fits(&job.spec, n) && placement::pool_allows(job.spec.pool, job.escalated, n.billing))
+    }
+
+    /// Whether `job` waits for spot rather than use these nodes.
+    pub fn keeps_off(&self, job: &Job) -> bool {
+        if self.nodes.is_empty() || job.escalated || job.spec.pool == PoolPreference::NoSpot || matches!(job.avoid.as_deref(), Some(Avoid::AllSpot)) {
+            return false;
+        }
+        self.open_spot.iter().any(|n| fits(&job.spec, n))
+    }
+}
+
 /// The pieces one scheduling pass reads and writes.
 pub struct Pass<'a> {
     pub config: &'a RoomConfig,
@@ -117,6 +150,7 @@ pub struct Pass<'a> {
     pub budgets: &'a Budgets,
     pub journal: &'a mut Journal,
     pub state: &'a mut SchedState,
+    pub costly: &'a Costly,
 }
 
 impl Pass<'_> {
@@ -237,7 +271,10 @@ impl Pass<'_> {
                 break;
             }
         }
+        // With capacity to buy, a blocked job waits for a new node rather than preempt.
+        let buyable = blocked.and_then(|id| self.fleet.jobs.get(&id)).is_some_and(|j| self.costly.can_buy_for(j));
         let preempting = match blocked {
+            _ if buyable => false,
             Some(id) if !self.fleet.scheduler_stop_pending() => self.make_room(at, id, effects),
             _ => self.fleet.scheduler_stop_pending(),
         };
@@ -272,7 +309,9 @@ impl Pass<'_> {
             return None;
         }
         let spot_only = !self.budget_allows(tenant, false);
+        let keep_off = self.costly.keeps_off(job);
         let allowed = |node: &Node| match job.avoid.as_deref() {
+            _ if keep_off && self.costly.nodes.contains(&node.spec.id) => false,
             _ if spot_only && node.spec.billing != BillingMode::Spot => false,
             _ if job.target.as_deref().is_some_and(|to| !to.holds(&node.spec)) => false,
             None => true,
@@ -284,7 +323,7 @@ impl Pass<'_> {
         // A pool to avoid is a preference: with no room elsewhere the job
         // goes back to it rather than wait (its replacement may be up).
         let plan = placement::place_where(&self.fleet.nodes, &job.spec, job.escalated, &opts, allowed).or_else(|| {
-            let budget_ok = |node: &Node| !spot_only || node.spec.billing == BillingMode::Spot;
+            let budget_ok = |node: &Node| (!spot_only || node.spec.billing == BillingMode::Spot) && !(keep_off && self.costly.nodes.contains(&node.spec.id));
             matches!(job.avoid.as_deref(), Some(Avoid::Pool(_))).then(|| placement::place_where(&self.fleet.nodes, &job.spec, job.escalated, &opts, budget_ok)).flatten()
         })?;
         let Some(r) = reservation else { return Some(plan) };

@@ -52,6 +52,9 @@ pub struct View {
     /// The Slurm cluster gpuroom reads (and drives), when one is attached.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slurm: Option<super::view_slurm::SlurmView>,
+    /// Elastic capacity, when the room has pools to buy from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<CapacityView>,
     pub totals: Totals,
 }
 
@@ -200,6 +203,10 @@ pub struct JobRow {
     pub last_save: Option<At>,
     #[serde(default)]
     pub save_secs: Option<f64>,
+    /// For a queued job: why it waits (no fit, quota, budget, capacity on
+    /// its way with its ETA, no spot capacity).
+    #[serde(default)]
+    pub waits_for: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -343,6 +350,72 @@ pub struct Totals {
     /// What the Holt-Winters day-ahead forecast says the rest of the month costs.
     #[serde(default)]
     pub forecast_rest_of_month: Option<Micros>,
+}
+
+impl Totals {
+    /// Share of instance spend that paid for GPUs no job held.
+    pub fn idle_share(&self) -> f64 {
+        let idle: i64 = self.idle_by_mode.iter().map(|m| m.0).sum();
+        if self.spend.0 > 0 { idle as f64 / self.spend.0 as f64 } else { 0.0 }
+    }
+}
+
+/// Elastic capacity for the console: the pools, what is on its way or
+/// going back, and (advisory mode) what waits for an operator's yes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CapacityView {
+    /// "control", "advisory" or "off".
+    pub mode: String,
+    pub pools: Vec<ElasticPoolRow>,
+    pub launches: Vec<LaunchRow>,
+    /// Nodes being given back, with why.
+    pub releasing: Vec<(String, String)>,
+    pub proposals: Vec<ProposalRow>,
+    pub launch_requests: u64,
+    pub nodes_launched: u64,
+    pub launch_failures: u64,
+    pub releases: u64,
+    pub consolidations: u64,
+    /// What the nodes the room bought cost an hour now, and the rest
+    /// (reserved and fixed nodes).
+    pub elastic_burn: MicrosPerHour,
+    pub fixed_burn: MicrosPerHour,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ElasticPoolRow {
+    pub target: crate::domain::job::PoolTarget,
+    pub up: u32,
+    pub booting: u32,
+    pub max_nodes: u32,
+    pub warm_min: u32,
+    pub gpus_per_node: u8,
+    /// Its hourly price now: the contract, or the spot market.
+    pub price: Option<MicrosPerHour>,
+    /// Left alone after a failed launch, until then.
+    pub backoff_until: Option<At>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LaunchRow {
+    pub id: u64,
+    pub pool: crate::domain::job::PoolTarget,
+    pub count: u32,
+    /// Instances not yet answered, and nodes booting.
+    pub unanswered: u32,
+    pub booting: u32,
+    /// When the last of its booting nodes takes work.
+    pub eta: Option<Secs>,
+    pub max_price: Option<MicrosPerHour>,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProposalRow {
+    pub id: u64,
+    pub since: At,
+    /// "launch 1 × SPOT p3.8xlarge us-west-2b, max $4.10/h, for j265 (waited 12m)".
+    pub text: String,
 }
 
 impl View {

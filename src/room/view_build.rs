@@ -15,7 +15,7 @@ use crate::domain::cluster::{BillingMode, NodeState};
 use crate::domain::ids::JobId;
 use crate::domain::job::Phase;
 use crate::domain::text::clean;
-use crate::domain::units::{start_of_next_month, Mib, Micros, MicrosPerHour, Secs};
+use crate::domain::units::{start_of_next_month, At, Mib, Micros, MicrosPerHour, Secs};
 use crate::market::Trend;
 use crate::sched::fragmentation::{self};
 
@@ -54,6 +54,7 @@ impl Room {
             .map(|(name, s)| SourceView { name: name.clone(), ok: s.ok, detail: s.detail.clone(), since: s.since })
             .collect();
         view.slurm = slurm_view(&self.slurm, &self.config.slurm, &self.fleet.tenants);
+        view.capacity = self.capacity_view();
         view.audit = self
             .journal
             .audit
@@ -129,6 +130,11 @@ impl Room {
                     None => "draining".to_string(),
                 },
                 NodeState::Down { .. } => "down".to_string(),
+                NodeState::Booting { ready_at } => match self.now {
+                    Some(now) => format!("booting {}s", (*ready_at - now).num_seconds().max(0)),
+                    None => "booting".to_string(),
+                },
+                NodeState::Retiring { .. } => "releasing".to_string(),
             };
             view.nodes.push(NodeView {
                 id: node.spec.id,
@@ -229,6 +235,7 @@ impl Room {
                 },
                 last_save: job.last_checkpoint_at,
                 save_secs: job.checkpoint_secs,
+                waits_for: (phase == Phase::Queued).then(|| self.waits_for(job, now)),
             };
             if phase == Phase::Queued {
                 queued.push((job, row));
@@ -427,5 +434,122 @@ impl Room {
             });
         }
     }
-}
 
+    fn capacity_view(&self) -> Option<CapacityView> {
+        let cap = &self.capacity;
+        if cap.pools.is_empty() {
+            return None;
+        }
+        let now = self.now.unwrap_or_default();
+        let pools = cap
+            .pools
+            .iter()
+            .map(|(target, pool)| {
+                let mine = |n: &&crate::domain::cluster::Node| cap.elastic.contains(&n.spec.id) && target.holds(&n.spec);
+                let nodes: Vec<_> = self.fleet.nodes.values().filter(mine).collect();
+                ElasticPoolRow {
+                    target: target.clone(),
+                    up: nodes.iter().filter(|n| n.accepts_work()).count() as u32,
+                    booting: nodes.iter().filter(|n| matches!(n.state, NodeState::Booting { .. })).count() as u32,
+                    max_nodes: pool.max_nodes,
+                    warm_min: pool.warm_min,
+                    gpus_per_node: pool.node.gpu_count,
+                    price: node_rate(&self.market, &crate::domain::cluster::Node::new(pool.node.clone(), now)),
+                    backoff_until: cap.backoff.get(target).copied().filter(|until| *until > now),
+                }
+            })
+            .collect();
+        let launches = cap
+            .launches
+            .values()
+            .map(|r| {
+                let ready: Vec<At> = r
+                    .nodes
+                    .iter()
+                    .filter_map(|id| match self.fleet.nodes.get(id).map(|n| &n.state) {
+                        Some(NodeState::Booting { ready_at }) => Some(*ready_at),
+                        _ => None,
+                    })
+                    .collect();
+                LaunchRow {
+                    id: r.request.id,
+                    pool: r.request.pool.clone(),
+                    count: r.request.count,
+                    unanswered: r.unanswered,
+                    booting: ready.len() as u32,
+                    eta: ready.iter().max().map(|t| Secs((*t - now).num_seconds().max(0))),
+                    max_price: r.request.max_price,
+                    reason: clean(&r.request.reason),
+                }
+            })
+            .collect();
+        let releasing = cap.releasing.iter().chain(cap.retiring.iter()).map(|(id, why)| (self.fleet.node_name(*id), clean(why))).collect();
+        let proposals = cap
+            .proposals
+            .iter()
+            .map(|(id, (since, p))| ProposalRow { id: *id, since: *since, text: clean(&super::capacity::describe(p, &self.fleet)) })
+            .collect();
+        let (mut elastic_burn, mut fixed_burn) = (0i64, 0i64);
+        for node in self.fleet.nodes.values().filter(|n| n.is_up()) {
+            let rate = node_rate(&self.market, node).map_or(0, |r| r.0);
+            if cap.elastic.contains(&node.spec.id) {
+                elastic_burn += rate;
+            } else {
+                fixed_burn += rate;
+            }
+        }
+        let s = &cap.stats;
+        Some(CapacityView {
+            mode: self.config.capacity.mode.label().to_string(),
+            pools,
+            launches,
+            releasing,
+            proposals,
+            launch_requests: s.launch_requests,
+            nodes_launched: s.nodes_launched,
+            launch_failures: s.launch_failures,
+            releases: s.releases,
+            consolidations: s.consolidations,
+            elastic_burn: MicrosPerHour(elastic_burn),
+            fixed_burn: MicrosPerHour(fixed_burn),
+        })
+    }
+
+    /// Why a queued job waits, in a few words.
+    fn waits_for(&self, job: &crate::domain::job::Job, now: At) -> String {
+        let tenant = &job.spec.tags.tenant;
+        let at_limit = self.config.cost.budget.at_limit;
+        let anywhere = self.budgets.allows(at_limit, tenant, false);
+        let on_spot = self.budgets.allows(at_limit, tenant, true);
+        if !anywhere && !on_spot {
+            return "budget: blocked until approved".into();
+        }
+        if !anywhere && job.spec.pool == crate::domain::job::PoolPreference::NoSpot {
+            return "budget: spot only, and it may not run on spot".into();
+        }
+        let (_, held) = self.fleet.holdings();
+        let quota = self.fleet.tenants.get(tenant);
+        if crate::sched::quota::admit(&job.spec, held.get(tenant).copied().unwrap_or_default(), quota) == crate::sched::quota::Admission::Refused {
+            let (have, q) = (held.get(tenant).map_or(0, |h| h.gpus), quota.map_or(0, |q| q.quota_gpus));
+            return format!("quota: {} holds {have} GPUs of {q} (+ borrowing)", clean(&tenant.0));
+        }
+        if let Some(launch) = self.capacity.launch_for(job.spec.id) {
+            let ready = launch.nodes.iter().filter_map(|id| match self.fleet.nodes.get(id).map(|n| &n.state) {
+                Some(NodeState::Booting { ready_at }) => Some(*ready_at),
+                _ => None,
+            });
+            return match ready.max() {
+                Some(t) => format!("capacity booting: {} up in {}", launch.request.pool, Secs((t - now).num_seconds().max(0))),
+                None => format!("capacity launching: {} asked {} ago", launch.request.pool, Secs((now - launch.asked_at).num_seconds().max(0))),
+            };
+        }
+        if job.spec.pool == crate::domain::job::PoolPreference::SpotOnly && !job.escalated && self.capacity.spot_unavailable(now) {
+            return "spot capacity unavailable".into();
+        }
+        if self.capacity.pools.is_empty() || self.config.capacity.mode == crate::capacity::CapacityMode::Off {
+            "no fit: waiting for GPUs to free".into()
+        } else {
+            "no fit: capacity is planned each minute".into()
+        }
+    }
+}

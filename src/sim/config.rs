@@ -3,10 +3,11 @@
 
 use serde::Deserialize;
 
+use crate::domain::capacity::PoolSpec;
 use crate::domain::cluster::{BillingMode, NodeSpec};
 use crate::domain::event::TenantSpec;
 use crate::domain::ids::{NodeId, TenantId};
-use crate::domain::units::{At, Mib, Micros, MicrosPerHour};
+use crate::domain::units::{At, Mib, Micros, MicrosPerHour, Secs};
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -15,7 +16,11 @@ pub struct SimConfig {
     pub telemetry_secs: i64,
     pub target_load: f64,
     pub instance_types: Vec<InstanceType>,
+    #[serde(default)]
     pub nodes: Vec<NodeConfig>,
+    /// Pools the room may buy nodes from and give them back (elastic capacity).
+    #[serde(default)]
+    pub pools: Vec<PoolConfig>,
     pub tenants: Vec<TenantConfig>,
     pub workload: Workload,
 }
@@ -52,6 +57,29 @@ pub struct NodeConfig {
     /// How many of its GPUs run in MIG mode (split per `mig_slices_mib`).
     #[serde(default)]
     pub mig_gpus: u8,
+}
+
+/// An elastic pool: nodes of an instance type in a zone, on demand or on spot,
+/// that the room launches and releases itself.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoolConfig {
+    pub instance_type: String,
+    pub zone: String,
+    pub billing: BillingMode,
+    pub max_nodes: u32,
+    #[serde(default)]
+    pub warm_min: u32,
+    /// From the launch call to a node taking work; see fixtures/README.md.
+    #[serde(default = "default_boot_secs")]
+    pub boot_secs: i64,
+}
+
+/// 40 s from RunInstances to a booted OS (measured on current EC2 types,
+/// depot.dev 2024), ~45 s more for a GPU image's larger root volume and the
+/// NVIDIA driver, 5 s for the CUDA context (SPEC §2).
+fn default_boot_secs() -> i64 {
+    90
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -98,6 +126,11 @@ pub struct Workload {
     pub arrivals: Arrivals,
     #[serde(default)]
     pub trace_jobs: usize,
+    /// The capacity (V100-equivalent GPUs) `target_load` is a share of; by
+    /// default the configured nodes'. An elastic cluster names it, so that
+    /// it is offered the same work as the fixed fleet it replaces.
+    #[serde(default)]
+    pub load_basis_gpus: Option<f64>,
 }
 
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -150,8 +183,8 @@ impl SimConfig {
 
     fn validate(&self, file: &str) -> Result<(), ConfigError> {
         let err = |message: String| ConfigError { file: file.into(), message };
-        if self.nodes.is_empty() {
-            return Err(err("no [[nodes]]".into()));
+        if self.nodes.is_empty() && self.pools.is_empty() {
+            return Err(err("no [[nodes]] and no [[pools]]".into()));
         }
         if self.tenants.is_empty() {
             return Err(err("no [[tenants]]".into()));
@@ -181,6 +214,27 @@ impl SimConfig {
             if let Some(max) = &n.max_price {
                 money(file, &format!("node {} max_price", n.name), max)?;
             }
+        }
+        let mut pools = std::collections::BTreeSet::new();
+        for p in &self.pools {
+            let name = format!("pool {} {} {}", p.billing.label(), p.instance_type, p.zone);
+            if !pools.insert((p.billing, &p.instance_type, &p.zone)) {
+                return Err(err(format!("{name} given twice")));
+            }
+            if self.instance_type(&p.instance_type).is_none() {
+                return Err(err(format!("{name} names unknown instance type {:?}", p.instance_type)));
+            }
+            if p.billing == BillingMode::Reserved {
+                return Err(err(format!("{name}: reserved capacity is bought for years, list it under [[nodes]]")));
+            }
+            if p.warm_min > p.max_nodes || p.boot_secs < 0 {
+                return Err(err(format!("{name}: warm_min must not pass max_nodes, and boot_secs must not be negative")));
+            }
+        }
+        if let Some(basis) = self.workload.load_basis_gpus
+            && !(basis.is_finite() && basis > 0.0)
+        {
+            return Err(err(format!("workload.load_basis_gpus must be a positive number, got {basis}")));
         }
         for t in &self.tenants {
             money(file, &format!("tenant {} monthly_budget", t.name), &t.monthly_budget)?;
@@ -245,6 +299,51 @@ impl SimConfig {
                 })
             })
             .collect()
+    }
+
+    /// A node spec of an instance type (id 0, no name: the world gives them).
+    fn spec_of(&self, instance_type: &str, zone: &str, billing: BillingMode) -> Option<NodeSpec> {
+        let t = self.instance_type(instance_type)?;
+        let on_demand = MicrosPerHour(Micros::parse_decimal(&t.on_demand).ok()?.0);
+        let reserved = MicrosPerHour(Micros::parse_decimal(&t.reserved).ok()?.0);
+        Some(NodeSpec {
+            id: NodeId(0),
+            name: String::new(),
+            instance_type: t.name.clone(),
+            zone: zone.to_string(),
+            billing,
+            gpu_model: t.gpu_model.clone(),
+            gpu_count: t.gpus,
+            gpu_memory: Mib(t.gpu_memory_mib),
+            mig_capable: t.mig_capable,
+            cpus: t.cpus,
+            host_memory: Mib(t.host_memory_mib),
+            on_demand_price: on_demand,
+            contract_price: if billing == BillingMode::Reserved { reserved } else { on_demand },
+            max_price: None,
+            mig_slices: Vec::new(),
+            mig_gpus: 0,
+        })
+    }
+
+    /// The elastic pools, as the room's `PoolSpec`s.
+    pub fn pool_specs(&self) -> Vec<PoolSpec> {
+        self.pools
+            .iter()
+            .filter_map(|p| {
+                let node = self.spec_of(&p.instance_type, &p.zone, p.billing)?;
+                let speed = self.instance_type(&p.instance_type)?.speed;
+                Some(PoolSpec { node, speed, max_nodes: p.max_nodes, warm_min: p.warm_min, boot: Secs(p.boot_secs) })
+            })
+            .collect()
+    }
+
+    /// The capacity the offered load is a share of, in V100-equivalent GPUs:
+    /// `workload.load_basis_gpus`, or the configured nodes'.
+    pub fn load_basis_gpus(&self) -> f64 {
+        self.workload.load_basis_gpus.unwrap_or_else(|| {
+            self.node_specs().iter().map(|n| f64::from(n.gpu_count) * self.instance_type(&n.instance_type).map(|t| t.speed).unwrap_or(1.0)).sum()
+        })
     }
 
     pub fn tenant_specs(&self) -> Vec<TenantSpec> {

@@ -26,7 +26,7 @@ pub enum Step {
     /// The run stops progressing and idles (a hung dataloader, a stuck notebook).
     Hang { job: JobId, run: u64, at: At },
     CheckpointWritten { job: JobId, run: u64, step: u64, bytes: u64 },
-    Stopped { job: JobId },
+    Stopped { job: JobId, run: u64 },
 }
 
 #[derive(Clone, Debug)]
@@ -61,6 +61,11 @@ pub struct Executor {
     checkpoint_mib_per_sec: u32,
     incremental_share_per_step: f64,
     next_run: u64,
+    /// Runs told to stop, until they have: the run and its node.
+    stopping: BTreeMap<JobId, (u64, NodeId)>,
+    /// Work of the jobs that finished, in V100 GPU-seconds: what a fleet
+    /// delivered, whatever GPUs it ran on (the cost figure's denominator).
+    pub work_done_secs: f64,
 }
 
 impl Executor {
@@ -69,6 +74,8 @@ impl Executor {
             jobs: BTreeMap::new(),
             runs: BTreeMap::new(),
             speeds,
+            work_done_secs: 0.0,
+            stopping: BTreeMap::new(),
             failure_rate,
             hang_rate,
             checkpoint_mib_per_sec,
@@ -163,13 +170,15 @@ impl Executor {
                 out.push((after(at, secs), Step::CheckpointWritten { job: *job, run: run.id, step, bytes }));
             }
             Effect::StopJob { job } => {
-                if self.runs.remove(job).is_some() {
-                    out.push((after(at, STOP_SECS), Step::Stopped { job: *job }));
+                if let Some(run) = self.runs.remove(job) {
+                    self.stopping.insert(*job, (run.id, run.node));
+                    out.push((after(at, STOP_SECS), Step::Stopped { job: *job, run: run.id }));
                 }
             }
             Effect::AlarmRaised { .. } | Effect::AlarmCleared { .. } | Effect::Rejected { .. } | Effect::Ledger { .. } => {}
             // The simulated world has no Slurm cluster: no snapshot, so no command.
-            Effect::Slurm { .. } | Effect::Audit { .. } => {}
+            // Slurm is not simulated; capacity is the world's (`Simulation::handle`), not the executor's.
+            Effect::Slurm { .. } | Effect::Audit { .. } | Effect::Launch { .. } | Effect::Release { .. } => {}
         }
     }
 
@@ -190,6 +199,9 @@ impl Executor {
             Step::Finish { job, run, at: when } if current(&self.runs, &job, run) && self.runs[&job].finish_at == Some(when) => {
                 let crashed = self.runs.get(&job).and_then(|r| r.crash_at_step).is_some();
                 self.runs.remove(&job);
+                if !crashed && let Some(sim) = self.jobs.get(&job) {
+                    self.work_done_secs += sim.spec.steps_total as f64 * sim.step_secs * f64::from(sim.spec.gpus);
+                }
                 let message = if crashed {
                     ["CUDA error: out of memory", "NCCL watchdog timeout", "dataloader worker killed (signal 9)"][rng.random_range(0..3)]
                 } else {
@@ -214,15 +226,27 @@ impl Executor {
                 self.schedule_finish(job, &mut more);
                 Some(Event::CheckpointDone { job, step, bytes })
             }
-            Step::Stopped { job } => Some(Event::JobStopped { job }),
+            // A run whose node was lost while it stopped says nothing: the room
+            // took the loss for the stop (and may have placed the job again).
+            Step::Stopped { job, run } => (self.stopping.get(&job).map(|(id, _)| *id) == Some(run))
+                .then(|| {
+                    self.stopping.remove(&job);
+                    Event::JobStopped { job }
+                }),
             _ => None,
         };
         (event, more)
     }
 
-    /// The instance is gone with everything on it.
+    /// A node the room bought: its GPUs' speed.
+    pub fn set_speed(&mut self, node: NodeId, speed: f64) {
+        self.speeds.insert(node, speed);
+    }
+
+    /// The instance is gone with everything on it, runs stopping included.
     pub fn node_lost(&mut self, node: NodeId) {
         self.runs.retain(|_, r| r.node != node);
+        self.stopping.retain(|_, (_, n)| *n != node);
     }
 
     /// GPU samples for every GPU of the up nodes, and progress of running jobs.

@@ -12,6 +12,7 @@
 
 pub mod config;
 pub mod data;
+mod elastic;
 pub mod executor;
 pub mod experiment;
 pub mod spot;
@@ -23,14 +24,16 @@ use std::collections::{BTreeMap, BinaryHeap};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+use crate::domain::capacity::PoolSpec;
 use crate::domain::cluster::{BillingMode, NodeSpec};
-use crate::domain::event::Event;
+use crate::domain::event::{Effect, Event};
+use crate::domain::job::PoolTarget;
 use crate::domain::ids::{JobId, NodeId, PoolKey};
 use crate::domain::units::{At, MicrosPerHour};
 use crate::sources::{philly, price_history, spot_trace, ParseError};
 use config::SimConfig;
 use executor::{after, Executor};
-use spot::{PriceReplay, SpotLife, Transition, NOTICE};
+use spot::{Availability, PriceReplay, SpotLife, Transition, NOTICE};
 use workload::Workload;
 
 /// Something the world will do at a time.
@@ -49,6 +52,8 @@ enum SpotStep {
     Notice { deadline: At },
     Lost { reason: &'static str },
     Relaunch,
+    /// A node the room bought has booted.
+    Ready,
 }
 
 #[derive(Clone, Debug)]
@@ -86,6 +91,8 @@ struct SpotNode {
     epoch: u64,
     /// Lost because the market rose above its max price: relaunch waits for it to fall.
     priced_out: bool,
+    /// Bought by the room: never relaunched by the world; gone once lost or given back.
+    elastic: bool,
 }
 
 /// Figures about the simulated world itself (not the `Room`'s view of it).
@@ -95,6 +102,13 @@ pub struct WorldStats {
     pub reclaims_by_trace: u64,
     pub reclaims_by_price: u64,
     pub relaunches: u64,
+    /// Elastic capacity as the world saw it: instances launched, launches
+    /// refused for want of spot capacity or price, instances given back.
+    pub launched: u64,
+    pub launch_refusals: u64,
+    pub released: u64,
+    /// Work of the jobs that finished, V100 GPU-hours.
+    pub work_done_hours: f64,
 }
 
 pub struct Simulation {
@@ -109,6 +123,16 @@ pub struct Simulation {
     prices: Vec<(PoolKey, PriceReplay)>,
     market: BTreeMap<PoolKey, MicrosPerHour>,
     traces: Vec<spot_trace::SpotTrace>,
+    /// Elastic capacity: the pools the room may buy from, spot launchability
+    /// per zone, each spot pool's place in its preemption trace, and the next
+    /// node id to give.
+    pools: BTreeMap<PoolTarget, PoolSpec>,
+    availability: BTreeMap<String, Availability>,
+    pool_lives: BTreeMap<PoolKey, SpotLife>,
+    next_node: u32,
+    /// The workload's own random stream, so that a seed offers the same jobs
+    /// whatever the fleet does with them.
+    arrivals_rng: ChaCha8Rng,
     pub stats: WorldStats,
 }
 
@@ -125,6 +149,7 @@ pub enum SimError {
 pub struct Traces {
     pub prices: price_history::PriceSeries,
     pub preemption: Vec<(String, spot_trace::SpotTrace)>,
+    pub availability: Vec<(String, spot_trace::SpotTrace)>,
     pub philly: Vec<philly::PhillyJob>,
 }
 
@@ -139,15 +164,21 @@ impl Traces {
             .iter()
             .map(|(name, text)| spot_trace::parse(name, text).map(|t| (name.to_string(), t)))
             .collect::<Result<Vec<_>, _>>()?;
+        let availability = data::AVAILABILITY_TRACES
+            .iter()
+            .map(|(name, text)| spot_trace::parse(name, text).map(|t| (name.to_string(), t)))
+            .collect::<Result<Vec<_>, _>>()?;
         let (name, text) = data::PHILLY_JOBS;
         let philly = philly::parse(name, text)?;
-        Ok(Traces { prices, preemption, philly })
+        Ok(Traces { prices, preemption, availability, philly })
     }
 }
 
 impl Simulation {
     pub fn new(config: SimConfig, traces: &Traces, seed: u64) -> Result<Simulation, SimError> {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut arrivals_rng = ChaCha8Rng::seed_from_u64(seed);
+        arrivals_rng.set_stream(1);
         let workload = Workload::new(&config, &traces.philly).map_err(SimError::Setup)?;
         let start = config.start;
         let specs = config.node_specs();
@@ -167,10 +198,29 @@ impl Simulation {
             } else {
                 None
             };
-            nodes.insert(spec.id, SpotNode { spec: spec.clone(), life, up: false, draining: false, epoch: 0, priced_out: false });
+            nodes.insert(spec.id, SpotNode { spec: spec.clone(), life, up: false, draining: false, epoch: 0, priced_out: false, elastic: false });
         }
+        let pool_specs = config.pool_specs();
+        for pool in pool_specs.iter().filter(|p| p.node.billing == BillingMode::Spot) {
+            let key = pool.node.pool();
+            if pool_offsets.contains_key(&key) || traces.preemption.is_empty() {
+                continue;
+            }
+            let index = traces.preemption.iter().position(|(name, _)| name.contains(&format!("/{}_", key.zone))).unwrap_or(0);
+            let life = SpotLife::place(index, &traces.preemption[index].1, &mut rng);
+            pool_offsets.insert(key, life);
+        }
+        let mut availability = BTreeMap::new();
+        for zone in pool_specs.iter().filter(|p| p.node.billing == BillingMode::Spot).map(|p| p.node.zone.clone()).collect::<std::collections::BTreeSet<_>>() {
+            if let Some((_, trace)) = traces.availability.iter().find(|(name, _)| name.contains(&format!("/{zone}_"))) {
+                availability.insert(zone, Availability::place(trace.clone(), &mut rng));
+            }
+        }
+        let next_node = specs.iter().map(|s| s.id.0).max().unwrap_or(0) + 1;
         let mut prices = Vec::new();
-        for key in specs.iter().filter(|s| s.billing == BillingMode::Spot).map(|s| s.pool()).collect::<std::collections::BTreeSet<_>>() {
+        let spot_pools = specs.iter().filter(|s| s.billing == BillingMode::Spot).map(|s| s.pool());
+        let elastic_spot = pool_specs.iter().filter(|p| p.node.billing == BillingMode::Spot).map(|p| p.node.pool());
+        for key in spot_pools.chain(elastic_spot).collect::<std::collections::BTreeSet<_>>() {
             let replay = PriceReplay::new(&traces.prices, &key, start)
                 .ok_or_else(|| SimError::Setup(format!("no embedded spot price history for {key}")))?;
             prices.push((key, replay));
@@ -197,20 +247,28 @@ impl Simulation {
             prices,
             market: BTreeMap::new(),
             traces: traces.preemption.iter().map(|(_, t)| t.clone()).collect(),
+            pools: pool_specs.iter().map(|p| (p.target(), p.clone())).collect(),
+            availability,
+            pool_lives: pool_offsets,
+            next_node,
+            arrivals_rng,
             stats: WorldStats::default(),
             config,
         };
         for spec in sim.config.tenant_specs() {
             sim.schedule(start, Pending::Emit(Event::TenantDefined { spec }));
         }
+        for pool in pool_specs {
+            sim.schedule(start, Pending::Emit(Event::PoolDefined { pool }));
+        }
         // The hazard's long-run prior: the lifetimes in the traces the spot
         // pools of each instance type replay (history the watcher would have).
         let mut lifetimes: BTreeMap<String, BTreeMap<usize, Vec<crate::market::hazard::Lifetime>>> = BTreeMap::new();
-        for node in sim.nodes.values() {
-            if let Some(life) = &node.life {
-                let trace = &sim.traces[life.trace];
-                lifetimes.entry(node.spec.instance_type.clone()).or_default().entry(life.trace).or_insert_with(|| trace.lifetimes());
-            }
+        let lives = sim.nodes.values().filter_map(|n| n.life.as_ref().map(|l| (n.spec.instance_type.clone(), l.trace)));
+        let pool_lives = sim.pool_lives.iter().map(|(key, l)| (key.instance_type.clone(), l.trace));
+        for (instance_type, index) in lives.chain(pool_lives).collect::<Vec<_>>() {
+            let trace = &sim.traces[index];
+            lifetimes.entry(instance_type).or_default().entry(index).or_insert_with(|| trace.lifetimes());
         }
         for (instance_type, by_trace) in lifetimes {
             let lifetimes = by_trace.into_values().flatten().collect();
@@ -227,11 +285,11 @@ impl Simulation {
         sim.schedule(after(start, sim.config.telemetry_secs as f64), Pending::Telemetry);
         match sim.config.workload.arrivals {
             config::Arrivals::Poisson => {
-                let gap = sim.workload.next_gap(&mut sim.rng);
+                let gap = sim.workload.next_gap(&mut sim.arrivals_rng);
                 sim.schedule(after(start, gap), Pending::Arrival);
             }
             config::Arrivals::Trace => {
-                let jobs = Workload::from_trace(&sim.config, &traces.philly, &mut sim.rng);
+                let jobs = Workload::from_trace(&sim.config, &traces.philly, &mut sim.arrivals_rng);
                 sim.next_job = jobs.len() as u64 + 1;
                 for (at, job) in jobs {
                     let spec = job.spec.clone();
@@ -281,7 +339,11 @@ impl Simulation {
     pub fn handle(&mut self, at: At, effects: &[crate::domain::event::Effect]) {
         let mut steps = Vec::new();
         for effect in effects {
-            self.executor.handle(at, effect, &mut self.rng, &mut steps);
+            match effect {
+                Effect::Launch { request } => self.launch(at, request),
+                Effect::Release { node, .. } => self.release(at, *node),
+                _ => self.executor.handle(at, effect, &mut self.rng, &mut steps),
+            }
         }
         for (when, step) in steps {
             self.schedule(when, Pending::Executor(step));
@@ -292,7 +354,7 @@ impl Simulation {
     fn submit(&mut self) -> Event {
         let id = JobId(self.next_job);
         self.next_job += 1;
-        let job = self.workload.make_job(&self.config, id, &mut self.rng);
+        let job = self.workload.make_job(&self.config, id, &mut self.arrivals_rng);
         let spec = job.spec.clone();
         self.executor.know(job);
         self.stats.arrivals += 1;
@@ -304,7 +366,7 @@ impl Simulation {
             Pending::Emit(event) => Some(event),
             Pending::Arrival => {
                 let event = self.submit();
-                let gap = self.workload.next_gap(&mut self.rng);
+                let gap = self.workload.next_gap(&mut self.arrivals_rng);
                 self.schedule(after(at, gap), Pending::Arrival);
                 Some(event)
             }
@@ -325,6 +387,7 @@ impl Simulation {
             Pending::Spot { node, epoch, what } => self.spot_step(at, node, epoch, what),
             Pending::Executor(step) => {
                 let (event, more) = self.executor.happen(at, step, &mut self.rng);
+                self.stats.work_done_hours = self.executor.work_done_secs / 3600.0;
                 for (when, step) in more {
                     self.schedule(when, Pending::Executor(step));
                 }
@@ -388,11 +451,23 @@ impl Simulation {
                 n.draining = false;
                 n.epoch += 1;
                 self.executor.node_lost(id);
-                self.plan_relaunch(at, id);
+                if !self.nodes.get(&id)?.elastic {
+                    self.plan_relaunch(at, id);
+                }
                 Some(Event::NodeLost { node: id, reason: reason.to_string() })
             }
-            SpotStep::Relaunch => {
+            SpotStep::Ready => {
                 if node.up {
+                    return None;
+                }
+                let spec = node.spec.clone();
+                let n = self.nodes.get_mut(&id)?;
+                n.up = true;
+                self.plan_reclaim(at, id);
+                Some(Event::NodeUp { spec })
+            }
+            SpotStep::Relaunch => {
+                if node.up || node.elastic {
                     return None;
                 }
                 let spec = node.spec.clone();

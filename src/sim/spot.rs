@@ -111,6 +111,33 @@ impl SpotLife {
     }
 }
 
+/// Whether spot instances can be had in a zone, replayed from a real
+/// availability trace (a launch was tried every few minutes for weeks).
+#[derive(Clone, Debug)]
+pub struct Availability {
+    trace: SpotTrace,
+    /// Sample index that corresponds to the simulation's start.
+    offset: usize,
+}
+
+impl Availability {
+    /// A seeded place in the trace, so that runs differ by seed but repeat.
+    pub fn place(trace: SpotTrace, rng: &mut ChaCha8Rng) -> Availability {
+        let offset = rng.random_range(0..trace.samples.len());
+        Availability { trace, offset }
+    }
+
+    /// Whether a launch at `at` gets an instance.
+    pub fn obtainable(&self, start: At, at: At) -> bool {
+        let secs = (at - start).num_seconds().max(0);
+        self.trace.alive(self.offset + (secs / self.trace.gap.0.max(1)) as usize)
+    }
+
+    pub fn share(&self) -> f64 {
+        self.trace.availability()
+    }
+}
+
 /// The 2-minute warning AWS gives before it reclaims a spot instance.
 pub const NOTICE: Secs = Secs(120);
 

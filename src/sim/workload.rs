@@ -42,11 +42,7 @@ impl Workload {
             return Err("no Philly job fits the workload bounds".into());
         }
         let mean_gpu_secs = samples.iter().map(|(d, g)| d.0 as f64 * f64::from(*g)).sum::<f64>() / samples.len() as f64;
-        let capacity: f64 = config
-            .node_specs()
-            .iter()
-            .map(|n| f64::from(n.gpu_count) * config.instance_type(&n.instance_type).map(|t| t.speed).unwrap_or(1.0))
-            .sum();
+        let capacity = config.load_basis_gpus();
         let per_sec = config.target_load * capacity / mean_gpu_secs;
         let arrivals = Exp::new(per_sec).map_err(|e| format!("arrival rate {per_sec}: {e}"))?;
         Ok(Workload {
