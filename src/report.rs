@@ -120,7 +120,7 @@ pub fn summary(view: &View, world: Option<&WorldStats>) -> String {
         );
         let spend = t.spend.as_f64() + t.services.as_f64();
         let per = if w.work_done_hours > 0.0 { format!("${:.3}", spend / w.work_done_hours) } else { "-".into() };
-        let _ = writeln!(out, "work      {:.1} V100 GPU-hours of finished jobs; {per} per V100 GPU-hour of finished work, all costs in", w.work_done_hours);
+        let _ = writeln!(out, "world     {:.1} V100 GPU-hours of finished jobs: {per} per V100 GPU-hour of finished work, all costs in", w.work_done_hours);
     }
     out
 }

@@ -16,7 +16,10 @@ use gpuroom::store::{replay, RunMeta, Store};
 
 fn engine(path: &std::path::Path) -> Engine {
     let traces = Traces::embedded().unwrap();
-    let config = SimConfig::default_embedded();
+    // The fixed fleet: these tests are about what operators do to jobs on
+    // nodes that stay (elastic capacity has its own tests).
+    let (name, text) = gpuroom::sim::data::STATIC_CONFIG;
+    let config = SimConfig::parse(name, text).unwrap();
     let start = config.start;
     let meta = RunMeta { room_config: RoomConfig::default(), source: "operator test".into(), created_with: "test".into(), world: None };
     let store = Store::create(path, &meta).unwrap();

@@ -59,7 +59,13 @@ fn consoles_attach_to_one_engine_and_only_operators_can_act() {
         &format!("USER=e2e-bob SUDO_USER= SSH_CONNECTION= {BIN} --db {}; echo \"gpuroom exited with $?\"; sleep 60", db.display()),
     );
     console.wait_for("the attached console", Duration::from_secs(30), |s| s.contains("ATTACHED pid") && s.contains("running"));
-    console.keys(&["3", "Home"]);
+    // The job furthest from its end first, so that it is still running
+    // when the engine takes the command (an elastic cluster runs short jobs too).
+    console.keys(&["3", ":"]);
+    for c in "sort eta desc".chars() {
+        console.keys(&[&c.to_string()]);
+    }
+    console.keys(&["Enter", "Home"]);
     let screen = console.wait_for("a selected row", Duration::from_secs(5), |s| s.contains('▶'));
     let line = screen.lines().find(|l| l.contains('▶') && l.contains(" j")).unwrap();
     let job = line[line.find('▶').unwrap() + '▶'.len_utf8()..].split_whitespace().next().unwrap().to_string();

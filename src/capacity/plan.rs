@@ -46,6 +46,8 @@ pub struct Waiting {
     /// When it could start on the nodes up now, as running jobs are
     /// predicted to end (`None`: not within any prediction).
     pub starts_by: Option<At>,
+    /// The one pool it may run in (an operator sent it there).
+    pub only: Option<PoolTarget>,
 }
 
 /// A node on its way (booting, or asked for and not yet answered), with
@@ -68,6 +70,7 @@ impl Incoming {
 
     fn fits(&self, job: &Waiting) -> bool {
         allows(job, self.pool.billing)
+            && job.only.as_ref().is_none_or(|only| *only == self.pool)
             && u32::from(job.gpus) <= self.free_gpus
             && job.gpu_mem <= self.gpu_mem
             && job.cpus <= self.cpus_free
@@ -110,7 +113,7 @@ fn allows(job: &Waiting, billing: BillingMode) -> bool {
 
 fn fits_new(job: &Waiting, pool: &PoolSpec) -> bool {
     let n = &pool.node;
-    allows(job, n.billing) && job.gpus <= n.gpu_count && job.gpu_mem <= n.gpu_memory && job.cpus <= n.cpus && job.host_mem <= n.host_memory
+    allows(job, n.billing) && job.only.as_ref().is_none_or(|only| *only == pool.target()) && job.gpus <= n.gpu_count && job.gpu_mem <= n.gpu_memory && job.cpus <= n.cpus && job.host_mem <= n.host_memory
 }
 
 /// The nodes to buy for `waiting` (in queue order; the first
@@ -206,7 +209,7 @@ mod tests {
     }
 
     fn job(id: u64, gpus: u8) -> Waiting {
-        Waiting { job: JobId(id), gpus, gpu_mem: Mib(8000), cpus: 1, host_mem: Mib(1000), on_demand: true, spot: true, starts_by: None }
+        Waiting { job: JobId(id), gpus, gpu_mem: Mib(8000), cpus: 1, host_mem: Mib(1000), on_demand: true, spot: true, starts_by: None, only: None }
     }
 
     const FLEET: FleetGpus = FleetGpus { stable: 16, total: 16, elastic: 0 };
@@ -270,7 +273,7 @@ mod tests {
         assert!(scale_up(t(0), &cfg, &offers, &[job(1, 8)], &[], full).is_empty());
         // Freed within the boot time: waits instead of buying.
         let soon = Waiting { starts_by: Some(t(60)), ..job(1, 8) };
-        assert!(scale_up(t(0), &cfg, &offers, &[soon.clone()], &[], FLEET).is_empty());
+        assert!(scale_up(t(0), &cfg, &offers, std::slice::from_ref(&soon), &[], FLEET).is_empty());
         let late = Waiting { starts_by: Some(t(600)), ..soon };
         assert_eq!(scale_up(t(0), &cfg, &offers, &[late], &[], FLEET).len(), 1);
     }
@@ -289,5 +292,8 @@ mod tests {
         assert!(scale_up(t(0), &cfg, &offers, &[blocked], &[], FLEET).is_empty(), "a budget-blocked tenant never buys");
         let too_big = Waiting { gpu_mem: Mib(80_000), ..job(1, 1) };
         assert!(scale_up(t(0), &cfg, &offers, &[too_big], &[], FLEET).is_empty());
+        // An operator's migration target is the only pool bought in, dearer or not.
+        let sent = Waiting { only: Some(od.target()), ..job(1, 8) };
+        assert_eq!(scale_up(t(0), &cfg, &offers, &[sent], &[], FLEET)[0].pool, od.target());
     }
 }

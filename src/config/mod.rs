@@ -29,6 +29,10 @@
 //! [forecast]
 //! threshold = 0.25          # spend this far off the day-ahead forecast…
 //! periods = 3               # …for this many hours raises an alarm
+//! [capacity]
+//! mode = "advisory"         # | "control" | "off"; unset: control simulated, advisory live
+//! idle_release = 300        # seconds a bought node may idle before it is given back
+//! min_stable_share = 0.2    # share of GPUs kept non-interruptible (the SLA floor)
 //! ```
 
 use serde::Deserialize;
@@ -50,6 +54,55 @@ pub struct EngineConfig {
     pub forecast: crate::room::config::ForecastConfig,
     /// Live sources and executors (`gpuroom --live`); see `live::config`.
     pub sources: crate::live::config::SourcesConfig,
+    pub capacity: CapacitySection,
+}
+
+/// `[capacity]`: elastic capacity's settings (`capacity::CapacityConfig`),
+/// with the mode left to the world when unset: control on the simulated
+/// cluster, advisory on live sources (a person approves each launch).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CapacitySection {
+    pub mode: Option<crate::capacity::CapacityMode>,
+    pub idle_release: crate::domain::units::Secs,
+    pub spot_backoff: crate::domain::units::Secs,
+    pub min_stable_share: f64,
+    pub account_gpu_limit: u32,
+    pub consolidate: bool,
+    pub plan_every: crate::domain::units::Secs,
+    pub lookahead_jobs: usize,
+}
+
+impl Default for CapacitySection {
+    fn default() -> Self {
+        let c = crate::capacity::CapacityConfig::default();
+        CapacitySection {
+            mode: None,
+            idle_release: c.idle_release,
+            spot_backoff: c.spot_backoff,
+            min_stable_share: c.min_stable_share,
+            account_gpu_limit: c.account_gpu_limit,
+            consolidate: c.consolidate,
+            plan_every: c.plan_every,
+            lookahead_jobs: c.lookahead_jobs,
+        }
+    }
+}
+
+impl CapacitySection {
+    /// The policy's settings, with `world_default` as the mode when unset.
+    pub fn resolve(&self, world_default: crate::capacity::CapacityMode) -> crate::capacity::CapacityConfig {
+        crate::capacity::CapacityConfig {
+            mode: self.mode.unwrap_or(world_default),
+            idle_release: self.idle_release,
+            spot_backoff: self.spot_backoff,
+            min_stable_share: self.min_stable_share,
+            account_gpu_limit: self.account_gpu_limit,
+            consolidate: self.consolidate,
+            plan_every: self.plan_every,
+            lookahead_jobs: self.lookahead_jobs,
+        }
+    }
 }
 
 /// The spot watcher's policy: where interrupted jobs go, the max-price
@@ -82,6 +135,9 @@ impl EngineConfig {
         if let Some(problem) = config.cost.budget.problem() {
             return Err(ConfigFileError { file: file.to_string(), message: format!("[cost.budget]: {problem}") });
         }
+        if let Some(problem) = config.capacity.resolve(crate::capacity::CapacityMode::Control).problem() {
+            return Err(ConfigFileError { file: file.to_string(), message: format!("[capacity]: {problem}") });
+        }
         let f = &config.forecast;
         if !(f.threshold.is_finite() && f.threshold > 0.0) || f.periods == 0 {
             return Err(ConfigFileError {
@@ -102,6 +158,7 @@ impl EngineConfig {
             hazard: self.spot.hazard.clone(),
             cost: self.cost.clone(),
             forecast: self.forecast.clone(),
+            capacity: self.capacity.resolve(crate::capacity::CapacityMode::Control),
             ..RoomConfig::default()
         }
     }

@@ -70,6 +70,9 @@ pub enum Action {
     AcknowledgeAlarm { id: String },
     /// Ask Slurm to do something with one of its jobs (by Slurm's job id).
     Slurm { job: u64, verb: super::slurm::SlurmVerb },
+    /// Carry out what elastic capacity proposed (advisory mode): a launch
+    /// or a release, by the proposal's number.
+    ApproveCapacity { proposal: u64 },
 }
 
 impl Action {
@@ -84,6 +87,7 @@ impl Action {
             Action::ApproveOverrun { .. } => "approve a budget overrun",
             Action::AcknowledgeAlarm { .. } => "acknowledge an alarm",
             Action::Slurm { verb, .. } => verb.name(),
+            Action::ApproveCapacity { .. } => "approve a capacity change",
         }
     }
 
@@ -91,7 +95,7 @@ impl Action {
     pub fn job(&self) -> Option<JobId> {
         match self {
             Action::Preempt { job } | Action::Requeue { job } | Action::Cancel { job } | Action::Migrate { job, .. } => Some(*job),
-            Action::SetDiscipline { .. } | Action::ApproveOverrun { .. } | Action::AcknowledgeAlarm { .. } | Action::Slurm { .. } => None,
+            Action::SetDiscipline { .. } | Action::ApproveOverrun { .. } | Action::AcknowledgeAlarm { .. } | Action::Slurm { .. } | Action::ApproveCapacity { .. } => None,
         }
     }
 }

@@ -202,6 +202,8 @@ pub fn run_live_console(opts: &ConsoleOptions, live_opts: &LiveOptions) -> Resul
     }
     let host = config.sources.nvml.host.clone().unwrap_or_else(crate::sources::nvml::host_name);
     let mut room_config = config.room_config();
+    // Live, the room proposes what to buy and a person approves it, unless configured otherwise.
+    room_config.capacity = config.capacity.resolve(crate::capacity::CapacityMode::Advisory);
     let accounts = match &config.sources.slurm {
         Some(slurm) => {
             room_config.slurm = slurm.policy();

@@ -163,12 +163,12 @@ impl CapacityState {
         if self.pools.is_empty() {
             return super::sched::Costly::default();
         }
-        let open = |target: &PoolTarget| !self.backoff.get(target).is_some_and(|until| *until > now);
+        let open = |target: &PoolTarget| self.backoff.get(target).is_none_or(|until| *until <= now);
         let buyable: Vec<NodeSpec> = self.pools.iter().filter(|(target, _)| open(target)).map(|(_, pool)| pool.node.clone()).collect();
         let open_spot: Vec<NodeSpec> = self
             .pools
             .iter()
-            .filter(|(target, _)| target.billing == BillingMode::Spot && !self.backoff.get(*target).is_some_and(|until| *until > now))
+            .filter(|(target, _)| target.billing == BillingMode::Spot && self.backoff.get(*target).is_none_or(|until| *until <= now))
             .filter(|(_, pool)| market.price(&pool.node.pool()).is_some_and(|p| p < pool.node.on_demand_price))
             .map(|(_, pool)| pool.node.clone())
             .collect();
@@ -412,6 +412,7 @@ impl Elastic<'_> {
                 on_demand,
                 spot,
                 starts_by,
+                only: job.target.as_deref().cloned(),
             });
         }
         if waiting.is_empty() {

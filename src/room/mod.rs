@@ -698,6 +698,7 @@ impl Room {
                 ctx.carry_out(at, actor, action, *job, effects)?
             }
             Action::Slurm { job, verb } => self.slurm.on_action(&self.config.slurm, at, actor, *job, verb, effects)?,
+            Action::ApproveCapacity { proposal } => format!("approve: {}", self.elastic(at).approve(*proposal, effects)?),
         };
         let (who, origin) = (clean(&actor.user), clean(&actor.origin));
         self.journal.stats.operator_actions += 1;

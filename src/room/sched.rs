@@ -133,7 +133,8 @@ impl Costly {
 
     /// Whether `job` waits for spot rather than use these nodes.
     pub fn keeps_off(&self, job: &Job) -> bool {
-        if self.nodes.is_empty() || job.escalated || job.spec.pool == PoolPreference::NoSpot || matches!(job.avoid.as_deref(), Some(Avoid::AllSpot)) {
+        // An operator's migration target wins over this rule.
+        if self.nodes.is_empty() || job.escalated || job.target.is_some() || job.spec.pool == PoolPreference::NoSpot || matches!(job.avoid.as_deref(), Some(Avoid::AllSpot)) {
             return false;
         }
         self.open_spot.iter().any(|n| fits(&job.spec, n))

@@ -543,6 +543,11 @@ impl Room {
                 None => format!("capacity launching: {} asked {} ago", launch.request.pool, Secs((now - launch.asked_at).num_seconds().max(0))),
             };
         }
+        if let Some(to) = job.target.as_deref()
+            && !self.capacity.pools.contains_key(to)
+        {
+            return format!("no fit: sent to {to}, waits for room there");
+        }
         if job.spec.pool == crate::domain::job::PoolPreference::SpotOnly && !job.escalated && self.capacity.spot_unavailable(now) {
             return "spot capacity unavailable".into();
         }

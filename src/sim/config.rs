@@ -365,8 +365,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_embedded_config_is_valid_and_believable() {
+    fn the_embedded_config_is_elastic_and_the_static_one_is_still_there() {
         let c = SimConfig::default_embedded();
+        assert!(c.node_specs().iter().all(|n| n.billing == BillingMode::Reserved), "the fixed part is the reserved base");
+        let pools = c.pool_specs();
+        assert_eq!(pools.len(), c.pools.len());
+        for mode in [BillingMode::OnDemand, BillingMode::Spot] {
+            assert!(pools.iter().any(|p| p.node.billing == mode), "{mode:?} pools");
+        }
+        assert!(pools.iter().all(|p| p.problem().is_none() && p.boot.0 == 90), "{pools:?}");
+        // The same work as the static fleet: the load is a share of its capacity.
+        let (name, text) = super::super::data::STATIC_CONFIG;
+        let fixed = SimConfig::parse(name, text).unwrap();
+        assert!((c.load_basis_gpus() - fixed.load_basis_gpus()).abs() < 1e-9, "{} vs {}", c.load_basis_gpus(), fixed.load_basis_gpus());
+        assert_eq!(c.tenant_specs(), fixed.tenant_specs());
+    }
+
+    #[test]
+    fn the_static_config_is_valid_and_believable() {
+        let (name, text) = super::super::data::STATIC_CONFIG;
+        let c = SimConfig::parse(name, text).unwrap();
+        assert!(c.pools.is_empty());
         let specs = c.node_specs();
         assert_eq!(specs.len(), c.nodes.len());
         assert!(specs.iter().filter(|s| s.gpu_count == 8).count() >= 4, "at least 4 nodes × 8 GPUs");
@@ -397,5 +416,22 @@ mod tests {
 
         let typo = text.replacen("target_load", "target_laod", 1);
         assert!(SimConfig::parse("my.toml", &typo).is_err());
+
+        // Pools: an unknown type, reserved capacity bought on the fly, a warm
+        // minimum above the maximum, a negative boot, and a pool given twice.
+        let pool = "[[pools]]\ninstance_type = \"p3.2xlarge\"\nzone = \"us-west-2b\"\nbilling = \"on-demand\"\nmax_nodes = 8\n";
+        let with = |extra: &str| format!("{text}\n{extra}");
+        let bad_type = with(&pool.replace("p3.2xlarge", "x9.huge").replace("us-west-2b", "us-west-2z"));
+        assert!(SimConfig::parse("my.toml", &bad_type).unwrap_err().message.contains("x9.huge"));
+        let reserved = with(&pool.replace("on-demand", "reserved").replace("us-west-2b", "us-west-2z"));
+        assert!(SimConfig::parse("my.toml", &reserved).unwrap_err().message.contains("reserved capacity"));
+        let warm = with(&format!("{}warm_min = 9\n", pool.replace("us-west-2b", "us-west-2z")));
+        assert!(SimConfig::parse("my.toml", &warm).unwrap_err().message.contains("warm_min"));
+        let boot = with(&format!("{}boot_secs = -1\n", pool.replace("us-west-2b", "us-west-2z")));
+        assert!(SimConfig::parse("my.toml", &boot).unwrap_err().message.contains("boot_secs"));
+        let twice = with(pool);
+        assert!(SimConfig::parse("my.toml", &twice).unwrap_err().message.contains("given twice"));
+        let basis = text.replacen("load_basis_gpus = 49.6", "load_basis_gpus = nan", 1);
+        assert!(SimConfig::parse("my.toml", &basis).unwrap_err().message.contains("load_basis_gpus"));
     }
 }

@@ -174,6 +174,14 @@ impl Traces {
     }
 }
 
+/// The trace of a zone: its own, else one of its region's (a zone that was
+/// not probed lives like its neighbours), else the first.
+fn trace_for_zone(traces: &[(String, spot_trace::SpotTrace)], zone: &str) -> usize {
+    let own = traces.iter().position(|(name, _)| name.contains(&format!("/{zone}_")));
+    let region = zone.trim_end_matches(|c: char| c.is_ascii_lowercase());
+    own.or_else(|| traces.iter().position(|(name, _)| name.contains(&format!("/{region}")))).unwrap_or(0)
+}
+
 impl Simulation {
     pub fn new(config: SimConfig, traces: &Traces, seed: u64) -> Result<Simulation, SimError> {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -206,7 +214,7 @@ impl Simulation {
             if pool_offsets.contains_key(&key) || traces.preemption.is_empty() {
                 continue;
             }
-            let index = traces.preemption.iter().position(|(name, _)| name.contains(&format!("/{}_", key.zone))).unwrap_or(0);
+            let index = trace_for_zone(&traces.preemption, &key.zone);
             let life = SpotLife::place(index, &traces.preemption[index].1, &mut rng);
             pool_offsets.insert(key, life);
         }

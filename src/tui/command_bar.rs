@@ -11,7 +11,9 @@
 //! `approve TENANT [AMOUNT] [for DURATION | until DATE] REASON…`,
 //! `ack [ALARM|all]`, `discipline NAME`, `filter TEXT…`, `sort KEY [asc|desc]`,
 //! `slurm [JOBID] VERB [partition=NAME] [exclude=NODE,…]` (a verb on a Slurm
-//! job; `slurm` alone focuses the Slurm pane), `pane NAME`, `help`, `quit`.
+//! job; `slurm` alone focuses the Slurm pane), `capacity approve [N]` (a
+//! capacity proposal, the oldest by default; `capacity` alone focuses the
+//! fleet), `pane NAME`, `help`, `quit`.
 
 use chrono::TimeDelta;
 
@@ -25,8 +27,9 @@ use crate::domain::units::{At, Micros};
 use crate::room::View;
 use crate::sched::DisciplineKind;
 
-pub const COMMAND_NAMES: [&str; 15] =
-    ["preempt", "requeue", "migrate", "cancel", "approve", "ack", "discipline", "filter", "sort", "slurm", "pane", "help", "quit", "fleet", "queue"];
+pub const COMMAND_NAMES: [&str; 16] = [
+    "preempt", "requeue", "migrate", "cancel", "approve", "ack", "discipline", "filter", "sort", "slurm", "capacity", "pane", "help", "quit", "fleet", "queue",
+];
 
 
 /// What a command asks the App to do.
@@ -247,12 +250,31 @@ pub fn parse_in(line: &str, view: &View, selected: Option<JobId>, slurm_selected
             Ok(Intent::Sort(key, reversed))
         }
         Some("slurm") => parse_slurm(view, args, slurm_selected),
+        Some("capacity") => parse_capacity(view, args),
         Some("pane") => arg(0).and_then(pane_of).map(Intent::Focus).ok_or_else(|| format!("pane {}", PaneId::ALL.map(|p| p.command_name()).join("|"))),
         Some("fleet") => Ok(Intent::Focus(PaneId::Fleet)),
         Some("queue") => Ok(Intent::Focus(PaneId::Queue)),
         Some("help") => Ok(Intent::Help),
         Some("quit") => Ok(Intent::Quit),
         _ => Err(format!("unknown command {head:?} (Tab completes: {})", COMMAND_NAMES.join(", "))),
+    }
+}
+
+/// `capacity approve [N]`: approve a capacity proposal (the oldest when no
+/// number is given); `capacity` alone shows the fleet, where they are listed.
+fn parse_capacity(view: &View, args: &[&str]) -> Result<Intent, String> {
+    match args {
+        [] => Ok(Intent::Focus(PaneId::Fleet)),
+        ["approve", rest @ ..] => {
+            let proposals = view.capacity.as_ref().map(|c| c.proposals.as_slice()).unwrap_or_default();
+            let id = match rest {
+                [] => proposals.first().map(|p| p.id).ok_or("no capacity proposal waits (the room proposes in advisory mode)")?,
+                [n] => n.trim_start_matches('#').parse::<u64>().map_err(|_| format!("{n:?} is not a proposal number"))?,
+                _ => return Err("capacity approve [N]".into()),
+            };
+            Ok(Intent::Act(Action::ApproveCapacity { proposal: id }))
+        }
+        _ => Err("capacity approve [N]".into()),
     }
 }
 
@@ -275,6 +297,8 @@ fn candidates(view: &View, command: &str, position: usize) -> Vec<String> {
         ("sort", 0) => SortKey::ALL.iter().map(|k| k.name().to_string()).collect(),
         ("sort", 1) => vec!["asc".into(), "desc".into()],
         ("pane", 0) => PaneId::ALL.iter().map(|p| p.command_name().to_string()).collect(),
+        ("capacity", 0) => vec!["approve".into()],
+        ("capacity", 1) => view.capacity.iter().flat_map(|c| c.proposals.iter().map(|p| p.id.to_string())).collect(),
         _ => Vec::new(),
     }
 }

@@ -40,6 +40,8 @@ pub enum Act {
     Cancel,
     Approve,
     Acknowledge,
+    /// Approve the oldest capacity proposal (the fleet pane, advisory mode).
+    ApproveCapacity,
     ToggleAudit,
     /// A verb on the selected job of the Slurm pane.
     Slurm(SlurmKey),
@@ -343,6 +345,14 @@ pub const COMMANDS: &[Command] = &[
         hint: Some(("Enter", "node")),
         scope: Scope::Fleet,
         bindings: &[key(KeyCode::Enter)],
+    },
+    Command {
+        act: Act::ApproveCapacity,
+        keys: "a",
+        desc: "approve the oldest capacity proposal",
+        hint: Some(("a", "approve")),
+        scope: Scope::Fleet,
+        bindings: &[key(KeyCode::Char('a'))],
     },
     Command {
         act: Act::Approve,

@@ -132,6 +132,23 @@ pub fn describe(action: Action, view: &View) -> Confirm {
             c.lines.push(format!("Reason: {reason}"));
         }
         Action::Slurm { job, verb } => confirm_slurm::describe(*job, verb, view, &mut c),
+        Action::ApproveCapacity { proposal } => {
+            c.yes = "approve";
+            match view.capacity.as_ref().and_then(|cap| cap.proposals.iter().find(|p| p.id == *proposal)) {
+                Some(p) => {
+                    c.title = format!("Approve capacity proposal #{proposal}?");
+                    c.lines.push(format!("It will {}.", p.text));
+                    c.lines.push(format!("Proposed at {} UTC by the elastic-capacity policy; the approval is in the audit log under your name.", p.since.format("%H:%M:%S")));
+                    if p.text.starts_with("launch") {
+                        c.lines.push("The instances are billed from their launch, booting included.".into());
+                    }
+                }
+                None => {
+                    c.title = format!("Approve capacity proposal #{proposal}?");
+                    c.warning = Some("No such proposal stands now (the plan may have changed): the engine will refuse it.".into());
+                }
+            }
+        }
         Action::AcknowledgeAlarm { id } => {
             c.title = "Acknowledge the alarm?".into();
             c.yes = "acknowledge";

@@ -388,6 +388,7 @@ fn modes_line<'a>(view: &View, t: &Theme) -> Line<'a> {
     let idle: Micros = totals.idle_by_mode.iter().copied().sum();
     spans.push(Span::styled("  idle ", t.dim));
     spans.push(Span::styled(idle.to_string(), if idle.0 > 0 { t.warn } else { t.text }));
+    spans.push(Span::styled(format!(" ({:.0}%)", 100.0 * totals.idle_share()), t.dim));
     Line::from(spans)
 }
 
@@ -397,6 +398,18 @@ fn modes_line_within<'a>(view: &View, t: &Theme, width: usize) -> Line<'a> {
     let services = view.totals.services;
     if services.0 > 0 {
         let extra = [Span::styled("  storage & I/O ", t.dim), Span::styled(services.to_string(), t.text)];
+        if line.width() + extra.iter().map(|s| s.width()).sum::<usize>() <= width {
+            line.spans.extend(extra);
+        }
+    }
+    // With elastic capacity: what the bought nodes burn now against the fixed ones.
+    if let Some(cap) = &view.capacity {
+        let extra = [
+            Span::styled("  burn elastic ", t.dim),
+            Span::styled(cap.elastic_burn.to_string(), t.figure),
+            Span::styled(" fixed ", t.dim),
+            Span::styled(cap.fixed_burn.to_string(), t.text),
+        ];
         if line.width() + extra.iter().map(|s| s.width()).sum::<usize>() <= width {
             line.spans.extend(extra);
         }

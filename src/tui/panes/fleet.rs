@@ -38,7 +38,7 @@ pub fn render(view: &View, ui: &FleetUi, props: PaneProps<'_>, area: Rect, buf: 
     }
     let cursor = if props.focused { ui.cursor_index(view) } else { None };
     let rows = area.height.saturating_sub(2) as usize;
-    let drawn = if view.nodes.is_empty() || view.nodes.len() < rows {
+    let drawn = if view.nodes.is_empty() || view.nodes.len() + capacity_lines(view, props.theme).len() < rows {
         table(view, cursor, props, area, buf)
     } else {
         fleet_grid::render(view, cursor, props, area, buf)
@@ -68,6 +68,15 @@ fn table(view: &View, cursor: Option<usize>, props: PaneProps<'_>, area: Rect, b
         put(buf, inner, 1, Line::from(Span::styled(empty, t.dim)));
         return Drawn::default();
     }
+    // What elastic capacity is doing, under the cluster line.
+    let mut top = 1u16;
+    for line in capacity_lines(view, t) {
+        if top + 1 >= inner.height {
+            break;
+        }
+        put(buf, inner, top, line);
+        top += 1;
+    }
     // A gutter for the cursor's `▶` only while it is drawn, so that an
     // unfocused table keeps every cell for the figures.
     let gutter = usize::from(props.focused);
@@ -81,9 +90,44 @@ fn table(view: &View, cursor: Option<usize>, props: PaneProps<'_>, area: Rect, b
                 line = line.style(t.selected);
             }
         }
-        put(buf, inner, 1 + i as u16, line);
+        put(buf, inner, top + i as u16, line);
     }
     Drawn { per_line: 1, on_screen: view.nodes.len() }
+}
+
+/// Elastic capacity's news, a line each: proposals waiting for a yes (the
+/// oldest is what `L` approves), launches on their way, nodes going back.
+pub fn capacity_lines<'a>(view: &View, t: &Theme) -> Vec<Line<'a>> {
+    let Some(cap) = &view.capacity else { return Vec::new() };
+    let mut lines = Vec::new();
+    for (i, p) in cap.proposals.iter().take(2).enumerate() {
+        let key = if i == 0 { "  L approve" } else { "" };
+        lines.push(Line::from(vec![
+            Span::styled(format!("? #{} ", p.id), t.warn),
+            Span::styled(format!("would {}", p.text), t.text),
+            Span::styled(key, t.key),
+        ]));
+    }
+    for l in cap.launches.iter().take(2) {
+        let when = match (l.eta, l.booting, l.unanswered) {
+            (Some(eta), _, _) => format!(", up in {eta}"),
+            (None, _, n) if n > 0 => ", asked".to_string(),
+            _ => String::new(),
+        };
+        let price = l.max_price.map(|p| format!(", max {p}")).unwrap_or_default();
+        lines.push(Line::from(vec![
+            Span::styled("↑ ", t.ok),
+            Span::styled(format!("launching {} × {}{price} {}{when}", l.count, l.pool, l.reason), t.text),
+        ]));
+    }
+    if let Some((node, why)) = cap.releasing.first() {
+        lines.push(Line::from(vec![Span::styled("↓ ", t.dim), Span::styled(format!("giving back {node} ({why})"), t.dim)]));
+    }
+    let more = cap.proposals.len().saturating_sub(2) + cap.launches.len().saturating_sub(2) + cap.releasing.len().saturating_sub(1);
+    if more > 0 {
+        lines.push(Line::from(Span::styled(format!("  +{more} more (:capacity approve N)"), t.dim)));
+    }
+    lines
 }
 
 /// The node's mean util as `61%` in four cells, `—` without samples.

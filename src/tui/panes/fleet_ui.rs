@@ -8,6 +8,7 @@
 
 use std::cell::Cell;
 
+use crate::domain::event::Action;
 use crate::domain::ids::NodeId;
 use crate::room::View;
 use crate::room::view::NodeView;
@@ -48,6 +49,13 @@ impl FleetUi {
             return Some(Request::Nothing);
         }
         match act {
+            Act::ApproveCapacity => {
+                let oldest = view.capacity.as_ref().and_then(|c| c.proposals.first());
+                return Some(match oldest {
+                    Some(p) => Request::Propose(Action::ApproveCapacity { proposal: p.id }),
+                    None => Request::hint("no capacity proposal waits (the room proposes in advisory mode)"),
+                });
+            }
             Act::Enter => self.enter(view),
             Act::Close if self.leave() => {}
             _ => return None,

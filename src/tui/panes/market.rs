@@ -40,18 +40,21 @@ pub fn render(view: &View, props: PaneProps<'_>, area: Rect, buf: &mut Buffer) {
         return;
     }
     let pools = view.market.len();
-    // The jobs section comes after every pool's two text lines, before charts.
-    let section = section_rows(view.spot_jobs.len(), (inner.height as usize).saturating_sub(2 * pools));
+    // The jobs section comes after the two text lines of every pool with
+    // nodes in it (or above a max price), before charts: a pool the room
+    // only might buy in yields its place to the jobs running on spot.
+    let busy = view.market.iter().filter(|m| m.nodes_up > 0 || above_max(m)).count().max(1);
+    let section = section_rows(view.spot_jobs.len(), (inner.height as usize).saturating_sub(2 * busy));
     let rows = inner.height as usize - section;
     if section > 0 {
         let area = Rect { y: inner.y + rows as u16, height: section as u16, ..inner };
         spot_jobs(&view.spot_jobs, t, area, buf);
     }
-    // When not all pools fit, those above a max price come first.
+    // When not all pools fit, those above a max price come first, then those with nodes.
     let (shown, more) = if rows >= pools { (pools, false) } else { (rows.saturating_sub(1).max(1), rows > 1) };
     let mut order: Vec<&MarketRow> = view.market.iter().collect();
     if shown < pools {
-        order.sort_by_key(|m| !above_max(m));
+        order.sort_by_key(|m| (!above_max(m), m.nodes_up == 0));
     }
     let heights = row_heights(&order[..shown], rows - usize::from(more));
     let mut y = inner.y;

@@ -140,9 +140,14 @@ fn tenant_table(view: &View, t: &Theme, inner: Rect, mut row: u16, buf: &mut Buf
     row
 }
 
-fn job_columns(jobs: &[JobRow]) -> [Col; 12] {
+/// Whether any shown job waits with a reason: then the table has a WAITS FOR column.
+fn any_reason(jobs: &[JobRow]) -> bool {
+    jobs.iter().any(|j| j.phase == Phase::Queued && j.waits_for.is_some())
+}
+
+fn job_columns(jobs: &[JobRow]) -> Vec<Col> {
     let cost_w = widest(jobs.iter().map(|j| j.cost.to_string()).collect::<Vec<_>>().iter().map(String::as_str), 4, 12);
-    [
+    let mut cols = vec![
         Col::left(" ", 1, 0),
         Col::left("ID", widest(jobs.iter().map(|j| j.id.to_string()).collect::<Vec<_>>().iter().map(String::as_str), 2, 8), 0),
         Col::flex("NAME", 10, 28, 0),
@@ -155,7 +160,12 @@ fn job_columns(jobs: &[JobRow]) -> [Col; 12] {
         Col::right("WAIT", 6, 3),
         Col::right("ETA", 6, 2),
         Col::right("COST", cost_w, 4),
-    ]
+    ];
+    if any_reason(jobs) {
+        // Why a queued job waits: quota, budget, capacity on its way (with its ETA), no spot capacity.
+        cols.insert(7, Col::left("WAITS FOR", 10, 4));
+    }
+    cols
 }
 
 fn state_style(job: &JobRow, t: &Theme) -> Style {
@@ -172,7 +182,7 @@ fn state_style(job: &JobRow, t: &Theme) -> Style {
     }
 }
 
-fn job_cells<'a>(job: &JobRow, selected: bool, t: &Theme) -> Vec<Span<'a>> {
+fn job_cells<'a>(job: &JobRow, selected: bool, reasons: bool, t: &Theme) -> Vec<Span<'a>> {
     // Marks in words and glyphs, not colour alone: ↻ requeued, escalated
     // past its wait limit (!), ▲ on borrowed capacity.
     let requeued = job.state == "requeued";
@@ -183,7 +193,7 @@ fn job_cells<'a>(job: &JobRow, selected: bool, t: &Theme) -> Vec<Span<'a>> {
         _ => job.state.clone(),
     };
     let queued = job.phase == Phase::Queued;
-    vec![
+    let mut cells = vec![
         Span::styled(if selected { "▶" } else { " " }, t.figure),
         Span::styled(job.id.to_string(), t.dim),
         Span::styled(job.name.clone(), t.text),
@@ -206,12 +216,33 @@ fn job_cells<'a>(job: &JobRow, selected: bool, t: &Theme) -> Vec<Span<'a>> {
             _ => Span::styled("—", t.text),
         },
         Span::styled(job.cost.to_string(), t.text),
-    ]
+    ];
+    if reasons {
+        let why = job.waits_for.as_deref().filter(|_| queued).map(short_reason).unwrap_or_default();
+        let style = if why.starts_with("up in") || why == "launching" { t.key } else if why == "budget" || why == "no spot" { t.warn } else { t.dim };
+        cells.insert(7, Span::styled(why, style));
+    }
+    cells
+}
+
+/// The reason in ten cells: "quota", "budget", "up in 45s" (capacity
+/// booting for it), "launching", "no spot", "no fit".
+fn short_reason(why: &str) -> String {
+    if let Some(rest) = why.strip_prefix("capacity booting:") {
+        return rest.rsplit_once("up in ").map_or("booting".to_string(), |(_, eta)| format!("up in {eta}"));
+    }
+    let head = why.split(':').next().unwrap_or(why);
+    match head {
+        "capacity launching" => "launching".to_string(),
+        "spot capacity unavailable" => "no spot".to_string(),
+        other => other.to_string(),
+    }
 }
 
 fn job_table(view: &View, ui: &QueueUi<'_>, props: PaneProps<'_>, area: Rect, buf: &mut Buffer) {
     let t = props.theme;
     let cols = job_columns(&view.jobs);
+    let reasons = any_reason(&view.jobs);
     let widths = fit_columns(&cols, area.width as usize);
     put(buf, area, 0, header_line(&cols, &widths, t.heading));
     let rows = area.height.saturating_sub(1) as usize;
@@ -232,7 +263,7 @@ fn job_table(view: &View, ui: &QueueUi<'_>, props: PaneProps<'_>, area: Rect, bu
     ui.window.set(window);
     for (i, job) in order.iter().map(|j| &view.jobs[*j]).enumerate().skip(window.offset).take(rows) {
         let selected = ui.selected == Some(i);
-        let mut line = table_line(&cols, &widths, job_cells(job, selected, t));
+        let mut line = table_line(&cols, &widths, job_cells(job, selected, reasons, t));
         if selected {
             let style = if props.focused { t.selected } else { t.selected_unfocused };
             line = line.patch_style(style);
