@@ -124,15 +124,21 @@ pub fn scale_up(now: At, config: &CapacityConfig, offers: &[Offer<'_>], waiting:
     let mut planned: Vec<Planned> = Vec::new();
     let mut nodes: Vec<u32> = offers.iter().map(|o| o.nodes).collect();
     let mut fleet = fleet;
-    for (i, job) in waiting.iter().enumerate() {
-        let compatible: Vec<usize> = (0..offers.len()).filter(|&p| fits_new(job, offers[p].pool)).collect();
-        // Existing capacity frees before a new node could be up: wait for it.
-        let fastest_boot = compatible.iter().map(|&p| offers[p].pool.boot).min();
-        if let (Some(start), Some(boot)) = (job.starts_by, fastest_boot)
-            && start <= now + boot.delta()
-        {
+    // A job that would start on an existing node before a new one could be up waits for it.
+    let eligible: Vec<usize> = (0..waiting.len())
+        .filter(|&i| {
+            let job = &waiting[i];
+            let fastest_boot = offers.iter().filter(|o| fits_new(job, o.pool)).map(|o| o.pool.boot).min();
+            !matches!((job.starts_by, fastest_boot), (Some(start), Some(boot)) if start <= now + boot.delta())
+        })
+        .collect();
+    let covered = cover_with_incoming(waiting, &eligible, &mut spare);
+    for &i in &eligible {
+        let job = &waiting[i];
+        if covered[i] {
             continue;
         }
+        let compatible: Vec<usize> = (0..offers.len()).filter(|&p| fits_new(job, offers[p].pool)).collect();
         if let Some(s) = spare.iter_mut().find(|s| s.fits(job)) {
             s.take(job);
             if let Some(p) = s.planned {
@@ -152,7 +158,8 @@ pub fn scale_up(now: At, config: &CapacityConfig, offers: &[Offer<'_>], waiting:
             offers[p].pool.node.billing != BillingMode::Spot || f64::from(fleet.stable) >= config.min_stable_share * f64::from(fleet.total + gpus)
         };
         let any_stable = open.iter().any(|&p| offers[p].pool.node.billing != BillingMode::Spot);
-        let rest = &waiting[i..];
+        let rest: Vec<Waiting> = eligible.iter().filter(|&&j| j >= i && !covered[j]).map(|&j| waiting[j].clone()).collect();
+        let rest = &rest[..];
         let best = open
             .iter()
             .copied()
@@ -177,6 +184,31 @@ pub fn scale_up(now: At, config: &CapacityConfig, offers: &[Offer<'_>], waiting:
         planned.push(Planned { pool: pool.target(), for_jobs: vec![job.job], gpus_used: u32::from(job.gpus), gpus: pool.gpus() });
     }
     planned
+}
+
+/// Capacity already coming goes to the jobs it can serve, the most
+/// constrained first (a job only on-demand may run on before one that may
+/// run anywhere), each taking the node the fewest others could use: queue
+/// order would let a flexible job take the one node a picky one fits, and
+/// the picky one would be bought a node of its own while a spare one boots.
+/// Returns, per waiting job, whether it is covered.
+fn cover_with_incoming(waiting: &[Waiting], eligible: &[usize], spare: &mut [Incoming]) -> Vec<bool> {
+    let mut covered = vec![false; waiting.len()];
+    if spare.is_empty() {
+        return covered;
+    }
+    let mut order: Vec<usize> = eligible.to_vec();
+    order.sort_by_key(|&i| (spare.iter().filter(|s| s.fits(&waiting[i])).count(), i));
+    for i in order {
+        let job = &waiting[i];
+        let others = |s: &Incoming| eligible.iter().filter(|&&j| j != i && !covered[j] && s.fits(&waiting[j])).count();
+        let best = spare.iter().enumerate().filter(|(_, s)| s.fits(job)).min_by_key(|(k, s)| (others(s), *k)).map(|(k, _)| k);
+        if let Some(k) = best {
+            spare[k].take(job);
+            covered[i] = true;
+        }
+    }
+    covered
 }
 
 /// What a GPU-hour of work costs on a new node of this pool, if the waiting
@@ -250,6 +282,21 @@ mod tests {
         let plan = scale_up(t(0), &cfg, &offers, &[job(1, 4), job(2, 4), job(3, 2)], &[booting], FLEET);
         assert_eq!(plan.len(), 1, "one more node for the second and third: {plan:?}");
         assert_eq!(plan[0].for_jobs, [JobId(2), JobId(3)]);
+    }
+
+    #[test]
+    fn capacity_on_its_way_goes_to_the_job_that_can_only_use_it() {
+        let spot = pool(BillingMode::Spot, "one", 1, 1.0, 10);
+        let od = pool(BillingMode::OnDemand, "one", 1, 3.0, 10);
+        let offers = [offer(&spot), offer(&od)];
+        let cfg = CapacityConfig::default();
+        let coming = [Incoming::new(od.target(), 1, Mib(16384), 8, Mib(60_000)), Incoming::new(spot.target(), 1, Mib(16384), 8, Mib(60_000))];
+        // In queue order the flexible job would take the on-demand node and
+        // the one that must not run on spot would be bought another.
+        let anywhere = job(1, 1);
+        let no_spot = Waiting { spot: false, ..job(2, 1) };
+        let plan = scale_up(t(0), &cfg, &offers, &[anywhere, no_spot], &coming, FLEET);
+        assert!(plan.is_empty(), "both are served by what is coming: {plan:?}");
     }
 
     #[test]

@@ -147,6 +147,9 @@ pub enum Event {
     LaunchFailed { request: u64, count: u32, failure: super::capacity::LaunchFailure, message: String },
     /// The instance the room gave back is terminated: no longer billed.
     Released { node: NodeId },
+    /// The instance could not be given back (the provider refused): it
+    /// stays, billed, and takes work again.
+    ReleaseFailed { node: NodeId, message: String },
     /// Time passed with nothing else to say.
     Tick,
 }
@@ -177,6 +180,7 @@ impl Event {
             Event::Launched { .. } => "launched",
             Event::LaunchFailed { .. } => "launch-failed",
             Event::Released { .. } => "released",
+            Event::ReleaseFailed { .. } => "release-failed",
             Event::Tick => "tick",
         }
     }

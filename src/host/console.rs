@@ -230,7 +230,9 @@ pub fn run_live_console(opts: &ConsoleOptions, live_opts: &LiveOptions) -> Resul
         let running = if adapters.running.is_empty() { "no sources".to_string() } else { adapters.running.join("·") };
         let (ctx, actor, screen, theme_error) = setup(opts, format!("LIVE {running}{recording}"));
         let catalogue = Catalogue::new(config.sources.instance_types.clone(), config.sources.nodes.clone());
-        let mut live = Live::new(Room::new(room_config), store, catalogue, host, chrono::Utc::now(), adapters.executor.clone()).with_slurm(adapters.slurm.clone(), accounts);
+        let live = Live::new(Room::new(room_config), store, catalogue, host, chrono::Utc::now(), adapters.executor.clone()).with_slurm(adapters.slurm.clone(), accounts);
+        let pools = config.sources.aws.as_ref().map(|a| a.pools.clone()).unwrap_or_default();
+        let mut live = live.with_cloud(adapters.cloud.clone(), &pools).map_err(anyhow::Error::msg)?;
         live.begin(chrono::Utc::now(), jobs.as_ref())?;
         let wiring = wire(live.engine.room.view(), Some(adapters.reports));
         let loop_ = tokio::spawn(finishing(driver::drive(LiveRunner::new(live), wiring.links, actor, duty)));

@@ -18,8 +18,13 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use tokio::sync::mpsc;
 
+use crate::domain::capacity::{LaunchFailure, LaunchRequest, PoolSpec};
 use crate::domain::event::{Effect, Event};
 use crate::domain::ids::{JobId, NodeId};
+use crate::domain::job::PoolTarget;
+use crate::domain::units::{MicrosPerHour, Secs};
+use crate::sources::aws::LaunchSpec;
+use crate::sources::ec2_capacity::{self, CloudCommand, PoolDecl};
 use crate::domain::slurm::SlurmCommand;
 use crate::domain::units::At;
 use crate::room::Room;
@@ -31,6 +36,14 @@ use translate::Translator;
 
 /// Events waiting to be applied, and where job effects go.
 pub struct LiveWorld {
+    /// Where launches and releases go, when `[sources.aws]` has pools.
+    cloud: Option<mpsc::Sender<CloudCommand>>,
+    /// The EC2 instance behind each node the room launched.
+    instances: BTreeMap<NodeId, String>,
+    /// Each pool's on-demand price: a spot launch's backstop max price.
+    pool_prices: BTreeMap<PoolTarget, MicrosPerHour>,
+    /// Launch requests sent since the translator last heard of them.
+    sent_launches: Vec<u64>,
     start: At,
     inbox: VecDeque<(At, Event)>,
     executor: Option<mpsc::Sender<ExecutorInput>>,
@@ -43,12 +56,63 @@ pub struct LiveWorld {
 
 impl LiveWorld {
     pub fn new(start: At, executor: Option<mpsc::Sender<ExecutorInput>>) -> LiveWorld {
-        LiveWorld { start, inbox: VecDeque::new(), executor, slurm: None, local_nodes: BTreeSet::new(), job_nodes: BTreeMap::new() }
+        LiveWorld {
+            cloud: None,
+            instances: BTreeMap::new(),
+            pool_prices: BTreeMap::new(),
+            sent_launches: Vec::new(),
+            start,
+            inbox: VecDeque::new(),
+            executor,
+            slurm: None,
+            local_nodes: BTreeSet::new(),
+            job_nodes: BTreeMap::new(),
+        }
     }
 
 
     pub fn push(&mut self, at: At, event: Event) {
         self.inbox.push_back((at, event));
+    }
+
+    /// Launches go to EC2; with nowhere to send them they fail at once, said plainly.
+    fn launch(&mut self, at: At, request: &LaunchRequest) {
+        let pool = &request.pool;
+        let spec = LaunchSpec {
+            instance_type: pool.instance_type.clone(),
+            zone: pool.zone.clone(),
+            spot_max_price: self.pool_prices.get(pool).and_then(|od| ec2_capacity::spot_price(pool.billing, request.max_price, *od)),
+            count: request.count,
+            tags: ec2_capacity::request_tags(request.id, pool.billing),
+        };
+        let why = match &self.cloud {
+            None => Some("no EC2 pools are configured here ([[sources.aws.pools]]); not launched"),
+            Some(_) if !self.pool_prices.contains_key(pool) => Some("not a pool of [[sources.aws.pools]]; not launched"),
+            Some(tx) => match tx.try_send(CloudCommand::Launch { request: request.id, spec }) {
+                Ok(()) => None,
+                Err(_) => Some("the EC2 launcher is not taking commands (stopped or overloaded); not launched"),
+            },
+        };
+        match why {
+            None => self.sent_launches.push(request.id),
+            Some(why) => {
+                let event = Event::LaunchFailed { request: request.id, count: request.count, failure: LaunchFailure::Other, message: why.to_string() };
+                self.inbox.push_back((at, event));
+            }
+        }
+    }
+
+    /// Releases go to EC2 for instances the room launched; any other node is refused here.
+    fn release(&mut self, at: At, node: NodeId) {
+        let why = match (&self.cloud, self.instances.get(&node)) {
+            (_, None) => "no EC2 instance the room launched is behind this node; not released".to_string(),
+            (None, Some(_)) => "no EC2 launcher is configured here; not released".to_string(),
+            (Some(tx), Some(instance)) => match tx.try_send(CloudCommand::Release { node, instance: instance.clone() }) {
+                Ok(()) => return,
+                Err(_) => "the EC2 launcher is not taking commands (stopped or overloaded); not released".to_string(),
+            },
+        };
+        self.inbox.push_back((at, Event::ReleaseFailed { node, message: why }));
     }
 
     fn send(&mut self, at: At, input: ExecutorInput, job: JobId) {
@@ -94,6 +158,8 @@ impl World for LiveWorld {
                         self.inbox.push_back((at, Event::SlurmDone { command: command.id, ok: false, message: why.to_string() }));
                     }
                 }
+                Effect::Launch { request } => self.launch(at, request),
+                Effect::Release { node, .. } => self.release(at, *node),
                 Effect::Checkpoint { job, .. } | Effect::StopJob { job } => {
                     if self.job_nodes.contains_key(job) {
                         self.send(at, ExecutorInput::Effect(effect.clone()), *job);
@@ -120,11 +186,13 @@ pub struct Live {
     local_host: String,
     /// Slurm accounts declared as tenants, defined at `begin`.
     accounts: Vec<crate::domain::event::TenantSpec>,
+    /// EC2 pools the room may buy from, defined at `begin`.
+    pools: Vec<PoolSpec>,
 }
 
 impl Live {
     pub fn new(room: Room, store: Option<Store>, catalogue: catalogue::Catalogue, local_host: String, start: At, executor: Option<mpsc::Sender<ExecutorInput>>) -> Live {
-        Live { engine: Engine::new(room, LiveWorld::new(start, executor), store), translator: Translator::new(catalogue), local_host, accounts: Vec::new() }
+        Live { engine: Engine::new(room, LiveWorld::new(start, executor), store), translator: Translator::new(catalogue), local_host, accounts: Vec::new(), pools: Vec::new() }
     }
 
     /// Routes Slurm commands to `slurm` and defines its accounts as tenants at `begin`.
@@ -134,6 +202,25 @@ impl Live {
         self
     }
 
+    /// Sends launches and releases to the EC2 launcher and defines `pools`
+    /// at `begin`; a pool of an instance type the catalogue does not know
+    /// (its GPUs, its price) is refused with the reason.
+    pub fn with_cloud(mut self, cloud: Option<mpsc::Sender<CloudCommand>>, pools: &[PoolDecl]) -> Result<Live, String> {
+        for (i, decl) in pools.iter().enumerate() {
+            let Some(node) = self.translator.pool_node(&decl.instance_type, &decl.zone, decl.billing) else {
+                return Err(format!("[[sources.aws.pools]] {}: {} is not an instance type gpuroom knows; add it to [[sources.instance_types]]", i + 1, decl.instance_type));
+            };
+            let pool = PoolSpec { node, speed: decl.speed, max_nodes: decl.max_nodes, warm_min: decl.warm_min, boot: Secs(decl.boot_secs) };
+            if let Some(problem) = pool.problem() {
+                return Err(format!("[[sources.aws.pools]] {} ({} {}): {problem}", i + 1, decl.instance_type, decl.zone));
+            }
+            self.engine.world.pool_prices.insert(pool.target(), pool.node.on_demand_price);
+            self.pools.push(pool);
+        }
+        self.engine.world.cloud = cloud;
+        Ok(self)
+    }
+
     /// The room's clock never goes back, even when the wall clock does.
     fn clamp(&self, now: At) -> At {
         self.engine.room.now().map_or(now, |t| t.max(now))
@@ -141,6 +228,14 @@ impl Live {
 
     fn push_all(&mut self, now: At, events: Vec<Event>) {
         for event in events {
+            if let Event::Launched { spec, .. } = &event
+                && let Some(instance) = self.translator.instance_of(spec.id)
+            {
+                self.engine.world.instances.insert(spec.id, instance.to_string());
+            }
+            if let Event::Released { node } = &event {
+                self.engine.world.instances.remove(node);
+            }
             self.engine.world.push(now, event);
         }
         if let Some(node) = self.translator.node_of(&self.local_host) {
@@ -154,6 +249,7 @@ impl Live {
         let now = self.clamp(now);
         let mut events: Vec<Event> = self.translator.declare(&self.local_host).into_iter().collect();
         events.extend(self.accounts.drain(..).map(|spec| Event::TenantDefined { spec }));
+        events.extend(self.pools.drain(..).map(|pool| Event::PoolDefined { pool }));
         if let Some(jobs) = jobs {
             events.extend(jobs.tenants().into_iter().map(|spec| Event::TenantDefined { spec }));
             for (spec, command) in jobs.jobs(1) {
@@ -164,7 +260,16 @@ impl Live {
             }
         }
         self.push_all(now, events);
-        self.engine.run_until(now).map(|_| ())
+        self.run_until(now)
+    }
+
+    /// Applies what is due; the launches it sent are then awaited by the translator.
+    fn run_until(&mut self, now: At) -> Result<(), StoreError> {
+        let result = self.engine.run_until(now).map(|_| ());
+        for request in self.engine.world.sent_launches.drain(..) {
+            self.translator.expect_launch(request);
+        }
+        result
     }
 
     /// An adapter's report, applied at `now` with whatever else is due.
@@ -172,12 +277,12 @@ impl Live {
         let now = self.clamp(now);
         let events = self.translator.translate(now, report);
         self.push_all(now, events);
-        self.engine.run_until(now).map(|_| ())
+        self.run_until(now)
     }
 
     pub fn tick(&mut self, now: At) -> Result<(), StoreError> {
         let now = self.clamp(now);
-        self.engine.run_until(now).map(|_| ())
+        self.run_until(now)
     }
 
     /// Register a job's command with the executor (jobs submitted later).

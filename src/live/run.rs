@@ -12,7 +12,7 @@ use crate::engine::Engine;
 use crate::host::driver::{Caught, Runner};
 use crate::sources::local::ExecutorInput;
 use crate::sources::report::Report;
-use crate::sources::{aws, dcgm, imds, local, nvml, slurm};
+use crate::sources::{aws, dcgm, ec2_capacity, imds, local, nvml, slurm};
 use crate::store::StoreError;
 
 /// The running adapters: one channel of reports from all of them, and the
@@ -22,6 +22,8 @@ pub struct Adapters {
     pub executor: Option<mpsc::Sender<ExecutorInput>>,
     /// The Slurm executor's inbox, if a Slurm cluster is configured.
     pub slurm: Option<mpsc::Sender<crate::domain::slurm::SlurmCommand>>,
+    /// The EC2 launcher's inbox, when `[sources.aws]` declares pools.
+    pub cloud: Option<mpsc::Sender<crate::sources::ec2_capacity::CloudCommand>>,
     /// What runs, for the header and the log ("nvml", "dcgm ×3", …).
     pub running: Vec<String>,
 }
@@ -39,9 +41,16 @@ pub fn spawn_sources(config: &SourcesConfig, host: &str) -> Adapters {
         drop(dcgm::spawn(config.dcgm.clone(), tx.clone()));
         running.push(format!("dcgm ×{}", config.dcgm.urls.len()));
     }
+    let mut cloud = None;
     if let Some(cfg) = &config.aws {
         drop(aws::spawn(cfg.clone(), tx.clone()));
         running.push("ec2".to_string());
+        if !cfg.pools.is_empty() {
+            let (ctx, crx) = mpsc::channel(64);
+            drop(ec2_capacity::spawn(cfg.clone(), crx, tx.clone()));
+            running.push(format!("ec2 pools ×{}", cfg.pools.len()));
+            cloud = Some(ctx);
+        }
     }
     if let Some(cfg) = &config.imds {
         drop(imds::spawn(cfg.clone(), host.to_string(), tx.clone()));
@@ -57,7 +66,7 @@ pub fn spawn_sources(config: &SourcesConfig, host: &str) -> Adapters {
         running.push(format!("slurm {}", cfg.mode.label()));
         slurm::task::spawn(cfg.clone(), tx.clone())
     });
-    Adapters { reports, executor, slurm, running }
+    Adapters { reports, executor, slurm, cloud, running }
 }
 
 /// The live world as the host's loop drives it: the wall clock is "now",

@@ -27,6 +27,9 @@ struct KnownNode {
     /// The EC2 instance behind it, when known.
     instance: Option<String>,
     lost: bool,
+    /// Launched by the room and not yet running: its spec, for the `NodeUp`
+    /// that says it takes work.
+    booting: Option<NodeSpec>,
 }
 
 pub struct Translator {
@@ -35,6 +38,9 @@ pub struct Translator {
     by_instance: BTreeMap<String, String>,
     next_node: u32,
     prices: BTreeMap<PoolKey, (At, MicrosPerHour)>,
+    /// The room's launches sent to EC2 and not answered yet: their
+    /// instances come with the answer, not from a fleet poll that sees them first.
+    awaiting: std::collections::BTreeSet<u64>,
 }
 
 /// The short host name EC2's private DNS gives a machine (`ip-10-0-1-7`),
@@ -45,7 +51,7 @@ pub fn short_host(name: &str) -> &str {
 
 impl Translator {
     pub fn new(catalogue: Catalogue) -> Translator {
-        Translator { catalogue, nodes: BTreeMap::new(), by_instance: BTreeMap::new(), next_node: 0, prices: BTreeMap::new() }
+        Translator { catalogue, nodes: BTreeMap::new(), by_instance: BTreeMap::new(), next_node: 0, prices: BTreeMap::new(), awaiting: Default::default() }
     }
 
     /// The node a host is shown as, if it has appeared.
@@ -78,8 +84,72 @@ impl Translator {
             Report::Fleet { instances } => self.fleet(instances),
             Report::Notice { host, kind, deadline } => self.notice(now, &host, kind, deadline),
             Report::Slurm { snapshot } => vec![Event::Slurm { snapshot }],
+            Report::Launched { request, instances } => {
+                self.awaiting.remove(&request);
+                self.launched(request, instances)
+            }
+            Report::LaunchFailed { request, count, failure, message } => {
+                self.awaiting.remove(&request);
+                vec![Event::LaunchFailed { request, count, failure, message }]
+            }
+            Report::Released { node, instance } => {
+                self.by_instance.remove(&instance);
+                if let Some(known) = self.nodes.values_mut().find(|n| n.id == node) {
+                    known.lost = true;
+                    known.booting = None;
+                }
+                vec![Event::Released { node }]
+            }
+            Report::ReleaseFailed { node, message } => vec![Event::ReleaseFailed { node, message }],
             Report::Core(event) => vec![event],
         }
+    }
+
+    /// The room asked EC2 for launch `request`.
+    pub fn expect_launch(&mut self, request: u64) {
+        self.awaiting.insert(request);
+    }
+
+    /// The EC2 instance behind a node, when it has one.
+    pub fn instance_of(&self, node: NodeId) -> Option<&str> {
+        self.nodes.values().find(|n| n.id == node && !n.lost).and_then(|n| n.instance.as_deref())
+    }
+
+    /// The spec of a pool's node as the catalogue knows its instance type
+    /// (id and name are the launch's to give); `None` for a type it does not know.
+    pub fn pool_node(&self, instance_type: &str, zone: &str, billing: BillingMode) -> Option<NodeSpec> {
+        let shape = self.catalogue.instance_type(instance_type)?;
+        let decl = NodeDecl { billing: Some(billing), instance_type: Some(instance_type.to_string()), zone: Some(zone.to_string()), ..NodeDecl::default() };
+        Some(self.catalogue.host_spec(NodeId(0), instance_type, Some(&decl), shape.gpus, Some(shape.gpu_model.clone()), Some(shape.gpu_memory)))
+    }
+
+    /// Instances of the room's launch: nodes now, booting (`Launched`);
+    /// each takes work once the fleet shows it running.
+    fn launched(&mut self, request: u64, instances: Vec<Instance>) -> Vec<Event> {
+        let mut events = Vec::new();
+        for i in instances {
+            let host = i.private_dns.as_deref().map(short_host).filter(|h| !h.is_empty()).unwrap_or(&i.id).to_string();
+            let billing = if i.spot { BillingMode::Spot } else { BillingMode::OnDemand };
+            let Some(mut spec) = self.pool_node(&i.instance_type, &i.zone, billing) else {
+                let message = format!("launched {} is a {}, a type gpuroom does not know", i.id, i.instance_type);
+                events.push(Event::SourceStatus { source: "aws ec2".into(), ok: false, detail: message, stale: Vec::new() });
+                continue;
+            };
+            spec.id = self.next_id();
+            spec.name = host.clone();
+            if billing == BillingMode::Spot {
+                spec.max_price = i.max_price.or(Some(spec.on_demand_price));
+            }
+            self.by_instance.insert(i.id.clone(), host.clone());
+            let running = i.state == "running";
+            let known = KnownNode { id: spec.id, gpus: spec.gpu_count, instance: Some(i.id.clone()), lost: false, booting: (!running).then(|| spec.clone()) };
+            self.nodes.insert(host, known);
+            events.push(Event::Launched { request, spec: spec.clone() });
+            if running {
+                events.push(Event::NodeUp { spec });
+            }
+        }
+        events
     }
 
     fn gpu_refs(&self, host: &str) -> Vec<GpuRef> {
@@ -100,7 +170,7 @@ impl Translator {
         if let Some(i) = &instance {
             self.by_instance.insert(i.clone(), spec.name.clone());
         }
-        self.nodes.insert(spec.name.clone(), KnownNode { id, gpus: spec.gpu_count, instance, lost: false });
+        self.nodes.insert(spec.name.clone(), KnownNode { id, gpus: spec.gpu_count, instance, lost: false, booting: None });
         Event::NodeUp { spec }
     }
 
@@ -186,7 +256,13 @@ impl Translator {
         let mut skipped = Vec::new();
         let live: Vec<&Instance> = instances.iter().filter(|i| matches!(i.state.as_str(), "pending" | "running")).collect();
         for i in &live {
-            if self.by_instance.contains_key(&i.id) {
+            if let Some(host) = self.by_instance.get(&i.id) {
+                // One the room launched, booting until EC2 says it runs.
+                let booting = self.nodes.get_mut(host).filter(|_| i.state == "running").and_then(|n| n.booting.take());
+                events.extend(booting.map(|spec| Event::NodeUp { spec }));
+                continue;
+            }
+            if i.request.is_some_and(|r| self.awaiting.contains(&r)) {
                 continue;
             }
             let host = i.private_dns.as_deref().map(short_host).filter(|h| !h.is_empty()).unwrap_or(&i.id).to_string();
@@ -221,6 +297,7 @@ impl Translator {
             let state = instances.iter().find(|i| i.id == instance).map(|i| i.state.clone()).unwrap_or_else(|| "gone".into());
             if let Some(node) = self.nodes.get_mut(&host).filter(|n| !n.lost) {
                 node.lost = true;
+                node.booting = None;
                 events.push(Event::NodeLost { node: node.id, reason: format!("EC2 instance {instance} is {state}") });
             }
         }
@@ -348,6 +425,7 @@ mod tests {
             launched: None,
             max_price: Some(MicrosPerHour(5_000_000)),
             private_dns: Some(dns.into()),
+            request: None,
         }
     }
 

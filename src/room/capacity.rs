@@ -39,6 +39,11 @@ use crate::sched::backfill;
 use crate::sched::placement;
 use crate::sched::quota::{self, Admission};
 
+/// A launch the world has not answered in this long is taken as failed (a
+/// launcher that died, an answer lost): its capacity stops counting as
+/// incoming, so the work it was for is bought elsewhere.
+const LAUNCH_ANSWER_TIMEOUT: Secs = Secs(600);
+
 /// The CUDA context a moved job pays again where it lands (SPEC §2: 3–5 s).
 const CUDA_INIT_SECS: f64 = 5.0;
 
@@ -278,6 +283,26 @@ impl Elastic<'_> {
         Ok(())
     }
 
+    /// The world could not give the node back: it takes work again, and is
+    /// given back after another idle period if still idle.
+    pub fn on_release_failed(&mut self, node_id: NodeId, message: &str) -> Result<(), String> {
+        let at = self.now;
+        let Some(why) = self.state.releasing.remove(&node_id) else {
+            return Err(format!("release failed: node #{} was not being given back", node_id.0));
+        };
+        if let Some(node) = self.fleet.nodes.get_mut(&node_id)
+            && matches!(node.state, NodeState::Retiring { .. })
+        {
+            node.state = NodeState::Up;
+        }
+        self.state.retiring.remove(&node_id);
+        self.state.empty_since.insert(node_id, at);
+        self.sched.queue_dirty = true;
+        let name = self.fleet.node_name(node_id);
+        self.journal.note(at, Severity::Warn, format!("could not give back {name} ({why}): {}; it stays and takes work", clean(message)));
+        Ok(())
+    }
+
     /// A booting node is ready: the launch it came from is done with it.
     pub fn on_ready(&mut self, node: NodeId) {
         for record in self.state.launches.values_mut() {
@@ -304,6 +329,7 @@ impl Elastic<'_> {
         }
         self.state.planned_at = Some(self.now);
         self.state.backoff.retain(|_, until| *until > self.now);
+        self.give_up_unanswered();
         self.track_empty();
         let launches = self.scale_up();
         let buying: Vec<PoolTarget> = launches.iter().map(|l| l.pool.clone()).collect();
@@ -324,6 +350,25 @@ impl Elastic<'_> {
             CapacityMode::Advisory => self.propose(launches, releases),
             CapacityMode::Off => {}
         }
+    }
+
+    fn give_up_unanswered(&mut self) {
+        let now = self.now;
+        let until = now + self.config.capacity.spot_backoff.delta();
+        let mut lost = Vec::new();
+        for record in self.state.launches.values_mut() {
+            if record.unanswered > 0 && now - record.asked_at > LAUNCH_ANSWER_TIMEOUT.delta() {
+                lost.push((record.request.id, record.unanswered, record.request.pool.clone()));
+                record.unanswered = 0;
+            }
+        }
+        for (id, count, pool) in lost {
+            self.state.stats.launch_failures += 1;
+            self.state.backoff.insert(pool.clone(), until);
+            let text = format!("launch #{id} of {count} × {pool}: no answer in {LAUNCH_ANSWER_TIMEOUT}; counted as failed, buying elsewhere");
+            self.journal.note(now, Severity::Warn, text);
+        }
+        self.drop_answered();
     }
 
     fn track_empty(&mut self) {

@@ -26,6 +26,8 @@ pub mod predict;
 pub mod sched;
 pub mod slurm;
 #[cfg(test)]
+mod capacity_tests;
+#[cfg(test)]
 mod slurm_tests;
 pub mod sources;
 pub mod spot;
@@ -282,6 +284,7 @@ impl Room {
             Event::Launched { request, spec } => self.elastic(at).on_launched(*request, spec),
             Event::LaunchFailed { request, count, failure, message } => self.elastic(at).on_launch_failed(*request, *count, *failure, message),
             Event::Released { node } => self.elastic(at).on_released(*node),
+            Event::ReleaseFailed { node, message } => self.elastic(at).on_release_failed(*node, message),
             // Ticks come when the console wants a view: its money is exact.
             Event::Tick => {
                 self.settle_all(at);

@@ -75,11 +75,8 @@ pub struct PoolConfig {
     pub boot_secs: i64,
 }
 
-/// 40 s from RunInstances to a booted OS (measured on current EC2 types,
-/// depot.dev 2024), ~45 s more for a GPU image's larger root volume and the
-/// NVIDIA driver, 5 s for the CUDA context (SPEC §2).
 fn default_boot_secs() -> i64 {
-    90
+    crate::domain::capacity::DEFAULT_BOOT.0
 }
 
 #[derive(Clone, Debug, Deserialize)]

@@ -52,6 +52,8 @@ pub struct AwsConfig {
     /// The AMI spot instances are launched from.
     pub image_id: Option<String>,
     pub max_attempts: u32,
+    /// The pools the room may launch into (elastic capacity).
+    pub pools: Vec<super::ec2_capacity::PoolDecl>,
 }
 
 impl Default for AwsConfig {
@@ -66,12 +68,15 @@ impl Default for AwsConfig {
             timeout_ms: 5000,
             image_id: None,
             max_attempts: 3,
+            pools: Vec::new(),
         }
     }
 }
 
 /// The tag gpuroom puts on the instances it launches.
 pub const OWNER_TAG: (&str, &str) = ("gpuroom", "managed");
+/// The tag naming the room's launch request an instance answers.
+pub const REQUEST_TAG: &str = "gpuroom-request";
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AwsError {
@@ -198,6 +203,21 @@ pub async fn spot_price_history_counted(
     Ok((points, skipped))
 }
 
+/// An instance as EC2 describes it, in the adapter's terms.
+fn instance(i: &aws_sdk_ec2::types::Instance, max_price: Option<MicrosPerHour>) -> Option<Instance> {
+    Some(Instance {
+        id: i.instance_id()?.to_string(),
+        instance_type: i.instance_type().map(|t| t.as_str().to_string()).unwrap_or_default(),
+        zone: i.placement().and_then(|p| p.availability_zone()).unwrap_or_default().to_string(),
+        spot: i.instance_lifecycle() == Some(&InstanceLifecycleType::Spot) || max_price.is_some(),
+        state: i.state().and_then(|s| s.name()).map(|n| n.as_str().to_string()).unwrap_or_else(|| "unknown".into()),
+        launched: i.launch_time().and_then(at),
+        max_price,
+        private_dns: i.private_dns_name().filter(|d| !d.is_empty()).map(str::to_string),
+        request: i.tags().iter().find(|t| t.key() == Some(REQUEST_TAG)).and_then(|t| t.value()?.parse().ok()),
+    })
+}
+
 /// The fleet: every instance (optionally only those with a tag), all pages.
 pub async fn describe_fleet(client: &aws_sdk_ec2::Client, filter_tag: Option<(&str, &str)>) -> Result<Vec<Instance>, AwsError> {
     const CALL: &str = "DescribeInstances";
@@ -209,21 +229,55 @@ pub async fn describe_fleet(client: &aws_sdk_ec2::Client, filter_tag: Option<(&s
     let mut out = Vec::new();
     while let Some(page) = pages.next().await {
         let page = page.map_err(|e| AwsError::of(CALL, e))?;
-        for i in page.reservations().iter().flat_map(|r| r.instances()) {
-            let Some(id) = i.instance_id() else { continue };
-            out.push(Instance {
-                id: id.to_string(),
-                instance_type: i.instance_type().map(|t| t.as_str().to_string()).unwrap_or_default(),
-                zone: i.placement().and_then(|p| p.availability_zone()).unwrap_or_default().to_string(),
-                spot: i.instance_lifecycle() == Some(&InstanceLifecycleType::Spot),
-                state: i.state().and_then(|s| s.name()).map(|n| n.as_str().to_string()).unwrap_or_else(|| "unknown".into()),
-                launched: i.launch_time().and_then(at),
-                max_price: None,
-                private_dns: i.private_dns_name().filter(|d| !d.is_empty()).map(str::to_string),
-            });
-        }
+        out.extend(page.reservations().iter().flat_map(|r| r.instances()).filter_map(|i| instance(i, None)));
     }
     Ok(out)
+}
+
+/// What to launch: `count` instances of a type in a zone, on spot with a
+/// max price or on demand, tagged as ours plus `tags`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LaunchSpec {
+    pub instance_type: String,
+    pub zone: String,
+    /// `Some(max price)`: a one-time spot request, terminated on interruption.
+    pub spot_max_price: Option<MicrosPerHour>,
+    pub count: u32,
+    pub tags: Vec<(String, String)>,
+}
+
+/// Launches all of `spec.count` instances or none (EC2's MinCount =
+/// MaxCount), tagged as ours; returns them as EC2 describes them.
+pub async fn launch(client: &aws_sdk_ec2::Client, config: &AwsConfig, spec: &LaunchSpec) -> Result<Vec<Instance>, AwsError> {
+    const CALL: &str = "RunInstances";
+    let image = config.image_id.clone().ok_or(AwsError::Other { call: CALL, why: "no image_id in [sources.aws]: which AMI to launch?".into() })?;
+    let count = i32::try_from(spec.count.max(1)).unwrap_or(i32::MAX);
+    let mut tag_spec = TagSpecification::builder().resource_type(ResourceType::Instance).tags(Tag::builder().key(OWNER_TAG.0).value(OWNER_TAG.1).build());
+    for (k, v) in &spec.tags {
+        tag_spec = tag_spec.tags(Tag::builder().key(k).value(v).build());
+    }
+    let mut request = client
+        .run_instances()
+        .image_id(image)
+        .instance_type(InstanceType::from(spec.instance_type.as_str()))
+        .min_count(count)
+        .max_count(count)
+        .placement(Placement::builder().availability_zone(&spec.zone).build())
+        .tag_specifications(tag_spec.build());
+    if let Some(max_price) = spec.spot_max_price {
+        let spot = SpotMarketOptions::builder()
+            .max_price(price_text(max_price))
+            .spot_instance_type(SpotInstanceType::OneTime)
+            .instance_interruption_behavior(InstanceInterruptionBehavior::Terminate)
+            .build();
+        request = request.instance_market_options(InstanceMarketOptionsRequest::builder().market_type(MarketType::Spot).spot_options(spot).build());
+    }
+    let out = request.send().await.map_err(|e| AwsError::of(CALL, e))?;
+    let instances: Vec<Instance> = out.instances().iter().filter_map(|i| instance(i, spec.spot_max_price)).collect();
+    if instances.is_empty() {
+        return Err(AwsError::BadData { call: CALL, why: "no instance in the answer".into() });
+    }
+    Ok(instances)
 }
 
 /// Launches one spot instance with `max_price` (one-time request,
@@ -236,34 +290,25 @@ pub async fn launch_spot(
     max_price: MicrosPerHour,
     tags: &[(String, String)],
 ) -> Result<String, AwsError> {
-    const CALL: &str = "RunInstances";
-    let image = config.image_id.clone().ok_or(AwsError::Other { call: CALL, why: "no image_id in [sources.aws]: which AMI to launch?".into() })?;
-    let spot = SpotMarketOptions::builder()
-        .max_price(price_text(max_price))
-        .spot_instance_type(SpotInstanceType::OneTime)
-        .instance_interruption_behavior(InstanceInterruptionBehavior::Terminate)
-        .build();
-    let mut tag_spec = TagSpecification::builder().resource_type(ResourceType::Instance).tags(Tag::builder().key(OWNER_TAG.0).value(OWNER_TAG.1).build());
-    for (k, v) in tags {
-        tag_spec = tag_spec.tags(Tag::builder().key(k).value(v).build());
+    let spec = LaunchSpec { instance_type: instance_type.into(), zone: zone.into(), spot_max_price: Some(max_price), count: 1, tags: tags.to_vec() };
+    Ok(launch(client, config, &spec).await?.remove(0).id)
+}
+
+/// Terminates `id` only if it carries our tag: an instance gpuroom did
+/// not launch is never terminated by it, whatever the room asks.
+pub async fn terminate_own(client: &aws_sdk_ec2::Client, id: &str) -> Result<(), AwsError> {
+    const CALL: &str = "DescribeInstances";
+    let out = client.describe_instances().instance_ids(id).send().await.map_err(|e| AwsError::of(CALL, e))?;
+    let found = out.reservations().iter().flat_map(|r| r.instances()).find(|i| i.instance_id() == Some(id));
+    let Some(found) = found else {
+        return Err(AwsError::BadData { call: CALL, why: format!("{id} is not listed") });
+    };
+    let ours = found.tags().iter().any(|t| t.key() == Some(OWNER_TAG.0) && t.value() == Some(OWNER_TAG.1));
+    if !ours {
+        let why = format!("{id} has no {}={} tag: gpuroom did not launch it and leaves it running", OWNER_TAG.0, OWNER_TAG.1);
+        return Err(AwsError::Other { call: "TerminateInstances", why });
     }
-    let out = client
-        .run_instances()
-        .image_id(image)
-        .instance_type(InstanceType::from(instance_type))
-        .min_count(1)
-        .max_count(1)
-        .placement(Placement::builder().availability_zone(zone).build())
-        .instance_market_options(InstanceMarketOptionsRequest::builder().market_type(MarketType::Spot).spot_options(spot).build())
-        .tag_specifications(tag_spec.build())
-        .send()
-        .await
-        .map_err(|e| AwsError::of(CALL, e))?;
-    out.instances()
-        .first()
-        .and_then(|i| i.instance_id())
-        .map(str::to_string)
-        .ok_or(AwsError::BadData { call: CALL, why: "no instance in the answer".into() })
+    terminate(client, id).await
 }
 
 pub async fn terminate(client: &aws_sdk_ec2::Client, id: &str) -> Result<(), AwsError> {

@@ -10,6 +10,7 @@
 pub mod alibaba;
 pub mod aws;
 pub mod dcgm;
+pub mod ec2_capacity;
 pub mod helios;
 pub mod imds;
 pub mod local;

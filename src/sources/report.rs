@@ -61,6 +61,8 @@ pub struct Instance {
     /// The spot request's max price, when known.
     pub max_price: Option<MicrosPerHour>,
     pub private_dns: Option<String>,
+    /// The room's launch request it came from (our `gpuroom-request` tag).
+    pub request: Option<u64>,
 }
 
 /// One point of spot price history.
@@ -99,6 +101,12 @@ pub enum Report {
     Notice { host: String, kind: NoticeKind, deadline: Option<At> },
     /// What a Slurm cluster reported, all at once.
     Slurm { snapshot: crate::domain::slurm::SlurmSnapshot },
+    /// The room's launch `request` got these instances (all it asked for).
+    Launched { request: u64, instances: Vec<Instance> },
+    LaunchFailed { request: u64, count: u32, failure: crate::domain::capacity::LaunchFailure, message: String },
+    /// The instance behind `node` was terminated as the room asked.
+    Released { node: crate::domain::ids::NodeId, instance: String },
+    ReleaseFailed { node: crate::domain::ids::NodeId, message: String },
     /// Already a core event (the local executor speaks in job ids).
     Core(Event),
 }
