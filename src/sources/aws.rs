@@ -35,6 +35,7 @@ use serde::Deserialize;
 use tokio::sync::mpsc;
 
 use super::report::{Instance, PricePoint, Report};
+use crate::domain::cluster::BillingMode;
 use crate::domain::units::{At, Micros, MicrosPerHour};
 
 #[derive(Clone, Debug, PartialEq, Deserialize)]
@@ -53,7 +54,7 @@ pub struct AwsConfig {
     pub image_id: Option<String>,
     pub max_attempts: u32,
     /// The pools the room may launch into (elastic capacity).
-    pub pools: Vec<super::ec2_capacity::PoolDecl>,
+    pub pools: Vec<PoolDecl>,
 }
 
 impl Default for AwsConfig {
@@ -71,6 +72,40 @@ impl Default for AwsConfig {
             pools: Vec::new(),
         }
     }
+}
+
+/// A pool of `[sources.aws]` the room may launch into.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoolDecl {
+    pub instance_type: String,
+    pub zone: String,
+    /// "spot" or "on-demand".
+    pub billing: BillingMode,
+    #[serde(default = "default_max_nodes")]
+    pub max_nodes: u32,
+    #[serde(default)]
+    pub warm_min: u32,
+    /// From RunInstances to a node that takes work (`DEFAULT_BOOT` when not
+    /// given): the console's estimate; the node takes work once EC2 says
+    /// the instance is running.
+    #[serde(default = "default_boot")]
+    pub boot_secs: i64,
+    /// Throughput relative to a V100, for pricing work across types.
+    #[serde(default = "one")]
+    pub speed: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+fn default_max_nodes() -> u32 {
+    4
+}
+
+fn default_boot() -> i64 {
+    crate::domain::capacity::DEFAULT_BOOT.0
 }
 
 /// The tag gpuroom puts on the instances it launches.

@@ -9,49 +9,15 @@
 //! Owns no state of the room; knows nothing of node ids beyond passing them
 //! back with the answer.
 
-use serde::Deserialize;
 use tokio::sync::mpsc;
 
+pub use super::aws::PoolDecl;
 use super::aws::{self, AwsConfig, AwsError, LaunchSpec};
 use super::report::Report;
 use crate::domain::capacity::LaunchFailure;
 use crate::domain::cluster::BillingMode;
 use crate::domain::ids::NodeId;
 use crate::domain::units::MicrosPerHour;
-
-/// A pool of `[sources.aws]` the room may launch into.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PoolDecl {
-    pub instance_type: String,
-    pub zone: String,
-    /// "spot" or "on-demand".
-    pub billing: BillingMode,
-    #[serde(default = "default_max_nodes")]
-    pub max_nodes: u32,
-    #[serde(default)]
-    pub warm_min: u32,
-    /// From RunInstances to a node that takes work (`DEFAULT_BOOT` when not
-    /// given): the console's estimate; the node takes work once EC2 says
-    /// the instance is running.
-    #[serde(default = "default_boot")]
-    pub boot_secs: i64,
-    /// Throughput relative to a V100, for pricing work across types.
-    #[serde(default = "one")]
-    pub speed: f64,
-}
-
-fn one() -> f64 {
-    1.0
-}
-
-fn default_max_nodes() -> u32 {
-    4
-}
-
-fn default_boot() -> i64 {
-    crate::domain::capacity::DEFAULT_BOOT.0
-}
 
 /// What the live world asks of EC2 for the room.
 #[derive(Clone, Debug, PartialEq)]

@@ -49,9 +49,7 @@ pub fn render(view: &View, ui: &FleetUi, props: PaneProps<'_>, area: Rect, buf: 
 /// One row per node under the cluster line; only called when all rows fit.
 fn table(view: &View, cursor: Option<usize>, props: PaneProps<'_>, area: Rect, buf: &mut Buffer) -> Drawn {
     let t = props.theme;
-    let c = &view.cluster;
-    let extra = Line::from(Span::styled(format!(" {}/{} nodes up ", c.nodes_up, c.nodes_total), t.dim));
-    let inner = frame(PaneId::Fleet, Some(extra), props, area, buf);
+    let inner = frame(PaneId::Fleet, Some(fleet_grid::nodes_up(view, t)), props, area, buf);
     if inner.is_empty() {
         return Drawn::default();
     }
@@ -59,23 +57,24 @@ fn table(view: &View, cursor: Option<usize>, props: PaneProps<'_>, area: Rect, b
     if inner.height < 2 {
         return Drawn::default();
     }
-    if view.nodes.is_empty() {
-        // On a Slurm site the GPUs are Slurm's nodes: say where they are.
-        let empty = match &view.slurm {
-            Some(s) => format!("no nodes of gpuroom's own: Slurm's {} node(s) and {} GPUs are in the Slurm pane (7)", s.nodes.len(), s.totals().gpus),
-            None => "no nodes yet".to_string(),
-        };
-        put(buf, inner, 1, Line::from(Span::styled(empty, t.dim)));
-        return Drawn::default();
-    }
     // What elastic capacity is doing, under the cluster line.
     let mut top = 1u16;
     for line in capacity_lines(view, t) {
-        if top + 1 >= inner.height {
+        if top + 1 >= inner.height && !view.nodes.is_empty() {
             break;
         }
         put(buf, inner, top, line);
         top += 1;
+    }
+    if view.nodes.is_empty() {
+        // On a Slurm site the GPUs are Slurm's nodes: say where they are.
+        let empty = match (&view.slurm, &view.capacity) {
+            (Some(s), _) => format!("no nodes of gpuroom's own: Slurm's {} node(s) and {} GPUs are in the Slurm pane (7)", s.nodes.len(), s.totals().gpus),
+            (None, Some(_)) => "no nodes yet: the room buys them from its pools when work waits".to_string(),
+            (None, None) => "no nodes yet".to_string(),
+        };
+        put(buf, inner, top, Line::from(Span::styled(empty, t.dim)));
+        return Drawn::default();
     }
     // A gutter for the cursor's `▶` only while it is drawn, so that an
     // unfocused table keeps every cell for the figures.
@@ -96,12 +95,12 @@ fn table(view: &View, cursor: Option<usize>, props: PaneProps<'_>, area: Rect, b
 }
 
 /// Elastic capacity's news, a line each: proposals waiting for a yes (the
-/// oldest is what `L` approves), launches on their way, nodes going back.
+/// oldest is what `a` approves), launches on their way, nodes going back.
 pub fn capacity_lines<'a>(view: &View, t: &Theme) -> Vec<Line<'a>> {
     let Some(cap) = &view.capacity else { return Vec::new() };
     let mut lines = Vec::new();
     for (i, p) in cap.proposals.iter().take(2).enumerate() {
-        let key = if i == 0 { "  L approve" } else { "" };
+        let key = if i == 0 { "  a approve" } else { "" };
         lines.push(Line::from(vec![
             Span::styled(format!("? #{} ", p.id), t.warn),
             Span::styled(format!("would {}", p.text), t.text),
@@ -345,6 +344,57 @@ pub(crate) mod tests {
         assert_eq!(v.nodes.iter().filter(|n| is_draining(n)).count(), 4);
         assert!(v.nodes.iter().any(|n| n.up && n.gpus.iter().all(|g| g.util.is_none())), "a node without samples");
         assert!(v.nodes.iter().flat_map(|n| &n.gpus).any(|g| g.fragmentation >= 0.5), "fragmented GPUs");
+    }
+
+    /// The demo view with elastic capacity in advisory mode: a proposal, a
+    /// launch booting, a node going back.
+    fn elastic(mut view: View) -> View {
+        use crate::domain::job::PoolTarget;
+        use crate::room::view::{CapacityView, LaunchRow, ProposalRow};
+        let pool = |billing, instance_type: &str| PoolTarget { billing, instance_type: instance_type.into(), zone: "us-west-2b".into() };
+        view.capacity = Some(CapacityView {
+            mode: "advisory".into(),
+            pools: Vec::new(),
+            launches: vec![LaunchRow {
+                id: 4,
+                pool: pool(BillingMode::Spot, "p3.8xlarge"),
+                count: 1,
+                unanswered: 0,
+                booting: 1,
+                eta: Some(crate::domain::units::Secs(75)),
+                max_price: Some(MicrosPerHour(4_100_000)),
+                reason: "for j261 (waited 3m)".into(),
+            }],
+            releasing: vec![("e12".into(), "idle 5m".into())],
+            proposals: vec![ProposalRow { id: 3, since: crate::domain::testkit::t(0), text: "launch 1 × SPOT p3.8xlarge us-west-2b, max $4.10/h, for j265 (waited 12m)".into() }],
+            launch_requests: 4,
+            nodes_launched: 3,
+            launch_failures: 1,
+            releases: 2,
+            consolidations: 0,
+            elastic_burn: MicrosPerHour(8_200_000),
+            fixed_burn: MicrosPerHour(15_910_000),
+        });
+        view
+    }
+
+    #[test]
+    fn fleet_pane_with_elastic_capacity_in_advisory_mode() {
+        let view = elastic(demo_view());
+        let terminal = draw_pane(110, 12, true, |p, a, b| render(&view, &FleetUi::default(), p, a, b));
+        insta::assert_snapshot!(terminal.backend());
+        let rows = rows(&terminal);
+        assert!(rows[0].contains("capacity ADVISORY (a approves)"), "the mode in the title: {}", rows[0]);
+        assert!(rows[2].contains("? #3 would launch 1 × SPOT p3.8xlarge") && rows[2].contains("a approve"), "{}", rows[2]);
+        assert!(rows[3].contains("↑ launching 1 × SPOT p3.8xlarge") && rows[3].contains("up in 1m15s"), "{}", rows[3]);
+        assert!(rows[4].contains("↓ giving back e12 (idle 5m)"), "{}", rows[4]);
+        // With no node at all, the proposal still shows, and what the empty fleet means.
+        let mut empty = elastic(demo_view());
+        empty.nodes.clear();
+        let terminal = draw_pane(110, 8, true, |p, a, b| render(&empty, &FleetUi::default(), p, a, b));
+        let rows = super::tests::rows(&terminal);
+        assert!(rows[2].contains("? #3 would launch"), "{rows:#?}");
+        assert!(rows.iter().any(|r| r.contains("the room buys them from its pools when work waits")), "{rows:#?}");
     }
 
     #[test]

@@ -117,13 +117,23 @@ fn choose(nodes: &[NodeView], w: usize, h: usize) -> Pick {
     Pick { grain: Grain::Node, gap: false, cluster_row, lines }
 }
 
+/// The title's figures: nodes up, and how the room buys capacity when it does.
+pub(super) fn nodes_up<'a>(view: &View, t: &Theme) -> Line<'a> {
+    let c = &view.cluster;
+    let mode = match view.capacity.as_ref().map(|cap| cap.mode.as_str()) {
+        Some("advisory") => " · capacity ADVISORY (a approves)",
+        Some("control") => " · elastic",
+        _ => "",
+    };
+    Line::from(Span::styled(format!(" {}/{} nodes up{mode} ", c.nodes_up, c.nodes_total), t.dim))
+}
+
 pub(super) fn render(view: &View, cursor: Option<usize>, props: PaneProps<'_>, area: Rect, buf: &mut Buffer) -> Drawn {
     let t = props.theme;
     let (w, h) = (area.width.saturating_sub(2) as usize, area.height.saturating_sub(2) as usize);
     let pick = choose(&view.nodes, w, h);
-    let c = &view.cluster;
     let extra = if pick.cluster_row {
-        Line::from(Span::styled(format!(" {}/{} nodes up ", c.nodes_up, c.nodes_total), t.dim))
+        nodes_up(view, t)
     } else {
         top_figures(view, t, w.saturating_sub(PaneId::Fleet.title().len() + 4))
     };
