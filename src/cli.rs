@@ -228,6 +228,9 @@ pub enum Command {
 pub enum Experiment {
     /// Bursts of inference work on spot: six strategies side by side (SPEC §3–§4).
     Spot,
+    /// The same bursts run by the engine itself: a peak reservation, a
+    /// static fleet and elastic capacity side by side.
+    Burst,
 }
 
 /// How fast a headless engine runs the simulated world.

@@ -39,6 +39,7 @@ fn console_options(cli: &Cli) -> ConsoleOptions {
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Some(Command::Sim { experiment: Some(Experiment::Spot), out, world, from, .. }) => runs::run_spot_experiment(world.seed, from, out.as_deref()),
+        Some(Command::Sim { experiment: Some(Experiment::Burst), out, world, from, .. }) => runs::run_burst_experiment(world.seed, from, out.as_deref()),
         Some(Command::Sim { hours, world, policy, db, .. }) => runs::run_sim(&world.choice(), &policy.policy(), hours, db.as_deref()),
         Some(Command::Replay { db, from_snapshot }) => runs::run_replay(&db, from_snapshot),
         Some(Command::Efficiency { db, week }) => runs::run_efficiency(&db, week),

@@ -75,7 +75,7 @@ mod tests {
 
     #[test]
     fn idle_past_the_time_is_given_back_longest_idle_first_keeping_the_warm_minimum() {
-        let cfg = CapacityConfig::default();
+        let cfg = CapacityConfig { idle_release: Secs(300), ..CapacityConfig::default() };
         let nodes = [node(1, BillingMode::OnDemand, Some(0)), node(2, BillingMode::OnDemand, Some(100)), node(3, BillingMode::OnDemand, None)];
         let now = t(100 + cfg.idle_release.0);
         let pools = [pool(BillingMode::OnDemand, 0)];

@@ -146,6 +146,25 @@ pub fn run_spot_experiment(seed: u64, from: Option<chrono::NaiveDate>, out: Opti
     Ok(())
 }
 
+/// `gpuroom sim --experiment burst`: the bursts through the room, fleet by fleet.
+pub fn run_burst_experiment(seed: u64, from: Option<chrono::NaiveDate>, out: Option<&Path>) -> Result<()> {
+    let wall = Instant::now();
+    let traces = Traces::embedded().context("the embedded traces")?;
+    let mut config = crate::sim::experiment::ExperimentConfig::default();
+    if let Some(day) = from {
+        config.start = day.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc();
+    }
+    let report = crate::sim::experiment::elastic::run(&traces, config, seed)?;
+    let markdown = report.markdown();
+    print!("{markdown}");
+    println!("\n(ran in {:.2} s)", wall.elapsed().as_secs_f64());
+    if let Some(path) = out {
+        std::fs::write(path, &markdown).with_context(|| format!("writing {}", path.display()))?;
+        println!("written to {}", path.display());
+    }
+    Ok(())
+}
+
 /// `gpuroom doctor`: whether each configured live source answers.
 pub fn run_doctor(policy: &Policy, dcgm: Vec<String>) -> Result<()> {
     let mut config = settings::engine_config(policy)?;

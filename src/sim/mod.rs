@@ -34,7 +34,7 @@ use crate::sources::{philly, price_history, spot_trace, ParseError};
 use config::SimConfig;
 use executor::{after, Executor};
 use spot::{Availability, PriceReplay, SpotLife, Transition, NOTICE};
-use workload::Workload;
+use workload::{SimJob, Workload};
 
 /// Something the world will do at a time.
 #[derive(Clone, Debug)]
@@ -306,6 +306,21 @@ impl Simulation {
                     sim.schedule(at, Pending::Emit(Event::JobSubmitted { spec }));
                 }
             }
+        }
+        Ok(sim)
+    }
+
+    /// A world offered exactly `jobs` (an experiment's), none of its own.
+    pub fn with_jobs(mut config: SimConfig, traces: &Traces, seed: u64, jobs: Vec<(At, SimJob)>) -> Result<Simulation, SimError> {
+        config.workload.arrivals = config::Arrivals::Trace;
+        config.workload.trace_jobs = 0;
+        let mut sim = Simulation::new(config, traces, seed)?;
+        sim.next_job = jobs.iter().map(|(_, j)| j.spec.id.0).max().unwrap_or(0) + 1;
+        for (at, job) in jobs {
+            let spec = job.spec.clone();
+            sim.executor.know(job);
+            sim.stats.arrivals += 1;
+            sim.schedule(at, Pending::Emit(Event::JobSubmitted { spec }));
         }
         Ok(sim)
     }

@@ -16,6 +16,7 @@
 //! non-spot modes) are the `ExperimentConfig` fields, printed with the table.
 
 mod config;
+pub mod elastic;
 mod run;
 mod workload;
 mod world;
@@ -49,22 +50,29 @@ pub enum ExperimentError {
     NoPrices(String, At),
     #[error("spot experiment: no preemption traces")]
     NoTraces,
+    #[error("burst experiment: {0}")]
+    World(String),
 }
 
-/// Runs the six strategies over the same jobs and the same traces.
-pub fn run(traces: &Traces, mut config: ExperimentConfig, seed: u64) -> Result<Report, ExperimentError> {
+/// The zones with a preemption trace, each with its price history from `config.start`.
+fn zones(traces: &Traces, config: &ExperimentConfig) -> Result<Vec<Zone>, ExperimentError> {
     let mut zones = Vec::new();
     for (name, trace) in &traces.preemption {
         let file = name.rsplit('/').next().unwrap_or(name);
         let zone = file.split('_').next().unwrap_or(file).to_string();
         let key = PoolKey { zone, instance_type: config.instance_type.clone() };
-        let z = Zone::new(key.clone(), &traces.prices, trace, config.start)
-            .ok_or_else(|| ExperimentError::NoPrices(key.to_string(), config.start))?;
+        let z = Zone::new(key.clone(), &traces.prices, trace, config.start).ok_or_else(|| ExperimentError::NoPrices(key.to_string(), config.start))?;
         zones.push(z);
     }
     if zones.is_empty() {
         return Err(ExperimentError::NoTraces);
     }
+    Ok(zones)
+}
+
+/// Runs the six strategies over the same jobs and the same traces.
+pub fn run(traces: &Traces, mut config: ExperimentConfig, seed: u64) -> Result<Report, ExperimentError> {
+    let zones = zones(traces, &config)?;
     let span = zones.iter().map(Zone::span).fold(f64::INFINITY, f64::min);
     let market_at_start = zones.iter().map(|z| z.price_at(0.0).0 as f64).sum::<f64>() / zones.len() as f64;
     config.naive_max = MicrosPerHour((market_at_start * config.naive_max_over_market).round() as i64);
