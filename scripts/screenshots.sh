@@ -32,7 +32,8 @@ shot wall-120x40 --wall 0 --theme high-contrast
 shot wall-200x60 --wall 1 --width 200 --height 60 --theme high-contrast
 shot fleet-1000-gpus --sim-config fixtures/sim/large-1000.toml --pane fleet --hours 6
 # The Slurm screens draw the fixture cluster (the simulated world has no Slurm).
-TUI_SHOTS="$out" cargo test --release --lib tui::svg::shots::write_slurm_screenshots -- --ignored --quiet
+profile=$([ "$bin" = target/debug/gpuroom ] && echo "" || echo --release)
+TUI_SHOTS="$out" cargo test $profile --lib tui::svg::shots::write_slurm_screenshots -- --ignored --quiet
 if command -v rsvg-convert >/dev/null; then
     for svg in "$out"/*.svg; do
         rsvg-convert "$svg" -o "${svg%.svg}.png"

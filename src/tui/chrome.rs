@@ -166,7 +166,9 @@ pub fn alarm_strip(view: &View, t: &Theme, area: Rect, buf: &mut Buffer) {
 }
 
 /// Key hints for the commands that apply now, then the focus on the right.
-pub fn footer(app: &App, t: &Theme, area: Rect, buf: &mut Buffer) {
+/// Approving capacity is hinted only while a proposal stands.
+pub fn footer(app: &App, view: &View, t: &Theme, area: Rect, buf: &mut Buffer) {
+    let proposals = view.capacity.as_ref().is_some_and(|c| !c.proposals.is_empty());
     let mut spans = Vec::new();
     let mut used = 0usize;
     let focus = format!(" {}{} ", app.focus.title(), if app.zoom { " (zoomed)" } else { "" });
@@ -174,7 +176,7 @@ pub fn footer(app: &App, t: &Theme, area: Rect, buf: &mut Buffer) {
     let keys = app.keys();
     let hints: Vec<(&str, &str, bool)> = COMMANDS
         .iter()
-        .filter(|c| c.enabled(keys))
+        .filter(|c| c.enabled(keys) && (c.act != Act::ApproveCapacity || proposals))
         .filter_map(|c| c.hint.map(|(k, w)| (k, w, matches!(c.act, Act::Help | Act::Quit))))
         .collect();
     let cost = |(keys, word, _): &(&str, &str, bool)| fmt::width(keys) + 1 + fmt::width(word) + 2;

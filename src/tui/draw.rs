@@ -68,7 +68,7 @@ pub fn draw_buffer(app: &App, view: &View, ctx: &DrawContext, area: Rect, buf: &
         if dialog::owns_footer(app) {
             dialog::footer(app, t, a.footer, buf);
         } else {
-            chrome::footer(app, t, a.footer, buf);
+            chrome::footer(app, view, t, a.footer, buf);
         }
     }
     if app.help {
