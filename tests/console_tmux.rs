@@ -90,7 +90,9 @@ fn the_console_moves_answers_keys_resizes_and_quits_cleanly() {
     let command = format!("{bin} --no-log --seed 3; echo \"gpuroom exited with $?\"; sleep 60");
     tmux.run(&["new-session", "-d", "-s", "console", "-x", "120", "-y", "40", "sh", "-c", &command]);
 
-    // Within 2 seconds of the first frame, every pane shows changing figures.
+    // Within 5 seconds of the first frame (5 simulated minutes at ×60), every
+    // pane shows changing figures: a full cluster's memory pane may hold still
+    // for a minute or two, until a job ends or starts.
     let first = tmux.wait_for(Duration::from_secs(20), |s| TITLES.iter().all(|t| pane_text(s, t).is_some()));
     for title in TITLES {
         assert!(pane_text(&first, title).is_some(), "pane {title:?} missing at 120×40:\n{}", first.join("\n"));
@@ -98,12 +100,12 @@ fn the_console_moves_answers_keys_resizes_and_quits_cleanly() {
     let shown = Instant::now();
     let mut unchanged: Vec<&str> = TITLES.to_vec();
     let mut last = first.clone();
-    while !unchanged.is_empty() && shown.elapsed() < Duration::from_secs(2) {
+    while !unchanged.is_empty() && shown.elapsed() < Duration::from_secs(5) {
         sleep(Duration::from_millis(250));
         last = tmux.capture();
         unchanged.retain(|t| pane_text(&first, t) == pane_text(&last, t));
     }
-    assert!(unchanged.is_empty(), "no change within 2 s in {unchanged:?}:\nfirst:\n{}\nlast:\n{}", first.join("\n"), last.join("\n"));
+    assert!(unchanged.is_empty(), "no change within 5 s in {unchanged:?}:\nfirst:\n{}\nlast:\n{}", first.join("\n"), last.join("\n"));
 
     // `?` opens the help listing the keys, Esc closes it.
     tmux.keys("?");

@@ -9,6 +9,8 @@
 
 #[path = "support/loopback.rs"]
 mod loopback;
+#[path = "support/moto.rs"]
+mod moto;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -27,27 +29,9 @@ use gpuroom::sources::report::Report;
 use tokio::sync::mpsc;
 
 use loopback::{Loopback, Reply};
+use moto::{credentials, moto};
 
-fn moto() -> Option<String> {
-    let url = std::env::var("GPUROOM_MOTO_URL").ok();
-    let required = std::env::var_os("GPUROOM_REQUIRE_MOTO").is_some();
-    if url.is_none() {
-        assert!(!required, "moto is required (GPUROOM_REQUIRE_MOTO is set) but GPUROOM_MOTO_URL is not");
-        eprintln!("SKIPPED: no moto server; set GPUROOM_MOTO_URL (see .ci/run) to run the EC2 capacity round trips");
-    }
-    url
-}
 
-fn credentials() {
-    if std::env::var_os("AWS_ACCESS_KEY_ID").is_none() {
-        // SAFETY: set before any thread of this test reads the environment.
-        unsafe {
-            std::env::set_var("AWS_ACCESS_KEY_ID", "testing");
-            std::env::set_var("AWS_SECRET_ACCESS_KEY", "testing");
-            std::env::set_var("AWS_EC2_METADATA_DISABLED", "true");
-        }
-    }
-}
 
 fn pool(zone: &str, billing: &str) -> PoolDecl {
     toml::from_str(&format!("instance_type = \"p3.8xlarge\"\nzone = \"{zone}\"\nbilling = \"{billing}\"\nmax_nodes = 2")).expect("a pool")

@@ -8,6 +8,8 @@
 //! Needs tmux and moto: skipped, saying so, unless `GPUROOM_REQUIRE_TMUX` /
 //! `GPUROOM_REQUIRE_MOTO` are set (as `.ci/run` does).
 
+#[path = "support/moto.rs"]
+mod moto;
 #[path = "support/tmux.rs"]
 mod tmux;
 
@@ -15,18 +17,11 @@ use std::time::Duration;
 
 use gpuroom::sources::aws::{self, AwsConfig};
 use gpuroom::store::Store;
+use moto::{credentials, moto};
 use tmux::{Tmux, tmux_available};
 
 const WAIT: Duration = Duration::from_secs(30);
 
-fn moto() -> Option<String> {
-    let url = std::env::var("GPUROOM_MOTO_URL").ok();
-    if url.is_none() {
-        assert!(std::env::var_os("GPUROOM_REQUIRE_MOTO").is_none(), "moto is required (GPUROOM_REQUIRE_MOTO is set) but GPUROOM_MOTO_URL is not");
-        eprintln!("SKIPPED: no moto server; set GPUROOM_MOTO_URL (see .ci/run)");
-    }
-    url
-}
 
 fn alive(state: &str) -> bool {
     matches!(state, "pending" | "running")
@@ -54,12 +49,7 @@ async fn an_operator_approves_a_proposed_launch_and_finds_it_audited() {
         return;
     }
     let Some(url) = moto() else { return };
-    // SAFETY: set before any thread of this test reads the environment.
-    unsafe {
-        std::env::set_var("AWS_ACCESS_KEY_ID", std::env::var("AWS_ACCESS_KEY_ID").unwrap_or_else(|_| "testing".into()));
-        std::env::set_var("AWS_SECRET_ACCESS_KEY", std::env::var("AWS_SECRET_ACCESS_KEY").unwrap_or_else(|_| "testing".into()));
-        std::env::set_var("AWS_EC2_METADATA_DISABLED", "true");
-    }
+    credentials();
     let cfg = AwsConfig { endpoint_url: Some(url.clone()), ..AwsConfig::default() };
     let client = aws::client(&cfg).await;
     let images = client.describe_images().send().await.expect("moto answers DescribeImages");

@@ -129,33 +129,28 @@ pub fn run_mix(args: &crate::mix_report::MixArgs) -> Result<()> {
 
 /// `gpuroom sim --experiment spot`: the spot experiment's table.
 pub fn run_spot_experiment(seed: u64, from: Option<chrono::NaiveDate>, out: Option<&Path>) -> Result<()> {
-    let wall = Instant::now();
-    let traces = Traces::embedded().context("the embedded traces")?;
-    let mut config = crate::sim::experiment::ExperimentConfig::default();
-    if let Some(day) = from {
-        config.start = day.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc();
-    }
-    let report = crate::sim::experiment::run(&traces, config, seed)?;
-    let markdown = report.markdown(seed);
-    print!("{markdown}");
-    println!("\n(ran in {:.2} s)", wall.elapsed().as_secs_f64());
-    if let Some(path) = out {
-        std::fs::write(path, &markdown).with_context(|| format!("writing {}", path.display()))?;
-        println!("written to {}", path.display());
-    }
-    Ok(())
+    experiment(from, out, |traces, config| Ok(crate::sim::experiment::run(traces, config, seed)?.markdown(seed)))
 }
 
 /// `gpuroom sim --experiment burst`: the bursts through the room, fleet by fleet.
 pub fn run_burst_experiment(seed: u64, from: Option<chrono::NaiveDate>, out: Option<&Path>) -> Result<()> {
+    experiment(from, out, |traces, config| Ok(crate::sim::experiment::elastic::run(traces, config, seed)?.markdown()))
+}
+
+/// Runs an experiment from `from` (default: its configured start), prints
+/// its Markdown report and writes it to `out`.
+fn experiment(
+    from: Option<chrono::NaiveDate>,
+    out: Option<&Path>,
+    run: impl FnOnce(&Traces, crate::sim::experiment::ExperimentConfig) -> Result<String>,
+) -> Result<()> {
     let wall = Instant::now();
     let traces = Traces::embedded().context("the embedded traces")?;
     let mut config = crate::sim::experiment::ExperimentConfig::default();
     if let Some(day) = from {
         config.start = day.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc();
     }
-    let report = crate::sim::experiment::elastic::run(&traces, config, seed)?;
-    let markdown = report.markdown();
+    let markdown = run(&traces, config)?;
     print!("{markdown}");
     println!("\n(ran in {:.2} s)", wall.elapsed().as_secs_f64());
     if let Some(path) = out {

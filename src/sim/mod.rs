@@ -298,13 +298,7 @@ impl Simulation {
             }
             config::Arrivals::Trace => {
                 let jobs = Workload::from_trace(&sim.config, &traces.philly, &mut sim.arrivals_rng);
-                sim.next_job = jobs.len() as u64 + 1;
-                for (at, job) in jobs {
-                    let spec = job.spec.clone();
-                    sim.executor.know(job);
-                    sim.stats.arrivals += 1;
-                    sim.schedule(at, Pending::Emit(Event::JobSubmitted { spec }));
-                }
+                sim.offer(jobs);
             }
         }
         Ok(sim)
@@ -315,14 +309,19 @@ impl Simulation {
         config.workload.arrivals = config::Arrivals::Trace;
         config.workload.trace_jobs = 0;
         let mut sim = Simulation::new(config, traces, seed)?;
-        sim.next_job = jobs.iter().map(|(_, j)| j.spec.id.0).max().unwrap_or(0) + 1;
+        sim.offer(jobs);
+        Ok(sim)
+    }
+
+    /// These jobs arrive at their times; the world's own ids continue after theirs.
+    fn offer(&mut self, jobs: Vec<(At, SimJob)>) {
+        self.next_job = self.next_job.max(jobs.iter().map(|(_, j)| j.spec.id.0).max().unwrap_or(0) + 1);
         for (at, job) in jobs {
             let spec = job.spec.clone();
-            sim.executor.know(job);
-            sim.stats.arrivals += 1;
-            sim.schedule(at, Pending::Emit(Event::JobSubmitted { spec }));
+            self.executor.know(job);
+            self.stats.arrivals += 1;
+            self.schedule(at, Pending::Emit(Event::JobSubmitted { spec }));
         }
-        Ok(sim)
     }
 
     pub fn config(&self) -> &SimConfig {
