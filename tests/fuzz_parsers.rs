@@ -418,7 +418,8 @@ fn check_alibaba_nodes(text: &str) -> Result<bool, TestCaseError> {
 fn check_alibaba_pods(text: &str) -> Result<bool, TestCaseError> {
     verdict(alibaba::parse_pods(SOURCE, text), Some(SOURCE), |pods| {
         for p in &pods {
-            prop_assert!(p.gpu_milli <= 1000 && p.deletion_time >= p.creation_time, "{p:?}");
+            prop_assert!(p.gpu_milli <= 1000 && p.lifetime().is_none_or(|(c, d)| d >= c), "{p:?}");
+            prop_assert!(p.num_gpu == 0 || p.gpu_milli > 0, "{p:?}");
         }
         Ok(())
     })
