@@ -185,6 +185,8 @@ pub enum Command {
     /// 1,000 GPUs and 100,000 jobs, frame time and console memory at 1,000 GPUs /
     /// 10,000 jobs) and print figures with their ratio to the targets.
     Bench {
+        #[command(subcommand)]
+        what: Option<BenchWhat>,
         /// Tiny sizes, for a smoke run (seconds instead of minutes).
         #[arg(long)]
         quick: bool,
@@ -221,6 +223,8 @@ pub enum Command {
         dialog: Option<String>,
         #[command(flatten)]
         world: WorldArgs,
+        #[command(flatten)]
+        policy: PolicyArgs,
     },
 }
 
@@ -263,4 +267,27 @@ impl WorldArgs {
     pub fn choice(&self) -> WorldChoice {
         WorldChoice { seed: self.seed, sim_config: self.sim_config.clone() }
     }
+}
+
+/// A benchmark other than the default scale figures.
+#[derive(Subcommand, Debug)]
+pub enum BenchWhat {
+    /// Placement policies (random, dot-product, packing, best fit, first fit,
+    /// FGD, gpuroom's gradient) on the Alibaba 2023 GPU trace under the FGD
+    /// paper's protocol, next to its published figures; then replays with
+    /// departures (Alibaba, Philly).
+    Placement {
+        /// Seeds per policy and pod list.
+        #[arg(long, default_value_t = 10)]
+        seeds: u64,
+        /// A small cluster and one seed (a smoke run).
+        #[arg(long)]
+        quick: bool,
+        /// Another pod list of the 2023 trace to run too (repeatable; any subset of its columns).
+        #[arg(long, value_name = "CSV")]
+        pods: Vec<PathBuf>,
+        /// Where to write the report page (default: docs/placement.md, not written with --quick).
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
 }

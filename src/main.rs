@@ -45,12 +45,13 @@ fn run(cli: Cli) -> Result<()> {
         Some(Command::Efficiency { db, week }) => runs::run_efficiency(&db, week),
         Some(Command::Mix { args }) => runs::run_mix(&args),
         Some(Command::Export { db, format, month, out }) => runs::run_export(&db, format, &month, out.as_deref()),
-        Some(Command::Screenshot { out, width, height, hours, theme, pane, wall, dialog, world }) => {
+        Some(Command::Screenshot { out, width, height, hours, theme, pane, wall, dialog, world, policy }) => {
             let shot = Shot { width, height, hours, theme, pane, wall, dialog };
-            screenshot::run_screenshot(&world.choice(), &out, &shot)
+            screenshot::run_screenshot(&world.choice(), &policy.policy(), &out, &shot)
         }
         Some(Command::Doctor { policy, dcgm }) => runs::run_doctor(&policy.policy(), dcgm),
-        Some(Command::Bench { quick, out, probe_memory }) => runs::run_bench(quick, out, probe_memory),
+        Some(Command::Bench { what: Some(cli::BenchWhat::Placement { seeds, quick, pods, out }), .. }) => runs::run_placement_bench(seeds, quick, pods, out),
+        Some(Command::Bench { what: None, quick, out, probe_memory }) => runs::run_bench(quick, out, probe_memory),
         Some(Command::Engine { db, world, policy, speed, until_hours, step_minutes }) => {
             let factor = match speed {
                 Pace::Factor(f) => Some(f),

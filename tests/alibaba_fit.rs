@@ -85,7 +85,13 @@ fn replay(fit: FitPolicy) -> Outcome {
     // Arrivals in creation order; each placed pod runs for its recorded lifetime.
     let mut arrivals: Vec<(usize, &AlibabaPod)> = pods.iter().enumerate().filter(|(_, p)| p.num_gpu > 0).collect();
     arrivals.sort_by_key(|(i, p)| (p.creation_time, *i));
-    let runtime: Vec<i64> = pods.iter().map(|p| (p.deletion_time - p.scheduled_time.unwrap_or(p.creation_time).max(p.creation_time)).max(1)).collect();
+    let runtime: Vec<i64> = pods
+        .iter()
+        .map(|p| {
+            let (created, deleted) = p.lifetime().expect("the default pod list has times");
+            (deleted - p.scheduled_time.unwrap_or(created).max(created)).max(1)
+        })
+        .collect();
     let mut exits: BinaryHeap<Reverse<(i64, u64)>> = BinaryHeap::new();
     let mut frag_sum = 0.0;
     let mut samples = 0u64;
@@ -108,7 +114,7 @@ fn replay(fit: FitPolicy) -> Outcome {
     };
     for (i, pod) in arrivals {
         while let Some(Reverse((end, job))) = exits.peek().copied() {
-            if end > pod.creation_time {
+            if Some(end) > pod.creation_time {
                 break;
             }
             exits.pop();
@@ -117,7 +123,7 @@ fn replay(fit: FitPolicy) -> Outcome {
         let spec = pod_spec(i, pod);
         let ask = u64::from(spec.gpus) * u64::from(spec.gpu_mem.0);
         let before = placed;
-        handle(&mut room, pod.creation_time, Event::JobSubmitted { spec }, &mut exits, &mut placed);
+        handle(&mut room, pod.creation_time.unwrap_or(0), Event::JobSubmitted { spec }, &mut exits, &mut placed);
         let frag = gpuroom::sched::fragmentation::measure_nodes(room.nodes());
         if placed == before && frag.free_memory >= ask {
             stranded += 1;
@@ -135,14 +141,17 @@ fn replay(fit: FitPolicy) -> Outcome {
 
 #[test]
 fn best_fit_strands_no_more_of_the_alibaba_cluster_than_first_fit() {
-    let (best, first) = std::thread::scope(|s| {
+    let (best, first, gradient) = std::thread::scope(|s| {
         let b = s.spawn(|| replay(FitPolicy::BestFit));
         let f = s.spawn(|| replay(FitPolicy::FirstFit));
-        (b.join().unwrap(), f.join().unwrap())
+        let g = replay(FitPolicy::Fragmentation);
+        (b.join().unwrap(), f.join().unwrap(), g)
     });
-    println!("policy     free capacity on partly used GPUs (mean)  stranded arrivals  placed");
-    println!("best fit   {:>40.5}  {:>17}  {:>6}", best.mean_fragmentation, best.stranded, best.placed);
-    println!("first fit  {:>40.5}  {:>17}  {:>6}", first.mean_fragmentation, first.stranded, first.placed);
+    println!("policy         free capacity on partly used GPUs (mean)  stranded arrivals  placed");
+    println!("best fit       {:>40.5}  {:>17}  {:>6}", best.mean_fragmentation, best.stranded, best.placed);
+    println!("first fit      {:>40.5}  {:>17}  {:>6}", first.mean_fragmentation, first.stranded, first.placed);
+    println!("fragmentation  {:>40.5}  {:>17}  {:>6}", gradient.mean_fragmentation, gradient.stranded, gradient.placed);
+    assert_eq!(gradient.placed, 7064, "the fragmentation-aware room places every GPU pod too");
     // Both pack (neither spreads pods the way a least-allocated scheduler
     // does); best fit must be at least as good on both counts.
     assert!(best.mean_fragmentation <= first.mean_fragmentation, "best fit {:.5} vs first fit {:.5}", best.mean_fragmentation, first.mean_fragmentation);

@@ -97,6 +97,9 @@ fn the_console_moves_answers_keys_resizes_and_quits_cleanly() {
     for title in TITLES {
         assert!(pane_text(&first, title).is_some(), "pane {title:?} missing at 120×40:\n{}", first.join("\n"));
     }
+    // The memory pane carries FGD's measure for the workload's typical shapes.
+    let memory = pane_text(&first, "GPU memory").unwrap_or_default();
+    assert!(memory.contains("F(M)"), "memory pane without F(M):\n{memory}");
     let shown = Instant::now();
     let mut unchanged: Vec<&str> = TITLES.to_vec();
     let mut last = first.clone();

@@ -71,9 +71,9 @@ fn app_for(view: &View, shot: &Shot) -> Result<App> {
     Ok(app)
 }
 
-pub fn run_screenshot(world: &WorldChoice, out: &Path, shot: &Shot) -> Result<()> {
+pub fn run_screenshot(world: &WorldChoice, policy: &Policy, out: &Path, shot: &Shot) -> Result<()> {
     let traces = Traces::embedded().context("parsing the embedded traces")?;
-    let mut engine = super::runs::build(world, &Policy::default(), None, &traces)?;
+    let mut engine = super::runs::build(world, policy, None, &traces)?;
     let start = engine.world.config().start;
     engine.run_until(start + settings::hours(shot.hours)?)?;
     let view = engine.room.view();

@@ -30,9 +30,10 @@ use crate::domain::units::At;
 use crate::market::Market;
 use crate::sched::backfill::{self, Reservation};
 use crate::sched::discipline::{DisciplineKind, Mlfq};
+use crate::sched::frag_gradient::{self, Workload};
 use crate::sched::placement::{self, Options, Plan};
 use crate::sched::quota::{self, Admission, Held};
-use crate::sched::{preempt, SchedConfig};
+use crate::sched::{preempt, FitPolicy, SchedConfig};
 
 /// What the scheduler keeps between passes.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -224,6 +225,10 @@ impl Pass<'_> {
             return;
         }
         let order: Vec<JobId> = self.fleet.ordered_queue(&self.config.sched, at).iter().map(|j| j.spec.id).collect();
+        // The shapes fragmentation is measured for: what is queued and running now.
+        let workload = (self.config.sched.fit == FitPolicy::Fragmentation)
+            .then(|| frag_gradient::workload_of(self.fleet.queued.iter().chain(self.fleet.holding.iter()).filter_map(|id| self.fleet.jobs.get(id)).map(|j| &j.spec)));
+        let workload = workload.as_ref();
         let (_, mut held) = self.fleet.holdings();
         let mut headroom = Headroom::measure(&self.fleet.nodes, self.config.sched.time_sharing);
         let mut reservation: Option<Reservation> = None;
@@ -246,7 +251,7 @@ impl Pass<'_> {
                 }
                 Admission::WithinQuota => {}
             }
-            match self.try_place(at, id, &headroom, &reservation, &mut spare_left) {
+            match self.try_place(at, id, &headroom, &reservation, &mut spare_left, workload) {
                 Some(plan) => {
                     let spec_held = Held::of(&job.spec);
                     held.entry(tenant.clone()).or_default().add(spec_held);
@@ -289,7 +294,7 @@ impl Pass<'_> {
             if quota::admit(&job.spec, held.get(&tenant).copied().unwrap_or_default(), self.fleet.tenants.get(&tenant)) != Admission::Borrow {
                 continue;
             }
-            if let Some(plan) = self.try_place(at, id, &headroom, &reservation, &mut spare_left) {
+            if let Some(plan) = self.try_place(at, id, &headroom, &reservation, &mut spare_left, workload) {
                 let spec_held = Held::of(&job.spec);
                 held.entry(tenant).or_default().add(spec_held);
                 self.allocate(at, id, plan, effects);
@@ -299,12 +304,12 @@ impl Pass<'_> {
     }
 
     /// A place for job `id` now that respects the reservation, if any.
-    fn try_place(&self, at: At, id: JobId, headroom: &Headroom, reservation: &Option<Reservation>, spare_left: &mut u32) -> Option<Plan> {
+    fn try_place(&self, at: At, id: JobId, headroom: &Headroom, reservation: &Option<Reservation>, spare_left: &mut u32, workload: Option<&Workload>) -> Option<Plan> {
         let job = self.fleet.jobs.get(&id)?;
         if !headroom.may_fit(&job.spec, job.escalated) {
             return None;
         }
-        let opts = place_options(&self.config.sched);
+        let opts = Options { workload, ..place_options(&self.config.sched) };
         let tenant = &job.spec.tags.tenant;
         if !self.budget_allows(tenant, true) {
             return None;
@@ -404,8 +409,8 @@ impl Pass<'_> {
 }
 
 /// Placement options from the scheduler's settings.
-pub fn place_options(config: &SchedConfig) -> Options {
-    Options { fit: config.fit, time_sharing: config.time_sharing, avoid: None }
+pub fn place_options(config: &SchedConfig) -> Options<'static> {
+    Options { fit: config.fit, time_sharing: config.time_sharing, avoid: None, workload: None }
 }
 
 /// Whether a job arriving now could change anything: it may fit, or may

@@ -113,6 +113,10 @@ pub struct NodeView {
     pub price: Option<MicrosPerHour>,
     pub max_price: Option<MicrosPerHour>,
     pub gpus: Vec<GpuView>,
+    /// F_n(M): free GPU memory the workload's typical shapes cannot use
+    /// here (`sched::frag_gradient`); none while the node takes no work.
+    #[serde(default)]
+    pub workload_frag: Option<Mib>,
 }
 
 impl NodeView {

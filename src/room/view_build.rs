@@ -17,6 +17,7 @@ use crate::domain::job::Phase;
 use crate::domain::text::clean;
 use crate::domain::units::{start_of_next_month, At, Mib, Micros, MicrosPerHour, Secs};
 use crate::market::Trend;
+use crate::sched::frag_gradient::{self, Shape};
 use crate::sched::fragmentation::{self};
 
 impl Room {
@@ -80,6 +81,11 @@ impl Room {
     fn fill_nodes(&self, view: &mut View) {
         let mut util_sum = 0.0;
         let mut util_n = 0u32;
+        // FGD's measure for the typical shapes of what is queued and running.
+        let workload = frag_gradient::workload_of(self.fleet.queued.iter().chain(self.fleet.holding.iter()).filter_map(|id| self.fleet.jobs.get(id)).map(|j| &j.spec));
+        let time_sharing = self.config.sched.time_sharing;
+        let mut frees: Vec<frag_gradient::NodeFree> = Vec::new();
+        let mut workload_frag = 0.0;
         let cluster = &mut view.cluster;
         let mut burn = 0i64;
         for node in self.fleet.nodes.values() {
@@ -136,6 +142,10 @@ impl Room {
                 },
                 NodeState::Retiring { .. } => "releasing".to_string(),
             };
+            let free = node.accepts_work().then(|| frag_gradient::node_free(node, time_sharing));
+            let node_frag = free.as_ref().map(|f| f.fragmentation(&workload));
+            workload_frag += node_frag.unwrap_or(0.0);
+            frees.extend(free);
             view.nodes.push(NodeView {
                 id: node.spec.id,
                 name: clean(&node.spec.name),
@@ -148,11 +158,23 @@ impl Room {
                 price: node_rate(&self.market, node),
                 max_price: node.spec.max_price,
                 gpus,
+                workload_frag: node_frag.map(|f| Mib(f.round() as u32)),
             });
         }
         cluster.util_mean = if util_n > 0 { util_sum / f64::from(util_n) } else { 0.0 };
         view.pools = self.pool_rows();
         cluster.fragmentation = fragmentation::measure(&self.fleet.nodes);
+        let free_units: u64 = frees.iter().map(frag_gradient::NodeFree::free_units).sum();
+        cluster.fragmentation.workload = if free_units > 0 { workload_frag / free_units as f64 } else { 0.0 };
+        cluster.fragmentation.typical_shapes = workload.shapes.len() as u32;
+        // Shapes that differ only in CPUs read the same: name each once.
+        let mut unplaceable: Vec<String> = Vec::new();
+        for label in workload.unplaceable(&frees).into_iter().map(shape_label) {
+            if !unplaceable.contains(&label) {
+                unplaceable.push(label);
+            }
+        }
+        cluster.fragmentation.unplaceable = unplaceable;
         cluster.burn = MicrosPerHour(burn);
     }
 
@@ -556,5 +578,45 @@ impl Room {
         } else {
             "no fit: capacity is planned each minute".into()
         }
+    }
+}
+
+/// A job shape as the memory pane names it: `4×GPU` for whole GPUs,
+/// `1×12.0G` for a share of one.
+fn shape_label(shape: &Shape) -> String {
+    if shape.whole {
+        format!("{}×GPU", shape.gpus)
+    } else {
+        format!("{}×{}", shape.gpus, Mib(shape.per_gpu))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::domain::cluster::BillingMode;
+    use crate::domain::event::{Effect, Event};
+    use crate::domain::testkit::{job_spec, node_spec, t, tenant_spec};
+    use crate::domain::units::Mib;
+    use crate::room::{Room, RoomConfig};
+    use crate::sched::FitPolicy;
+
+    #[test]
+    fn the_view_measures_fragmentation_for_the_jobs_shapes_and_names_what_fits_nowhere() {
+        let mut config = RoomConfig::default();
+        config.sched.fit = FitPolicy::Fragmentation;
+        let mut room = Room::new(config);
+        room.apply(t(0), &Event::TenantDefined { spec: tenant_spec("a", 64) });
+        room.apply(t(0), &Event::NodeUp { spec: node_spec(1, BillingMode::Reserved, 2) });
+        let started = room.apply(t(1), &Event::JobSubmitted { spec: job_spec(1, "a", 1) });
+        assert!(started.iter().any(|e| matches!(e, Effect::StartJob { .. })), "placed under the fragmentation policy: {started:?}");
+        room.apply(t(2), &Event::JobSubmitted { spec: job_spec(2, "a", 2) });
+        let view = room.view();
+        let f = &view.cluster.fragmentation;
+        // M: one whole GPU (job 1) and two whole GPUs (job 2, waiting), half each.
+        assert_eq!(f.typical_shapes, 2);
+        assert_eq!(f.unplaceable, vec!["2×GPU".to_string()]);
+        // The free GPU serves the 1-GPU shape but not the 2-GPU one: half of it is a fragment.
+        assert_eq!(view.nodes[0].workload_frag, Some(Mib(16_384 / 2)));
+        assert!((f.workload - 0.5).abs() < 1e-9, "{}", f.workload);
     }
 }

@@ -55,6 +55,10 @@ pub enum FitPolicy {
     BestFit,
     /// The first place that fits, in node and GPU order (the baseline).
     FirstFit,
+    /// Within a price tier, where the node's expected fragmentation for the
+    /// typical shapes of the queued and running jobs grows least (FGD,
+    /// Weng et al. ATC'23), then the node left fullest.
+    Fragmentation,
 }
 
 /// The longest a job of each class should wait before it is escalated.

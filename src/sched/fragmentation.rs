@@ -28,6 +28,17 @@ pub struct ClusterFragmentation {
     /// leftovers rather than whole free GPUs (what fractional sharing strands).
     #[serde(default)]
     pub partial_free_share: f64,
+    /// Σ F_n(M) ÷ free memory: the share of free GPU memory that the typical
+    /// shapes of queued and running jobs cannot use (FGD's measure; filled
+    /// by the room, which knows the jobs).
+    #[serde(default)]
+    pub workload: f64,
+    /// How many typical shapes M has.
+    #[serde(default)]
+    pub typical_shapes: u32,
+    /// Typical shapes that fit on no node now.
+    #[serde(default)]
+    pub unplaceable: Vec<String>,
 }
 
 pub fn measure(nodes: &BTreeMap<NodeId, Node>) -> ClusterFragmentation {

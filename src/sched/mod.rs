@@ -9,6 +9,8 @@
 //! * `preempt` — which running jobs to stop to make room for one;
 //! * `backfill` — the head job's reservation and who may jump ahead of it;
 //! * `fragmentation` — how fragmented the free memory is;
+//! * `frag_gradient` — a node's expected fragmentation for the workload's
+//!   typical shapes, and placement where it grows least (FGD);
 //! * `slurm_advice` — the quota policy applied to a Slurm cluster's jobs.
 //!
 //! They never touch IO, the clock, the TUI or the `Room` itself: the `Room`
@@ -17,6 +19,7 @@
 pub mod backfill;
 pub mod config;
 pub mod discipline;
+pub mod frag_gradient;
 pub mod fragmentation;
 pub mod placement;
 pub mod preempt;

@@ -8,10 +8,14 @@
 //! order. A job always lands on one node; MIG slices are placeable units of
 //! their own but never part of a multi-GPU job; with time-sharing on, small
 //! shareable jobs may use the memory an exclusive job did not ask for.
+//! Fragmentation-aware (`frag_gradient`): within a price tier, the node
+//! whose expected fragmentation for the current workload grows least, then
+//! the node left fullest.
 
 use std::collections::BTreeMap;
 
 use super::config::FitPolicy;
+use super::frag_gradient::{self, Workload};
 use crate::domain::cluster::{BillingMode, Gpu, Node};
 use crate::domain::ids::NodeId;
 use crate::domain::job::{JobSpec, PoolPreference};
@@ -26,11 +30,14 @@ pub struct Plan {
 
 /// How to place: the fit policy, time-sharing, and a node to keep clear.
 #[derive(Copy, Clone, Debug, Default, PartialEq)]
-pub struct Options {
+pub struct Options<'a> {
     pub fit: FitPolicy,
     pub time_sharing: bool,
     /// Leave this node alone (it is reserved for a blocked job).
     pub avoid: Option<NodeId>,
+    /// The workload fragmentation is measured for (`FitPolicy::Fragmentation`;
+    /// without one that policy places as best fit does).
+    pub workload: Option<&'a Workload>,
 }
 
 fn tier(mode: BillingMode) -> u8 {
@@ -56,17 +63,48 @@ pub fn pool_allows(pool: PoolPreference, escalated: bool, mode: BillingMode) -> 
 fn block(gpu: &Gpu, size: Mib, fit: FitPolicy) -> Option<(Mib, u32)> {
     let mut fitting = gpu.free_blocks().into_iter().filter(|(_, b)| b.0 >= size.0).map(|(o, b)| (o, b.0 - size.0));
     match fit {
-        FitPolicy::BestFit => fitting.min_by_key(|&(offset, leftover)| (leftover, offset.0)),
+        FitPolicy::BestFit | FitPolicy::Fragmentation => fitting.min_by_key(|&(offset, leftover)| (leftover, offset.0)),
         FitPolicy::FirstFit => fitting.next(),
     }
 }
 
-/// Ranks one node for the job: `None` if it cannot hold it. Lower is better.
-/// A node's rank for a job (price tier, then what is left over) and the GPUs
-/// with the offset on each.
-pub type Fit = ((u8, u64), Vec<(u8, Mib)>);
+/// A node's rank for a job (price tier, then the growth of expected
+/// fragmentation in hundredths of a MiB where that is the policy, then what
+/// is left over; lower is better) and the GPUs with the offset on each.
+pub type Fit = ((u8, i64, u64), Vec<(u8, Mib)>);
 
+/// Ranks one node for the job: `None` if it cannot hold it.
 pub fn fit_on_node(node: &Node, spec: &JobSpec, escalated: bool, opts: &Options) -> Option<Fit> {
+    let fit = fit_best_or_first(node, spec, escalated, opts)?;
+    match (opts.fit, opts.workload) {
+        (FitPolicy::Fragmentation, Some(workload)) => Some(least_fragmenting(node, spec, opts, workload, fit)),
+        _ => Some(fit),
+    }
+}
+
+/// Where on `node` the job grows F_n(M) least; `fit` is its best-fit place
+/// there (kept for multi-GPU jobs: MIG slices never join them, and the
+/// measure does not tell whole GPUs apart).
+fn least_fragmenting(node: &Node, spec: &JobSpec, opts: &Options, workload: &Workload, fit: Fit) -> Fit {
+    let ((tier, _, leftover), best_gpus) = fit;
+    let free = frag_gradient::node_free(node, opts.time_sharing);
+    let shape = frag_gradient::shape_of_spec(spec);
+    let before = free.fragmentation(workload);
+    let (growth, gpus) = if spec.gpus == 1 && !spec.exclusive {
+        let Some((growth, chosen)) = free.least_growth(&shape, workload) else { return ((tier, i64::MAX, leftover), best_gpus) };
+        let index = chosen[0];
+        let gpu = &node.gpus[index];
+        let Some((offset, _)) = block(gpu, spec.gpu_mem, FitPolicy::BestFit) else { return ((tier, i64::MAX, leftover), best_gpus) };
+        (growth, vec![(gpu.index, offset)])
+    } else {
+        let indices: Vec<usize> = best_gpus.iter().filter_map(|(i, _)| node.gpus.iter().position(|g| g.index == *i)).collect();
+        (free.after(&shape, &indices).fragmentation(workload) - before, best_gpus)
+    };
+    let left = free.free_units().saturating_sub(shape.units());
+    ((tier, (frag_gradient::rank_key(growth, left, &shape) * 100.0).round() as i64, left), gpus)
+}
+
+fn fit_best_or_first(node: &Node, spec: &JobSpec, escalated: bool, opts: &Options) -> Option<Fit> {
     if !node.accepts_work() || spec.gpus == 0 || !pool_allows(spec.pool, escalated, node.spec.billing) {
         return None;
     }
@@ -76,26 +114,24 @@ pub fn fit_on_node(node: &Node, spec: &JobSpec, escalated: bool, opts: &Options)
     let wanted = usize::from(spec.gpus);
     let usable = |g: &&Gpu| g.memory.0 >= spec.gpu_mem.0 && (wanted == 1 || g.mig.is_none());
     let rank_tier = match opts.fit {
-        FitPolicy::BestFit => tier(node.spec.billing),
+        FitPolicy::BestFit | FitPolicy::Fragmentation => tier(node.spec.billing),
         FitPolicy::FirstFit => 0,
     };
+    let best = opts.fit != FitPolicy::FirstFit;
     if spec.exclusive {
         let free: Vec<&Gpu> = node.gpus.iter().filter(usable).filter(|g| g.is_free()).collect();
         if free.len() < wanted {
             return None;
         }
-        let left_behind = match opts.fit {
-            // Tightest node: the fewest free GPUs left behind, then the least memory over.
-            FitPolicy::BestFit => (free.len() - wanted) as u64 * 1_000_000 + free.iter().take(wanted).map(|g| u64::from(g.memory.0 - spec.gpu_mem.0)).sum::<u64>(),
-            FitPolicy::FirstFit => 0,
-        };
+        // Tightest node: the fewest free GPUs left behind, then the least memory over.
+        let left_behind = if best { (free.len() - wanted) as u64 * 1_000_000 + free.iter().take(wanted).map(|g| u64::from(g.memory.0 - spec.gpu_mem.0)).sum::<u64>() } else { 0 };
         let mut chosen: Vec<&Gpu> = free;
-        if opts.fit == FitPolicy::BestFit {
+        if best {
             // Smallest units first (a MIG slice before a whole GPU).
             chosen.sort_by_key(|g| (g.memory.0, g.index));
         }
         let gpus = chosen.iter().take(wanted).map(|g| (g.index, Mib(0))).collect();
-        return Some(((rank_tier, left_behind), gpus));
+        return Some(((rank_tier, 0, left_behind), gpus));
     }
     let mut candidates: Vec<(u32, u8, Mib)> = node
         .gpus
@@ -107,16 +143,13 @@ pub fn fit_on_node(node: &Node, spec: &JobSpec, escalated: bool, opts: &Options)
     if candidates.len() < wanted {
         return None;
     }
-    if opts.fit == FitPolicy::BestFit {
+    if best {
         candidates.sort_unstable();
     }
     candidates.truncate(wanted);
-    let leftover = match opts.fit {
-        FitPolicy::BestFit => candidates.iter().map(|(l, _, _)| u64::from(*l)).sum(),
-        FitPolicy::FirstFit => 0,
-    };
+    let leftover = if best { candidates.iter().map(|(l, _, _)| u64::from(*l)).sum() } else { 0 };
     let gpus = candidates.into_iter().map(|(_, index, offset)| (index, offset)).collect();
-    Some(((rank_tier, leftover), gpus))
+    Some(((rank_tier, 0, leftover), gpus))
 }
 
 /// Where `spec` fits now under `opts`, or `None` if it fits nowhere.
@@ -131,7 +164,7 @@ pub fn place_where(nodes: &BTreeMap<NodeId, Node>, spec: &JobSpec, escalated: bo
         .filter(|node| Some(node.spec.id) != opts.avoid && allowed(node))
         .filter_map(|node| fit_on_node(node, spec, escalated, opts).map(|(score, gpus)| (score, node.spec.id, gpus)));
     let best = match opts.fit {
-        FitPolicy::BestFit => fits.min_by_key(|(score, id, _)| (*score, *id)),
+        FitPolicy::BestFit | FitPolicy::Fragmentation => fits.min_by_key(|(score, id, _)| (*score, *id)),
         FitPolicy::FirstFit => fits.min_by_key(|(_, id, _)| *id),
     };
     best.map(|(_, node, gpus)| Plan { node, gpus })
@@ -177,6 +210,27 @@ mod tests {
         assert_eq!(first.gpus, vec![(0, Mib(12_288))]);
         let tight = best_fit(&nodes, &small(3, 8000)).unwrap();
         assert_eq!(tight.gpus, vec![(1, Mib(0))], "the 8 GiB hole of GPU 1, not GPU 0's");
+    }
+
+    #[test]
+    fn fragmentation_aware_placement_keeps_room_for_the_typical_shape() {
+        // Node 1's GPU has 8 GiB free, node 2's is empty; every typical job asks 8 GiB.
+        let mut nodes = cluster(vec![node_spec(1, BillingMode::Reserved, 1), node_spec(2, BillingMode::Reserved, 1)]);
+        hold(&mut nodes, 1, 0, 0, 8192, false);
+        let typical = frag_gradient::Workload { shapes: vec![(frag_gradient::shape_of_spec(&small(9, 8192)), 1.0)] };
+        let four = small(1, 4096);
+        assert_eq!(best_fit(&nodes, &four).unwrap().node, NodeId(1), "best fit takes the tightest block");
+        let opts = Options { fit: FitPolicy::Fragmentation, workload: Some(&typical), ..Options::default() };
+        // On node 1 it would strand 4 GiB no 8 GiB job can use; on node 2, 12 GiB stay usable.
+        assert_eq!(place(&nodes, &four, false, &opts).unwrap(), Plan { node: NodeId(2), gpus: vec![(0, Mib(0))] });
+        // An 8 GiB job fills node 1's hole exactly: no growth there.
+        assert_eq!(place(&nodes, &small(2, 8192), false, &opts).unwrap().node, NodeId(1));
+        // Without a workload the policy places as best fit; the price tier still comes first.
+        let no_workload = Options { fit: FitPolicy::Fragmentation, ..Options::default() };
+        assert_eq!(place(&nodes, &four, false, &no_workload).unwrap().node, NodeId(1));
+        let mut tiers = cluster(vec![node_spec(1, BillingMode::OnDemand, 1), node_spec(2, BillingMode::Reserved, 1)]);
+        hold(&mut tiers, 2, 0, 0, 8192, false);
+        assert_eq!(place(&tiers, &four, false, &opts).unwrap().node, NodeId(2), "reserved before on-demand, whatever the growth");
     }
 
     #[test]

@@ -303,6 +303,7 @@ pub(crate) mod tests {
                 price: (!down).then_some(MicrosPerHour(price)),
                 max_price: (billing == BillingMode::Spot).then_some(MicrosPerHour(price + 2_000_000)),
                 gpus,
+                workload_frag: None,
             });
         }
         let up: Vec<&NodeView> = nodes.iter().filter(|n| n.up).collect();
@@ -328,6 +329,7 @@ pub(crate) mod tests {
                 most_free_gpus_on_one_node: most,
                 gpus: 1.0 - f64::from(most) / f64::from(free_gpus.max(1)),
                 partial_free_share: 0.0,
+                ..ClusterFragmentation::default()
             },
             burn: MicrosPerHour(up.iter().filter_map(|n| n.price.map(|p| p.0)).sum()),
             gpus_stale: 0,

@@ -6,7 +6,10 @@
 //! shared GPU, where fragmentation lives. At scale (most nodes would not get
 //! a row) it shows what still reads at 1,000 GPUs: how many GPUs have a
 //! largest free block of each size, then the worst-fragmented GPUs first,
-//! then the nodes with the most room.
+//! then the nodes with the most room. FGD's measure for the workload's
+//! typical shapes (the share of free memory they cannot use, per node
+//! `F(M)`) is in the cluster line, and a warning line names the typical
+//! shapes that now fit nowhere.
 //!
 //! Draws from `View::cluster` and `View::nodes` only; percentages, counts
 //! and bars are the only arithmetic here (the fragmentation figures come
@@ -38,7 +41,13 @@ pub fn render(view: &View, props: PaneProps<'_>, area: Rect, buf: &mut Buffer) {
     }
     let w = inner.width as usize;
     put(buf, inner, 0, cluster_line(view, t, w));
-    let rows = inner.height.saturating_sub(1) as usize;
+    let mut top = 1u16;
+    // A short pane keeps its rows for nodes; F(M) in the cluster line still tells.
+    if let Some(line) = unplaceable_line(view, t, w).filter(|_| inner.height >= UNPLACEABLE_MIN_HEIGHT) {
+        put(buf, inner, top, line);
+        top += 1;
+    }
+    let rows = inner.height.saturating_sub(top) as usize;
     let nodes: Vec<&NodeView> = view.nodes.iter().filter(|n| n.up).collect();
     let shared: Vec<(&NodeView, &GpuView)> =
         nodes.iter().flat_map(|n| n.gpus.iter().map(move |g| (*n, g))).filter(|(_, g)| is_shared(g)).collect();
@@ -46,11 +55,11 @@ pub fn render(view: &View, props: PaneProps<'_>, area: Rect, buf: &mut Buffer) {
     let gpu_w = nodes.iter().map(|n| n.gpus.len()).max().unwrap_or(0);
     // Once most nodes would be left out, rows say less than a distribution.
     if nodes.len() + shared.len() > rows && nodes.len() > 2 * rows.saturating_sub(1) {
-        at_scale(&nodes, name_w, t, inner, buf);
+        at_scale(&nodes, name_w, t, inner, top, buf);
         return;
     }
     let (show_nodes, show_shared) = pick_rows(&nodes, shared.len(), rows);
-    let mut row = 1u16;
+    let mut row = top;
     for (node, _) in nodes.iter().zip(&show_nodes).filter(|(_, s)| **s) {
         put(buf, inner, row, node_line(node, name_w, gpu_w, w, t));
         row += 1;
@@ -123,12 +132,29 @@ fn cluster_line<'a>(view: &View, t: &Theme, w: usize) -> Line<'a> {
         vec![
             vec![Span::styled("frag mem ", t.dim), Span::styled(fmt::pct(f.memory), t.grade(f.memory, 0.25, 0.5))],
             vec![Span::styled(" gpu ", t.dim), Span::styled(fmt::pct(f.gpus), t.grade(f.gpus, 0.25, 0.5))],
+            vec![Span::styled(" F(M) ", t.dim), Span::styled(fmt::pct(f.workload), t.grade(f.workload, 0.1, 0.3))],
             vec![Span::styled("  free ", t.dim), Span::styled(mib(f.free_memory), t.figure)],
             vec![Span::styled("  largest ", t.dim), Span::styled(f.largest_free_block.to_string(), t.figure)],
             vec![Span::styled(format!("  {} free GPUs", f.free_gpus), t.dim)],
         ],
         w,
     )
+}
+
+/// The least inner height that spends a row on what fits nowhere.
+const UNPLACEABLE_MIN_HEIGHT: u16 = 8;
+
+/// `fits nowhere: 8×GPU 1×40.0G`: typical shapes no node can take now.
+fn unplaceable_line<'a>(view: &View, t: &Theme, w: usize) -> Option<Line<'a>> {
+    let shapes = &view.cluster.fragmentation.unplaceable;
+    if shapes.is_empty() {
+        return None;
+    }
+    // A warning while work waits; with an empty queue it is only a fact.
+    let style = if view.queue.depth > 0 { t.warn } else { t.dim };
+    let mut groups = vec![vec![Span::styled("fits nowhere:", style)]];
+    groups.extend(shapes.iter().map(|s| vec![Span::styled(format!(" {s}"), style)]));
+    Some(fmt::fit_groups(groups, w))
 }
 
 /// Allocated share of a GPU as a ramp glyph: `░` free, `▁`…`█`.
@@ -168,11 +194,13 @@ fn node_line<'a>(node: &NodeView, name_w: usize, gpu_w: usize, w: usize, t: &The
     }
     let used_text = used.map(|u| u.to_string()).unwrap_or_else(|| "—".into());
     let pad = |s: String, n: usize| if aligned { fmt::right(&s, n) } else { s };
+    let workload_frag = node.workload_frag.map(|f| f.to_string()).unwrap_or_else(|| "—".into());
     let groups = vec![
         head,
         vec![Span::styled(" frag ", t.dim), Span::styled(pad(fmt::pct(worst), 4), t.grade(worst, 0.25, 0.5))],
         vec![Span::styled(" lf ", t.dim), Span::styled(pad(largest.to_string(), 6), t.text)],
         vec![Span::styled(" used ", t.dim), Span::styled(pad(used_text, 6), t.text)],
+        vec![Span::styled(" F(M) ", t.dim), Span::styled(pad(workload_frag, 6), t.text)],
     ];
     fmt::fit_groups(groups, w)
 }
@@ -234,10 +262,10 @@ fn distribution(nodes: &[&NodeView]) -> [(&'static str, usize); 5] {
 /// The pane at many nodes: the distribution of largest free blocks (as bars
 /// when there are rows for them), the worst-fragmented GPUs, the nodes with
 /// the most free memory, and what did not fit.
-fn at_scale(nodes: &[&NodeView], name_w: usize, t: &Theme, inner: Rect, buf: &mut Buffer) {
+fn at_scale(nodes: &[&NodeView], name_w: usize, t: &Theme, inner: Rect, top: u16, buf: &mut Buffer) {
     let w = inner.width as usize;
     let h = inner.height as usize;
-    let mut row = 1u16;
+    let mut row = top;
     let dist = distribution(nodes);
     let total: usize = dist.iter().map(|(_, n)| n).sum();
     let count_w = total.to_string().len();
@@ -343,6 +371,20 @@ mod tests {
         let view = demo_view();
         let terminal = draw_pane(60, 10, false, |p, a, b| render(&view, p, a, b));
         insta::assert_snapshot!(terminal.backend());
+    }
+
+    #[test]
+    fn shapes_that_fit_nowhere_are_named_under_the_cluster_line() {
+        let mut view = demo_view();
+        view.cluster.fragmentation.unplaceable = vec!["8×GPU".into(), "1×40.0G".into()];
+        let terminal = draw_pane(80, 12, false, |p, a, b| render(&view, p, a, b));
+        let text = rows(&terminal);
+        assert!(text[1].contains("F(M)"), "{text:?}");
+        assert!(text[2].contains("fits nowhere: 8×GPU 1×40.0G"), "{text:?}");
+        assert!(text.iter().skip(3).any(|r| r.contains(" F(M) ")), "per-node F(M) column: {text:?}");
+        view.cluster.fragmentation.unplaceable.clear();
+        let terminal = draw_pane(80, 12, false, |p, a, b| render(&view, p, a, b));
+        assert!(!rows(&terminal).iter().any(|r| r.contains("fits nowhere")));
     }
 
     #[test]
