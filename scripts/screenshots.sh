@@ -24,6 +24,7 @@ shot console-120x40-colour-blind --theme colour-blind
 for pane in fleet memory queue market budget alarms; do
     shot "pane-$pane" --pane "$pane"
 done
+shot pane-memory-fragmentation --pane memory --config fixtures/config/fragmentation.toml
 shot dialog-preempt --dialog preempt
 shot dialog-migrate --dialog migrate
 shot dialog-approve --dialog approve

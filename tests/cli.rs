@@ -144,3 +144,34 @@ fn the_quick_bench_prints_figures_and_writes_its_page() {
     assert!(md.starts_with("# Benchmarks") && md.contains("## Machine"), "{md}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `gpuroom bench placement --quick` with an extra pod list that has only
+/// some of the trace's columns (no gpu_spec, qos, phase or times, as some of
+/// the 2023 trace's lists): every policy is printed next to the published
+/// figures and the targets, and a bad list is refused by name.
+#[test]
+fn the_placement_bench_runs_every_policy_on_any_pod_list() {
+    let dir = std::env::temp_dir().join(format!("gpuroom-cli-placement-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let short = dir.join("openb_pod_list_short.csv");
+    let mut text = String::from("name,cpu_milli,memory_mib,num_gpu,gpu_milli\n");
+    for i in 0..300 {
+        let (gpus, milli) = [(1, 1000), (1, 500), (1, 250), (2, 1000), (0, 0)][i % 5];
+        text.push_str(&format!("openb-pod-{i:04},4000,8192,{gpus},{milli}\n"));
+    }
+    std::fs::write(&short, text).unwrap();
+    let page = dir.join("placement.md");
+    let out = gpuroom(&["bench", "placement", "--quick", "--pods", short.to_str().unwrap(), "--out", page.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    for needle in ["random", "dot-product", "packing", "best fit", "first fit", "FGD", "gradient (gpuroom)", "95.39", "94.15", "Target: gradient", "openb_pod_list_short.csv", "Philly"] {
+        assert!(text.contains(needle), "placement output lacks {needle:?}:\n{text}");
+    }
+    assert_eq!(std::fs::read_to_string(&page).expect("the page was written"), text);
+    let bad = dir.join("bad.csv");
+    std::fs::write(&bad, "name,cpu_milli,memory_mib,num_gpu,gpu_milli\nopenb-pod-0000,4000,8192,1,1500\n").unwrap();
+    let out = gpuroom(&["bench", "placement", "--quick", "--pods", bad.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("bad.csv") && stderr(&out).contains("line 2"), "{}", stderr(&out));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -16,6 +16,9 @@
 
 mod console;
 mod machine;
+pub mod placement;
+pub mod placement_policies;
+pub mod placement_report;
 mod progress;
 mod report;
 mod throughput;
@@ -66,12 +69,18 @@ pub fn run_with(opts: &BenchOptions, probe: &Probe) -> anyhow::Result<Report> {
     let month_logged = throughput::run_month(&plan, &traces, true)?;
     let report = Report { machine, quick, apply, month, month_logged, console, total_secs: started.elapsed().as_secs_f64() };
     if let Some(path) = &opts.out {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        }
-        std::fs::write(path, report.markdown()).with_context(|| format!("writing {}", path.display()))?;
-        progress(format_args!("wrote {}", path.display()));
+        write_page(path, &report.markdown())?;
     }
     progress(format_args!("done in {:.1} s", report.total_secs));
     Ok(report)
+}
+
+/// Writes a report page, creating its folder.
+pub fn write_page(path: &std::path::Path, text: &str) -> anyhow::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+    progress(format_args!("wrote {}", path.display()));
+    Ok(())
 }

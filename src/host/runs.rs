@@ -175,6 +175,19 @@ pub fn run_doctor(policy: &Policy, dcgm: Vec<String>) -> Result<()> {
     Ok(())
 }
 
+/// `gpuroom bench placement`: placement policies on the Alibaba trace
+/// (docs/placement.md unless quick).
+pub fn run_placement_bench(seeds: u64, quick: bool, pods: Vec<std::path::PathBuf>, out: Option<std::path::PathBuf>) -> Result<()> {
+    let out = out.or_else(|| (!quick).then(|| std::path::PathBuf::from("docs/placement.md")));
+    let report = crate::bench::placement_report::run(&crate::bench::placement_report::PlacementOptions { seeds, quick, pods })?;
+    let text = report.markdown();
+    if let Some(path) = &out {
+        crate::bench::write_page(path, &text)?;
+    }
+    print!("{text}");
+    Ok(())
+}
+
 /// `gpuroom bench`: the figures at scale (docs/benchmarks.md unless quick).
 pub fn run_bench(quick: bool, out: Option<std::path::PathBuf>, probe_memory: bool) -> Result<()> {
     if probe_memory {
