@@ -31,7 +31,7 @@
 //! periods = 3               # …for this many hours raises an alarm
 //! [capacity]
 //! mode = "advisory"         # | "control" | "off"; unset: control simulated, advisory live
-//! idle_release = 120        # seconds a bought node may idle before it is given back
+//! idle_release = 60         # seconds a bought node may idle before it is given back
 //! min_stable_share = 0.2    # share of GPUs kept non-interruptible (the SLA floor)
 //! ```
 
