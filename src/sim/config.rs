@@ -269,36 +269,23 @@ impl SimConfig {
             .enumerate()
             .filter_map(|(i, n)| {
                 let t = self.instance_type(&n.instance_type)?;
-                let on_demand = MicrosPerHour(Micros::parse_decimal(&t.on_demand).ok()?.0);
-                let reserved = MicrosPerHour(Micros::parse_decimal(&t.reserved).ok()?.0);
-                let max_price = match (&n.billing, &n.max_price) {
+                let mut spec = self.spec_of(&n.instance_type, &n.zone, n.billing)?;
+                spec.max_price = match (&n.billing, &n.max_price) {
                     (BillingMode::Spot, Some(text)) => Some(MicrosPerHour(Micros::parse_decimal(text).ok()?.0)),
-                    (BillingMode::Spot, None) => Some(on_demand),
+                    (BillingMode::Spot, None) => Some(spec.on_demand_price),
                     _ => None,
                 };
-                Some(NodeSpec {
-                    id: NodeId(i as u32 + 1),
-                    name: n.name.clone(),
-                    instance_type: t.name.clone(),
-                    zone: n.zone.clone(),
-                    billing: n.billing,
-                    gpu_model: t.gpu_model.clone(),
-                    gpu_count: t.gpus,
-                    gpu_memory: Mib(t.gpu_memory_mib),
-                    mig_capable: t.mig_capable,
-                    cpus: t.cpus,
-                    host_memory: Mib(t.host_memory_mib),
-                    on_demand_price: on_demand,
-                    contract_price: if n.billing == BillingMode::Reserved { reserved } else { on_demand },
-                    max_price,
-                    mig_slices: t.mig_slices_mib.iter().map(|m| Mib(*m)).collect(),
-                    mig_gpus: if t.mig_capable { n.mig_gpus } else { 0 },
-                })
+                spec.id = NodeId(i as u32 + 1);
+                spec.name = n.name.clone();
+                spec.mig_slices = t.mig_slices_mib.iter().map(|m| Mib(*m)).collect();
+                spec.mig_gpus = if t.mig_capable { n.mig_gpus } else { 0 };
+                Some(spec)
             })
             .collect()
     }
 
-    /// A node spec of an instance type (id 0, no name: the world gives them).
+    /// A node spec of an instance type (id 0, no name, MIG off: the world
+    /// gives them, and configured nodes add their own).
     fn spec_of(&self, instance_type: &str, zone: &str, billing: BillingMode) -> Option<NodeSpec> {
         let t = self.instance_type(instance_type)?;
         let on_demand = MicrosPerHour(Micros::parse_decimal(&t.on_demand).ok()?.0);
