@@ -31,8 +31,6 @@ use tokio::sync::mpsc;
 use loopback::{Loopback, Reply};
 use moto::{credentials, moto};
 
-
-
 fn pool(zone: &str, billing: &str) -> PoolDecl {
     toml::from_str(&format!("instance_type = \"p3.8xlarge\"\nzone = \"{zone}\"\nbilling = \"{billing}\"\nmax_nodes = 2")).expect("a pool")
 }

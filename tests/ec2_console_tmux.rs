@@ -22,7 +22,6 @@ use tmux::{Tmux, tmux_available};
 
 const WAIT: Duration = Duration::from_secs(30);
 
-
 fn alive(state: &str) -> bool {
     matches!(state, "pending" | "running")
 }

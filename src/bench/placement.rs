@@ -46,14 +46,7 @@ pub struct Curve {
 pub fn arrival_run(nodes: &[NodeFree], shapes: &[Shape], workload: &Workload, policy: BenchPolicy, seed: u64) -> Curve {
     let mut nodes = nodes.to_vec();
     let capacity: u64 = nodes.iter().map(NodeFree::capacity_units).sum();
-    let mut placer = Placer {
-        policy,
-        workload,
-        memo: FragMemo::default(),
-        rng: ChaCha8Rng::seed_from_u64(seed ^ 0x9e37_79b9_7f4a_7c15),
-        max_cpu: nodes.iter().map(|n| n.cpu).max().unwrap_or(1).max(1),
-        max_gpus: nodes.iter().map(|n| n.gpus.len() as u64).max().unwrap_or(1).max(1),
-    };
+    let mut placer = Placer::new(policy, workload, &nodes, seed ^ 0x9e37_79b9_7f4a_7c15);
     let mut draws = ChaCha8Rng::seed_from_u64(seed);
     let mut curve = Curve { allocation: [0.0; STEPS], fragmentation_at_80: 0.0, failed: 0 };
     let (mut arrived, mut allocated, mut step) = (0u64, 0u64, 0usize);
@@ -125,14 +118,7 @@ pub fn departure_replay(nodes: &[NodeFree], jobs: &[TimedJob], workload: &Worklo
     use std::collections::{BinaryHeap, VecDeque};
     let mut nodes = nodes.to_vec();
     let capacity: u64 = nodes.iter().map(NodeFree::capacity_units).sum::<u64>().max(1);
-    let mut placer = Placer {
-        policy,
-        workload,
-        memo: FragMemo::default(),
-        rng: ChaCha8Rng::seed_from_u64(7),
-        max_cpu: nodes.iter().map(|n| n.cpu).max().unwrap_or(1).max(1),
-        max_gpus: nodes.iter().map(|n| n.gpus.len() as u64).max().unwrap_or(1).max(1),
-    };
+    let mut placer = Placer::new(policy, workload, &nodes, 7);
     // Ends: (time, job, node) with the GPUs to give back.
     let mut ends: BinaryHeap<Reverse<(i64, usize, usize)>> = BinaryHeap::new();
     let mut held: Vec<Vec<usize>> = vec![Vec::new(); jobs.len()];

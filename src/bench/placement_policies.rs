@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use rand::RngExt;
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::sched::frag_gradient::{self, GpuFree, NodeFree, Shape, Workload};
@@ -105,7 +105,19 @@ pub struct Placer<'a> {
     pub max_gpus: u64,
 }
 
-impl Placer<'_> {
+impl<'a> Placer<'a> {
+    /// A placer for `nodes` (sized by their largest), its ties drawn from `tie_seed`.
+    pub fn new(policy: BenchPolicy, workload: &'a Workload, nodes: &[NodeFree], tie_seed: u64) -> Placer<'a> {
+        Placer {
+            policy,
+            workload,
+            memo: FragMemo::default(),
+            rng: ChaCha8Rng::seed_from_u64(tie_seed),
+            max_cpu: nodes.iter().map(|n| n.cpu).max().unwrap_or(1).max(1),
+            max_gpus: nodes.iter().map(|n| n.gpus.len() as u64).max().unwrap_or(1).max(1),
+        }
+    }
+
     /// Where `shape` goes among `nodes`: the node and its GPUs.
     pub fn place(&mut self, nodes: &[NodeFree], shape: &Shape) -> Option<(usize, Vec<usize>)> {
         if self.policy == BenchPolicy::Gradient {

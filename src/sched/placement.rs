@@ -89,7 +89,6 @@ fn least_fragmenting(node: &Node, spec: &JobSpec, opts: &Options, workload: &Wor
     let ((tier, _, leftover), best_gpus) = fit;
     let free = frag_gradient::node_free(node, opts.time_sharing);
     let shape = frag_gradient::shape_of_spec(spec);
-    let before = free.fragmentation(workload);
     let (growth, gpus) = if spec.gpus == 1 && !spec.exclusive {
         let Some((growth, chosen)) = free.least_growth(&shape, workload) else { return ((tier, i64::MAX, leftover), best_gpus) };
         let index = chosen[0];
@@ -98,7 +97,7 @@ fn least_fragmenting(node: &Node, spec: &JobSpec, opts: &Options, workload: &Wor
         (growth, vec![(gpu.index, offset)])
     } else {
         let indices: Vec<usize> = best_gpus.iter().filter_map(|(i, _)| node.gpus.iter().position(|g| g.index == *i)).collect();
-        (free.after(&shape, &indices).fragmentation(workload) - before, best_gpus)
+        (free.after(&shape, &indices).fragmentation(workload) - free.fragmentation(workload), best_gpus)
     };
     let left = free.free_units().saturating_sub(shape.units());
     ((tier, (frag_gradient::rank_key(growth, left, &shape) * 100.0).round() as i64, left), gpus)
