@@ -75,6 +75,10 @@ pub struct PolicyArgs {
     /// Queue discipline, overriding the configuration: fifo, priority, drf or mlfq.
     #[arg(long, value_name = "NAME", value_parser = parse_discipline)]
     pub discipline: Option<DisciplineKind>,
+    /// Share a new event log with this group of operators (name or id): they may read
+    /// it and queue commands. Default: the log is yours alone (see README, Security).
+    #[arg(long, value_name = "GROUP")]
+    pub log_group: Option<String>,
 }
 
 fn parse_discipline(name: &str) -> Result<DisciplineKind, String> {
@@ -259,7 +263,7 @@ pub fn parse_pace(text: &str) -> Result<Pace, String> {
 
 impl PolicyArgs {
     pub fn policy(&self) -> Policy {
-        Policy { config: self.config.clone(), discipline: self.discipline }
+        Policy { config: self.config.clone(), discipline: self.discipline, log_group: self.log_group.clone() }
     }
 }
 

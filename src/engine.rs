@@ -219,19 +219,36 @@ impl<W: World> Engine<W> {
     /// there, with one `Tick` if nothing else happened at `until`. Returns the
     /// number of events applied. The batch is one transaction.
     pub fn run_until(&mut self, until: At) -> Result<u64, StoreError> {
+        Ok(self.run_toward(until, u64::MAX)?.0)
+    }
+
+    /// Like `run_until`, but stops after `max_events` events: a batch stays
+    /// bounded however far `until` is (a fast clock, a long step). Returns
+    /// the events applied and whether `until` was reached; when it was not,
+    /// the room's clock stays at the last event and no `Tick` is added.
+    pub fn run_toward(&mut self, until: At, max_events: u64) -> Result<(u64, bool), StoreError> {
         let own_batch = self.begin_batch()?;
         let mut applied = 0;
-        while let Some((at, event)) = self.world.next_event(until) {
-            let _ = self.feed(at, &event)?;
-            applied += 1;
+        let mut reached = true;
+        while applied < max_events {
+            match self.world.next_event(until) {
+                Some((at, event)) => {
+                    let _ = self.feed(at, &event)?;
+                    applied += 1;
+                }
+                None => break,
+            }
         }
-        if self.room.now().is_none_or(|now| now < until) {
+        if applied >= max_events {
+            reached = false;
+        }
+        if reached && self.room.now().is_none_or(|now| now < until) {
             let _ = self.feed(until, &Event::Tick)?;
             applied += 1;
         }
         if own_batch {
             self.end_batch()?;
         }
-        Ok(applied)
+        Ok((applied, reached))
     }
 }

@@ -116,6 +116,14 @@ fn the_wall_display_does_nothing_with_action_keys() {
     }
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("wall.db");
+    // The wall only reads: an engine writes the log first.
+    let engine = std::process::Command::new(env!("CARGO_BIN_EXE_gpuroom"))
+        .args(["engine", "--seed", "2", "--speed", "max", "--until-hours", "6", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(engine.status.success(), "{}", String::from_utf8_lossy(&engine.stderr));
+    let events_before = Store::open_read_only(&db).unwrap().event_count().unwrap();
     let tmux = console("wall", &db, "--wall");
     let first = tmux.wait_for("the wall", Duration::from_secs(30), |s| s.contains("read-only"));
     assert!(!first.contains("Confirm"));
@@ -139,6 +147,7 @@ fn the_wall_display_does_nothing_with_action_keys() {
         })
         .unwrap();
     assert_eq!(operator_events, 0);
+    assert_eq!(store.event_count().unwrap(), events_before, "the wall wrote nothing");
 }
 
 /// `gpuroom --live` in a real terminal: a declared node (no GPU here), the

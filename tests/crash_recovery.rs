@@ -75,11 +75,13 @@ fn events(store: &Store) -> Vec<(i64, Event)> {
     out
 }
 
-fn submitted_actions(store: &Store) -> BTreeMap<i64, String> {
-    // The command rows as written, to compare with the events they became.
-    let conn = rusqlite::Connection::open_with_flags(store.path(), rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
-    let mut stmt = conn.prepare("SELECT id, action FROM commands").unwrap();
-    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect()
+fn submitted_actions(store: &Store) -> BTreeMap<String, String> {
+    // The command rows as queued, to compare with the events they became.
+    store.commands().unwrap().into_iter().map(|row| (row.ticket, row.action)).collect()
+}
+
+fn command_states(store: &Store) -> BTreeMap<String, CommandState> {
+    store.commands().unwrap().into_iter().map(|row| (row.ticket, row.state)).collect()
 }
 
 #[test]
@@ -110,10 +112,10 @@ fn an_engine_killed_mid_run_resumes_with_nothing_lost_or_applied_twice() {
     }
     let viewer = Actor { user: "wall".into(), origin: "ops-room".into(), role: Role::Viewer };
     let refused_viewer = attached.submit(&viewer, &Action::Cancel { job: running[0] }, now).unwrap();
-    let garbage = attached.submit_raw("{\"user\": 1}", "{\"Explode\": {}}", now).unwrap();
+    let garbage = attached.submit_bytes(b"{\"claimed\": {\"user\": 1}, \"action\": {\"Explode\": {}}}", now).unwrap();
     // Wait until some, not necessarily all, are done: the kill lands mid-stream.
     let waited = Instant::now();
-    while attached.state(ids[0]).unwrap() == Some(CommandState::Pending) && waited.elapsed() < Duration::from_secs(30) {
+    while attached.state(&ids[0]).unwrap() == Some(CommandState::Pending) && waited.elapsed() < Duration::from_secs(30) {
         sleep(Duration::from_millis(5));
     }
     for (i, job) in running.iter().skip(6).take(4).enumerate() {
@@ -124,7 +126,7 @@ fn an_engine_killed_mid_run_resumes_with_nothing_lost_or_applied_twice() {
 
     let before = Store::open_read_only(&db).unwrap();
     let events_before = before.event_count().unwrap();
-    let done_before: BTreeMap<i64, CommandState> = before.commands().unwrap().into_iter().filter(|(_, s)| *s != CommandState::Pending).collect();
+    let done_before: BTreeMap<String, CommandState> = command_states(&before).into_iter().filter(|(_, s)| *s != CommandState::Pending).collect();
     let lease = before.lease().unwrap().expect("a killed engine leaves its lease behind");
     drop(before);
     assert!(events_before > 2_000, "killed after {events_before} events");
@@ -143,7 +145,7 @@ fn an_engine_killed_mid_run_resumes_with_nothing_lost_or_applied_twice() {
     }
 
     // Every command exactly once; those done before the kill were not redone.
-    let commands: BTreeMap<i64, CommandState> = store.commands().unwrap().into_iter().collect();
+    let commands = command_states(&store);
     let rows = submitted_actions(&store);
     let mut seqs = BTreeSet::new();
     for (id, state) in &commands {
@@ -163,7 +165,8 @@ fn an_engine_killed_mid_run_resumes_with_nothing_lost_or_applied_twice() {
     }
     let operator_events = log.iter().filter(|(_, e)| matches!(e, Event::Operator { .. })).count();
     assert_eq!(operator_events, seqs.len(), "an operator event with no command, or a command applied twice");
-    assert_eq!(store.audit_records().unwrap().len(), operator_events, "one audit row per operator action");
+    let unreadable = commands.values().filter(|s| matches!(s, CommandState::Refused { event_seq: None, .. })).count();
+    assert_eq!(store.audit_records().unwrap().len(), operator_events + unreadable, "one audit row per operator action and per unreadable command");
     let CommandState::Refused { reason, .. } = &commands[&refused_viewer] else { panic!("a viewer's command was not refused") };
     assert!(reason.contains("viewer") || reason.contains("read-only") || reason.contains("operator"), "{reason}");
     let CommandState::Refused { reason, event_seq: None } = &commands[&garbage] else { panic!("an unreadable command was not refused") };

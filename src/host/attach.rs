@@ -15,7 +15,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::now_ms;
 use crate::domain::event::{Action, Actor};
-use crate::room::view::View;
+use crate::room::view::{Publication, View};
 use crate::store::{Attached, CommandState, Lease, Published, Store, StoreError};
 use crate::tui::run::OperatorLink;
 
@@ -80,7 +80,8 @@ pub fn attach(path: &Path, actor: Option<Actor>) -> anyhow::Result<AttachedConso
         }
         std::thread::sleep(POLL);
     };
-    let (views_tx, views) = watch::channel(Arc::new(first.view));
+    let engine = engine_label(lease.as_ref());
+    let (views_tx, views) = watch::channel(Arc::new(stamped(first.view, first.published_ms, &engine)));
     let stop = Arc::new(AtomicBool::new(false));
     let (operator, orders) = match actor {
         Some(actor) => {
@@ -90,9 +91,21 @@ pub fn attach(path: &Path, actor: Option<Actor>) -> anyhow::Result<AttachedConso
         }
         None => (None, None),
     };
-    let link = Link { conn, path: path.to_path_buf(), views: views_tx, last_ms: first.published_ms, orders, stop: stop.clone() };
+    let link = Link { conn, path: path.to_path_buf(), views: views_tx, last_ms: first.published_ms, engine, orders, stop: stop.clone() };
     std::thread::Builder::new().name("gpuroom-attach".into()).spawn(move || link.run())?;
     Ok(AttachedConsole { views, operator, lease, stop })
+}
+
+/// "pid N" of the lease's holder, or "no engine" when none holds it.
+fn engine_label(lease: Option<&Lease>) -> String {
+    lease.map_or_else(|| "no engine".to_string(), |l| format!("pid {}", l.holder.pid))
+}
+
+/// The view with where it came from: its age counts from its publication,
+/// not from when this console read it.
+fn stamped(mut view: View, published_ms: i64, engine: &str) -> View {
+    view.publication = Some(Publication { at_ms: published_ms, engine: engine.to_string() });
+    view
 }
 
 /// An operator's actions in flight.
@@ -100,8 +113,8 @@ struct Orders {
     actor: Actor,
     actions: mpsc::Receiver<Action>,
     outcomes: mpsc::Sender<Result<String, String>>,
-    /// Submitted commands not yet answered.
-    waiting: Vec<i64>,
+    /// Submitted commands (tickets) not yet answered.
+    waiting: Vec<String>,
 }
 
 struct Link {
@@ -109,6 +122,8 @@ struct Link {
     path: PathBuf,
     views: watch::Sender<Arc<View>>,
     last_ms: i64,
+    /// The engine the header names; a new one after a takeover.
+    engine: String,
     orders: Option<Orders>,
     stop: Arc<AtomicBool>,
 }
@@ -116,10 +131,21 @@ struct Link {
 impl Link {
     fn run(mut self) {
         while !self.stop.load(Ordering::Relaxed) && !self.views.is_closed() {
+            // Another engine may have taken the log over since the last look.
+            let engine = self.conn.lease().map(|l| engine_label(l.as_ref())).unwrap_or_else(|_| self.engine.clone());
+            let changed_engine = engine != self.engine;
+            self.engine = engine;
             match self.conn.latest_view(self.last_ms) {
                 Ok(Some(published)) => {
                     self.last_ms = published.published_ms;
-                    let _ = self.views.send(Arc::new(published.view));
+                    let _ = self.views.send(Arc::new(stamped(published.view, published.published_ms, &self.engine)));
+                }
+                Ok(None) if changed_engine => {
+                    let mut view = (**self.views.borrow()).clone();
+                    if let Some(p) = view.publication.as_mut() {
+                        p.engine = self.engine.clone();
+                    }
+                    let _ = self.views.send(Arc::new(view));
                 }
                 Ok(None) => {}
                 // A view that does not decode is skipped; the console shows the data aging.
@@ -138,14 +164,14 @@ impl Orders {
     fn exchange(&mut self, attached: &Attached, path: &Path) {
         while let Ok(action) = self.actions.try_recv() {
             match attached.submit(&self.actor, &action, now_ms()) {
-                Ok(id) => self.waiting.push(id),
+                Ok(ticket) => self.waiting.push(ticket),
                 Err(e) => {
                     let _ = self.outcomes.try_send(Err(format!("not queued for the engine: {e}")));
                 }
             }
         }
         let outcomes = &self.outcomes;
-        self.waiting.retain(|&id| match attached.state(id) {
+        self.waiting.retain(|id| match attached.state(id) {
             Ok(Some(CommandState::Applied { detail, .. })) => {
                 let _ = outcomes.try_send(Ok(detail));
                 false

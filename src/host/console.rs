@@ -25,7 +25,7 @@ use crate::live::Live;
 use crate::report;
 use crate::room::{Room, View};
 use crate::sim::{Traces, WorldStats};
-use crate::store::{Lease, Store};
+use crate::store::Store;
 use crate::tui::run::{OperatorLink, Screen};
 use crate::tui::theme_file::ThemeError;
 use crate::tui::DrawContext;
@@ -113,15 +113,20 @@ pub fn run_sim_console(opts: &ConsoleOptions) -> Result<()> {
         bail!("--speed must be within (0, 100000], got {}", opts.speed);
     }
     let log_path = if opts.no_log { None } else { opts.db.clone().or_else(|| settings::default_log_path(&format!("sim-seed{}", opts.world.seed))) };
-    // A wall on an existing log only ever reads it, whatever its engine's state.
-    if let Some(path) = log_path.as_deref().filter(|p| opts.wall && p.exists()) {
-        return run_attached(opts, path, None);
+    // A wall only ever reads a log, whatever its engine's state; it never starts one.
+    if opts.wall {
+        return match log_path.as_deref() {
+            Some(path) if path.exists() => run_attached(opts, path),
+            Some(path) => bail!("{}: no such log; the wall display only reads a log an engine writes (start one with gpuroom engine --db {})", path.display(), path.display()),
+            None => bail!("--wall needs a log to read (--db FILE)"),
+        };
     }
+    let warmup = settings::hours(opts.warmup_hours)?;
     let traces = Traces::embedded().context("parsing the embedded traces")?;
     let (mut engine, duty, resumed) = match log_path.as_deref() {
         None => (super::runs::build(&opts.world, &opts.policy, None, &traces)?, Duty::new(super::this_process()), None),
         Some(path) => match super::runs::open_sim_log(&opts.world, &opts.policy, path, &traces)? {
-            Opened::Attach { lease } => return run_attached(opts, path, Some(lease)),
+            Opened::Attach { .. } => return run_attached(opts, path),
             Opened::Owner { engine, duty, resumed } => (*engine, duty, resumed),
         },
     };
@@ -129,7 +134,7 @@ pub fn run_sim_console(opts: &ConsoleOptions) -> Result<()> {
         (Some(resumed), Some(path)) => eprintln!("gpuroom: {}", resumed.describe(path)),
         _ => {
             let start = engine.world.config().start;
-            engine.run_until(start + settings::hours(opts.warmup_hours)?)?;
+            engine.run_until(start + warmup)?;
         }
     }
     // Short: the header gives the source a narrow slot. The log's path is printed on exit.
@@ -161,14 +166,14 @@ async fn finishing<R: driver::Runner>(run: impl std::future::Future<Output = Res
     Ok((runner, duty))
 }
 
-/// A console on the log of an engine that runs elsewhere (`lease`), or a
-/// wall display reading it (`lease: None` when it was not looked at).
-pub fn run_attached(opts: &ConsoleOptions, path: &Path, lease: Option<Lease>) -> Result<()> {
+/// A console on the log of an engine that runs elsewhere, or a wall
+/// display reading it.
+pub fn run_attached(opts: &ConsoleOptions, path: &Path) -> Result<()> {
     let (mut ctx, actor, screen, theme_error) = setup(opts, String::new());
     let operator = (!opts.wall).then_some(actor);
     let mut attached = attach::attach(path, operator)?;
-    let holder = lease.or_else(|| attached.lease.clone()).map_or_else(|| "no engine".to_string(), |l| format!("pid {}", l.holder.pid));
-    ctx.source = if opts.wall { format!("WALL {holder}") } else { format!("ATTACHED {holder}") };
+    // The engine's pid follows each view (a takeover shows the new one).
+    ctx.source = if opts.wall { "WALL".to_string() } else { "ATTACHED".to_string() };
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
     let views = attached.views.clone();
     let link = attached.operator.take();
@@ -216,10 +221,9 @@ pub fn run_live_console(opts: &ConsoleOptions, live_opts: &LiveOptions) -> Resul
     // with `gpuroom --db FILE` and act through the commands table.
     let (store, duty) = match log_path.as_deref() {
         Some(path) => {
-            let mut store = super::runs::create_store(path, &room_config, format!("live host={host}"), None)?;
             let me = super::this_process();
-            store.acquire_lease(&me, super::now_ms(), &super::is_alive)?;
-            (Some(store), Some(Duty::new(me)))
+            let store = super::runs::create_store(path, &room_config, format!("live host={host}"), None, &opts.policy.access()?, Some(&me))?;
+            (Some(store), Some(Duty::owning(me, path)))
         }
         None => (None, None),
     };

@@ -54,6 +54,11 @@ pub trait Runner {
     }
 }
 
+/// The most wall-clock time one batch of the simulated world may take.
+const BATCH_WALL: Duration = Duration::from_millis(200);
+/// Events between two looks at the clock within a batch.
+const BATCH_SLICE: u64 = 2_000;
+
 /// How fast a simulated engine runs.
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub enum Pace {
@@ -97,10 +102,21 @@ impl Runner for SimRunner {
         &mut self.engine
     }
 
+    /// Runs toward the target for at most `BATCH_WALL` (and in slices of
+    /// `BATCH_SLICE` events), so a batch stays bounded in time and in size
+    /// whatever the speed: the lease's heartbeat, the consoles' commands and
+    /// a stop request are all served between batches. A clock that is ahead
+    /// of what the engine can simulate is caught up over many batches.
     fn catch_up(&mut self, _force: bool) -> Result<Caught, StoreError> {
         let target = self.target();
-        self.engine.run_until(target)?;
-        Ok(Caught { changed: true, over: self.end.is_some_and(|end| target >= end) })
+        let deadline = Instant::now() + BATCH_WALL;
+        let reached = loop {
+            let (_, reached) = self.engine.run_toward(target, BATCH_SLICE)?;
+            if reached || Instant::now() >= deadline {
+                break reached;
+            }
+        };
+        Ok(Caught { changed: true, over: reached && self.end.is_some_and(|end| target >= end) })
     }
 
     fn period(&self) -> Duration {

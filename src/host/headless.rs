@@ -52,8 +52,14 @@ impl Runner for Reporting {
 /// How fast the headless engine goes: a factor, or "max" with this many
 /// simulated minutes per batch.
 pub fn pace(factor: Option<f64>, step_minutes: f64) -> Result<Pace> {
-    if !(step_minutes.is_finite() && step_minutes > 0.0 && step_minutes <= 24.0 * 60.0) {
-        bail!("--step-minutes must be within (0, 1440], got {step_minutes}");
+    // Below a simulated second the step rounds to nothing and the clock would never move.
+    if !(step_minutes.is_finite() && (1.0 / 60.0..=24.0 * 60.0).contains(&step_minutes)) {
+        bail!("--step-minutes must be within [0.0167 (one second), 1440], got {step_minutes}");
+    }
+    if let Some(f) = factor
+        && !(f.is_finite() && f > 0.0)
+    {
+        bail!("--speed must be a positive factor, got {f}");
     }
     Ok(match factor {
         Some(f) => Pace::Factor(f),
@@ -62,6 +68,8 @@ pub fn pace(factor: Option<f64>, step_minutes: f64) -> Result<Pace> {
 }
 
 pub fn run_engine(world: &WorldChoice, policy: &Policy, db: &Path, pace: Pace, until_hours: Option<f64>) -> Result<()> {
+    // Every argument is checked before the log (and its lease) exists.
+    let until = until_hours.map(settings::hours).transpose()?;
     let traces = Traces::embedded().context("parsing the embedded traces")?;
     let (engine, duty, resumed) = match super::runs::open_sim_log(world, policy, db, &traces)? {
         Opened::Attach { lease } => bail!("{}: already owned by the engine {} (attach a console with gpuroom --db {})", db.display(), lease.holder, db.display()),
@@ -73,7 +81,7 @@ pub fn run_engine(world: &WorldChoice, policy: &Policy, db: &Path, pace: Pace, u
     }
     eprintln!("engine: owns {} as {}", db.display(), duty.holder);
     let start = engine.world.config().start;
-    let end = until_hours.map(settings::hours).transpose()?.map(|h| start + h);
+    let end = until.map(|h| start + h);
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
     let (runner, duty) = runtime.block_on(async move {
         let (stop, stopped) = oneshot::channel::<()>();

@@ -25,7 +25,7 @@ use crate::room::view::View;
 use crate::engine::{Engine, Recovery, World};
 use crate::sim::config::SimConfig;
 use crate::sim::{Simulation, Traces};
-use crate::store::{Acquired, Lease, LeaseHolder, RunMeta, SimWorld, Store, StoreError};
+use crate::store::{Access, Acquired, Lease, LeaseHolder, Liveness, RunMeta, SimWorld, Store, StoreError};
 
 pub mod attach;
 pub mod console;
@@ -49,15 +49,79 @@ pub fn this_process() -> LeaseHolder {
 }
 
 /// Whether a lease's holder still runs. Only a process on this host can be
-/// checked; another host's holder is presumed alive until its heartbeat
-/// times out.
-pub fn is_alive(holder: &LeaseHolder) -> bool {
+/// checked; another host's holder is judged by its heartbeat.
+pub fn is_alive(holder: &LeaseHolder) -> Liveness {
     if holder.host != crate::sources::nvml::host_name() {
-        return true;
+        return Liveness::Unknown;
     }
-    let Ok(pid) = i32::try_from(holder.pid) else { return false };
+    let Ok(pid) = i32::try_from(holder.pid) else { return Liveness::Dead };
     // Signal 0 checks without sending; EPERM means it exists as another user.
-    !matches!(nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None), Err(nix::errno::Errno::ESRCH))
+    if matches!(nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None), Err(nix::errno::Errno::ESRCH)) {
+        return Liveness::Dead;
+    }
+    // The holder noted when it took the lease; a process under its pid that
+    // started after that is another one that reuses the pid.
+    match process_started_ms(holder.pid) {
+        Some(started) if started > holder.started_ms + 2_000 => Liveness::Dead,
+        _ => Liveness::Alive,
+    }
+}
+
+/// When process `pid` started (ms since the epoch), from /proc on Linux.
+fn process_started_ms(pid: u32) -> Option<i64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses: count after the last ')'.
+    let after = &stat[stat.rfind(')')? + 1..];
+    let ticks: i64 = after.split_whitespace().nth(19)?.parse().ok()?;
+    let per_sec = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK).ok().flatten()? as i64;
+    let boot_s: i64 = std::fs::read_to_string("/proc/stat").ok()?.lines().find_map(|l| l.strip_prefix("btime ")?.trim().parse().ok())?;
+    Some(boot_s * 1000 + ticks * 1000 / per_sec.max(1))
+}
+
+/// Keeps the lease's heartbeat fresh from its own connection while the
+/// engine is busy between batches (a long resume replays the whole log
+/// before its first batch). Stops when dropped.
+pub struct Heartbeat {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Heartbeat {
+    pub fn start(path: &Path, holder: &LeaseHolder) -> Heartbeat {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (flag, path, holder) = (stop.clone(), path.to_path_buf(), holder.clone());
+        let beat = move || {
+            let Ok(conn) = rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE) else { return };
+            let _ = conn.busy_timeout(std::time::Duration::from_secs(2));
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                // A holder that lost its lease learns it in its next batch; this only refreshes.
+                let _ = conn.execute(
+                    "UPDATE lease SET heartbeat_ms = ?1 WHERE id = 1 AND pid = ?2 AND host = ?3 AND started_ms = ?4",
+                    rusqlite::params![now_ms(), holder.pid, holder.host, holder.started_ms],
+                );
+                for _ in 0..20 {
+                    if flag.load(std::sync::atomic::Ordering::Relaxed) {
+                        return;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                }
+            }
+        };
+        let thread = std::thread::Builder::new().name("gpuroom-heartbeat".into()).spawn(beat).ok();
+        Heartbeat { stop, thread }
+    }
+}
+
+impl Drop for Heartbeat {
+    /// Waits for the thread to close its connection: the engine's own
+    /// connection must be the log's last, so that closing it folds the WAL
+    /// back into the file and leaves no `-wal`/`-shm` behind.
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 /// The owner's share of each batch: the lease's heartbeat, the commands, and
@@ -65,18 +129,28 @@ pub fn is_alive(holder: &LeaseHolder) -> bool {
 pub struct Duty {
     pub holder: LeaseHolder,
     last_publish_ms: i64,
+    /// Between batches; `None` for an engine with no log.
+    heartbeat: Option<Heartbeat>,
 }
 
 impl Duty {
     pub fn new(holder: LeaseHolder) -> Duty {
-        Duty { holder, last_publish_ms: i64::MIN }
+        Duty { holder, last_publish_ms: i64::MIN, heartbeat: None }
     }
 
-    /// Heartbeat, then the pending commands (inside the open batch). Returns
-    /// how many commands were applied.
+    /// The duty of the engine holding the log at `path`, with its heartbeat thread.
+    pub fn owning(holder: LeaseHolder, path: &Path) -> Duty {
+        let heartbeat = Heartbeat::start(path, &holder);
+        Duty { heartbeat: Some(heartbeat), ..Duty::new(holder) }
+    }
+
+    /// Heartbeat, the inbox's new commands queued, then the pending ones
+    /// applied (inside the open batch). Returns how many were applied.
     pub fn intake<W: World>(&mut self, engine: &mut Engine<W>, now_ms: i64) -> Result<usize, StoreError> {
+        let at = engine.room.now().unwrap_or_else(|| engine.world.start());
         let Some(store) = engine.store.as_mut() else { return Ok(0) };
         store.heartbeat(&self.holder, now_ms)?;
+        store.take_inbox(at, now_ms)?;
         Ok(engine.apply_commands(now_ms)?.len())
     }
 
@@ -99,6 +173,8 @@ impl Duty {
             store.snapshot(store.last_seq(), &engine.room)?;
             store.release_lease(&self.holder)?;
         }
+        // Its connection closes now, so the engine's is the log's last.
+        self.heartbeat = None;
         Ok(())
     }
 }
@@ -145,32 +221,63 @@ pub struct NewSim<'a> {
     pub room: Room,
 }
 
-/// A new event log at `path`, its folder made if needed.
-pub fn create_log(path: &Path, meta: &RunMeta) -> anyhow::Result<Store> {
-    use anyhow::Context as _;
+/// A new event log at `path`, its folder made if needed, shared as
+/// `access` says and owned by `owner` from its first moment.
+pub fn create_log(path: &Path, meta: &RunMeta, access: &Access, owner: Option<&LeaseHolder>) -> Result<Store, CreateError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|e| CreateError::Other(anyhow::anyhow!("creating {}: {e}", dir.display())))?;
     }
-    Ok(Store::create(path, meta)?)
+    let created = match owner {
+        Some(me) => Store::create_leased(path, meta, access, me, now_ms()),
+        None => Store::create_with_access(path, meta, access),
+    };
+    match created {
+        Ok(store) => Ok(store),
+        Err(StoreError::Raced { .. }) => Err(CreateError::Raced),
+        Err(e) => Err(CreateError::Other(e.into())),
+    }
+}
+
+/// Why a new log was not made.
+#[derive(Debug)]
+pub enum CreateError {
+    /// Another process made it first: open theirs instead.
+    Raced,
+    Other(anyhow::Error),
+}
+
+impl From<CreateError> for anyhow::Error {
+    fn from(e: CreateError) -> Self {
+        match e {
+            CreateError::Raced => anyhow::anyhow!("another engine created this log at the same moment"),
+            CreateError::Other(e) => e,
+        }
+    }
 }
 
 /// Opens `path` for a simulated engine: creates it with `new` if it does not
 /// exist, attaches if its engine lives, resumes the run if its engine died.
-pub fn open_sim(path: &Path, new: NewSim<'_>, created_with: &str) -> anyhow::Result<Opened> {
+pub fn open_sim(path: &Path, new: NewSim<'_>, created_with: &str, access: &Access) -> anyhow::Result<Opened> {
     use anyhow::Context as _;
     let me = this_process();
     if !path.exists() {
-        let world = SimWorld { seed: new.seed, config_name: new.config_name.clone(), config_toml: new.config_toml };
+        let world = SimWorld { seed: new.seed, config_name: new.config_name.clone(), config_toml: new.config_toml.clone() };
         let meta = RunMeta {
             room_config: new.room.config().clone(),
             source: format!("sim seed={} config={}", new.seed, new.config_name),
             created_with: created_with.to_string(),
             world: Some(world),
         };
-        let mut store = create_log(path, &meta)?;
-        store.acquire_lease(&me, now_ms(), &is_alive)?;
-        let sim = Simulation::new(new.config, new.traces, new.seed)?;
-        return Ok(Opened::Owner { engine: Box::new(Engine::new(new.room, sim, Some(store))), duty: Duty::new(me), resumed: None });
+        match create_log(path, &meta, access, Some(&me)) {
+            Ok(store) => {
+                let sim = Simulation::new(new.config, new.traces, new.seed)?;
+                let duty = Duty::owning(me, path);
+                return Ok(Opened::Owner { engine: Box::new(Engine::new(new.room, sim, Some(store))), duty, resumed: None });
+            }
+            // The winner's log is complete and leased: attach to it, as to any live engine's.
+            Err(CreateError::Raced) => {}
+            Err(CreateError::Other(e)) => return Err(e),
+        }
     }
     let mut store = Store::open_for_writing(path)?;
     let old = match store.acquire_lease(&me, now_ms(), &is_alive) {
@@ -188,6 +295,8 @@ pub fn open_sim(path: &Path, new: NewSim<'_>, created_with: &str) -> anyhow::Res
     };
     let config = SimConfig::parse(&world.config_name, &world.config_toml)?;
     let sim = Simulation::new(config, new.traces, world.seed)?;
+    // The heartbeat runs through the resume, however long the log.
+    let duty = Duty::owning(me, path);
     let (engine, recovery) = Engine::resume(Room::new(meta.room_config), sim, store)?;
-    Ok(Opened::Owner { engine: Box::new(engine), duty: Duty::new(me), resumed: Some(Resumed { from: old, recovery }) })
+    Ok(Opened::Owner { engine: Box::new(engine), duty, resumed: Some(Resumed { from: old, recovery }) })
 }

@@ -28,7 +28,7 @@ pub fn build(world: &WorldChoice, policy: &Policy, db: Option<&Path>, traces: &T
     let store = match db {
         Some(path) => {
             let sim_world = SimWorld { seed: world.seed, config_name: name.clone(), config_toml: sim.text };
-            Some(create_store(path, &room_config, format!("sim seed={} config={name}", world.seed), Some(sim_world))?)
+            Some(create_store(path, &room_config, format!("sim seed={} config={name}", world.seed), Some(sim_world), &policy.access()?, None)?)
         }
         None => None,
     };
@@ -40,21 +40,30 @@ pub fn build(world: &WorldChoice, policy: &Policy, db: Option<&Path>, traces: &T
 pub fn open_sim_log(world: &WorldChoice, policy: &Policy, path: &Path, traces: &Traces) -> Result<Opened> {
     let sim = settings::load_sim(world.sim_config.as_deref())?;
     let new = super::NewSim { config: sim.config, config_name: sim.name, config_toml: sim.text, seed: world.seed, traces, room: Room::new(settings::room_config(policy)?) };
-    super::open_sim(path, new, &format!("gpuroom {}", env!("CARGO_PKG_VERSION")))
+    super::open_sim(path, new, &format!("gpuroom {}", env!("CARGO_PKG_VERSION")), &policy.access()?)
 }
 
-/// A new event log at `path` (its folder made if needed).
-pub fn create_store(path: &Path, room_config: &RoomConfig, source: String, world: Option<SimWorld>) -> Result<Store> {
+/// A new event log at `path` (its folder made if needed), leased to `owner` if given.
+pub fn create_store(
+    path: &Path,
+    room_config: &RoomConfig,
+    source: String,
+    world: Option<SimWorld>,
+    access: &crate::store::Access,
+    owner: Option<&crate::store::LeaseHolder>,
+) -> Result<Store> {
     let meta = RunMeta { room_config: room_config.clone(), source, created_with: format!("gpuroom {}", env!("CARGO_PKG_VERSION")), world };
-    super::create_log(path, &meta)
+    Ok(super::create_log(path, &meta, access, owner)?)
 }
 
 /// `gpuroom sim`: a simulated run as fast as it goes, a day at a time, then its summary.
 pub fn run_sim(world: &WorldChoice, policy: &Policy, hours: f64, db: Option<&Path>) -> Result<()> {
+    // Checked before the log exists, so a bad argument leaves no file behind.
+    let span = settings::hours(hours)?;
     let traces = Traces::embedded().context("parsing the embedded traces")?;
     let mut engine = build(world, policy, db, &traces)?;
     let start = engine.world.config().start;
-    let end = start + settings::hours(hours)?;
+    let end = start + span;
     let wall = Instant::now();
     let mut at = start;
     while at < end {
@@ -76,6 +85,9 @@ pub fn run_sim(world: &WorldChoice, policy: &Policy, hours: f64, db: Option<&Pat
 /// `gpuroom replay`: the state rebuilt from a log, and its summary.
 pub fn run_replay(db: &Path, from_snapshot: bool) -> Result<()> {
     let store = Store::open_read_only(db)?;
+    if let Some(note) = store.note() {
+        eprintln!("gpuroom: {note}");
+    }
     store.check_integrity()?;
     let meta = store.meta()?;
     let wall = Instant::now();

@@ -20,6 +20,18 @@ use crate::sim::config::SimConfig;
 pub struct Policy {
     pub config: Option<PathBuf>,
     pub discipline: Option<DisciplineKind>,
+    /// The group a new log is shared with; `None`: private.
+    pub log_group: Option<String>,
+}
+
+impl Policy {
+    /// Who may use a log this run creates.
+    pub fn access(&self) -> Result<crate::store::Access> {
+        match self.log_group.as_deref() {
+            Some(group) => crate::store::Access::for_group(group).map_err(|e| anyhow::anyhow!("--log-group: {e}")),
+            None => Ok(crate::store::Access::private()),
+        }
+    }
 }
 
 /// The simulated world the command line asks for.

@@ -56,6 +56,19 @@ pub struct View {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<CapacityView>,
     pub totals: Totals,
+    /// Where a console reads the view from another process's log: when it
+    /// was published, and by which engine. The room never sets it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub publication: Option<Publication>,
+}
+
+/// A published view's origin, for an attached console or a wall.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Publication {
+    /// Milliseconds since the epoch, by the publishing engine's clock.
+    pub at_ms: i64,
+    /// "pid N" of the engine holding the log now, or "no engine".
+    pub engine: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

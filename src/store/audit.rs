@@ -54,6 +54,17 @@ impl Store {
         Ok(())
     }
 
+    /// Records a command that could not be read (no action to name): refused.
+    pub fn append_audit_unreadable(&mut self, at: At, actor: &Actor, reason: &str) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "INSERT INTO audit (at, user, origin, role, verb, action, outcome, detail) VALUES (?1, ?2, ?3, ?4, 'unreadable', 'null', 'refused', ?5)",
+                params![at_text(at), actor.user, actor.origin, role_text(actor.role), reason],
+            )
+            .map_err(|e| self.sql_err(e))?;
+        Ok(())
+    }
+
     /// Every audit row, oldest first.
     pub fn audit_records(&self) -> Result<Vec<AuditRecord>, StoreError> {
         let mut stmt = self

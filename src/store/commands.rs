@@ -1,6 +1,7 @@
 //! What passes between the engine and the consoles attached to its log:
 //!
-//! * `commands` — operator actions written by attached consoles, applied by
+//! * `commands` — operator actions queued by attached consoles (through the
+//!   inbox, see `inbox`) under the actor the engine derived, applied by
 //!   the engine in id order, each exactly once: a row goes from `pending` to
 //!   `applied` or `refused` in the same transaction that appends its
 //!   `Event::Operator`, and records that event's sequence number. A crash
@@ -10,18 +11,20 @@
 //! * `views` — the newest `View` the engine published, as JSON, for attached
 //!   and wall consoles to draw.
 //!
-//! `Attached` is an attached console's connection: it may submit commands
-//! and read views and outcomes, and nothing else; a wall display reads views
-//! through a read-only `Store` and has no way to submit at all.
+//! `Attached` is an attached console's connection: it reads views and
+//! outcomes from the log, opened read-only, and drops commands into the
+//! inbox; a wall display reads views through a read-only `Store` and has no
+//! way to submit at all.
 //!
 //! Owns this SQL. Whether an action is allowed is the room's decision.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::lease::{Lease, lease_of};
 use super::db::{Store, StoreError};
+use super::inbox::Inbox;
+use super::lease::Lease;
 use crate::domain::event::{Action, Actor};
 use crate::room::view::View;
 
@@ -45,6 +48,17 @@ pub struct PendingCommand {
     pub action: Result<Action, String>,
 }
 
+/// A command as the table holds it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CommandRow {
+    pub ticket: String,
+    /// The actor the engine derived, as JSON.
+    pub actor: String,
+    /// The action as JSON (`null` for an unreadable command).
+    pub action: String,
+    pub state: CommandState,
+}
+
 /// A view as published, with the event it is current to.
 #[derive(Clone, Debug)]
 pub struct Published {
@@ -61,8 +75,8 @@ fn state_of(state: &str, outcome: Option<String>, event_seq: Option<i64>) -> Com
     }
 }
 
-fn command_state(conn: &Connection, id: i64) -> rusqlite::Result<Option<CommandState>> {
-    conn.query_row("SELECT state, outcome, event_seq FROM commands WHERE id = ?1", params![id], |r| {
+fn command_state_by_ticket(conn: &Connection, ticket: &str) -> rusqlite::Result<Option<CommandState>> {
+    conn.query_row("SELECT state, outcome, event_seq FROM commands WHERE ticket = ?1", params![ticket], |r| {
         Ok(state_of(&r.get::<_, String>(0)?, r.get(1)?, r.get(2)?))
     })
     .optional()
@@ -134,79 +148,83 @@ impl Store {
         latest_view(&self.conn, &self.path, after_ms)
     }
 
-    /// A command's state (tests and the crash check).
-    pub fn command_state(&self, id: i64) -> Result<Option<CommandState>, StoreError> {
-        command_state(&self.conn, id).map_err(|e| self.sql_err(e))
+    /// A command's state by its ticket (tests and the crash check).
+    pub fn command_state(&self, ticket: &str) -> Result<Option<CommandState>, StoreError> {
+        command_state_by_ticket(&self.conn, ticket).map_err(|e| self.sql_err(e))
     }
 
-    /// Every command: id, state, event sequence number.
-    pub fn commands(&self) -> Result<Vec<(i64, CommandState)>, StoreError> {
-        let mut stmt = self.conn.prepare("SELECT id, state, outcome, event_seq FROM commands ORDER BY id").map_err(|e| self.sql_err(e))?;
+    /// Every command, oldest first: its ticket (`#id` for a row from before
+    /// tickets), the actor the engine recorded (JSON), and its state.
+    pub fn commands(&self) -> Result<Vec<CommandRow>, StoreError> {
+        let mut stmt =
+            self.conn.prepare("SELECT id, ticket, actor, action, state, outcome, event_seq FROM commands ORDER BY id").map_err(|e| self.sql_err(e))?;
         let rows = stmt
-            .query_map([], |r| Ok((r.get::<_, i64>(0)?, state_of(&r.get::<_, String>(1)?, r.get(2)?, r.get(3)?))))
+            .query_map([], |r| {
+                let id: i64 = r.get(0)?;
+                Ok(CommandRow {
+                    ticket: r.get::<_, Option<String>>(1)?.unwrap_or_else(|| format!("#{id}")),
+                    actor: r.get(2)?,
+                    action: r.get(3)?,
+                    state: state_of(&r.get::<_, String>(4)?, r.get(5)?, r.get(6)?),
+                })
+            })
             .map_err(|e| self.sql_err(e))?;
         rows.collect::<Result<_, _>>().map_err(|e| self.sql_err(e))
     }
 }
 
-/// Retries a locked write every millisecond for about five seconds.
-fn retry_briefly(attempt: i32) -> bool {
-    std::thread::sleep(std::time::Duration::from_millis(1));
-    attempt < 5_000
-}
-
-/// An attached console's connection to an engine's log.
+/// An attached console's link to an engine's log: it reads the log (views,
+/// answers, the lease) and queues actions through the inbox; it never
+/// writes the log itself.
 pub struct Attached {
-    conn: Connection,
-    path: PathBuf,
+    store: Store,
+    inbox: Inbox,
 }
 
 impl Attached {
     /// Opens the log of a running engine. Refuses a file that is not a
-    /// gpuroom log of this version (it would not have the tables).
+    /// gpuroom log of this version (it would not take commands).
     pub fn open(path: &Path) -> Result<Attached, StoreError> {
-        let mut conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE).map_err(|e| Store::wrap(path, e))?;
-        // The engine holds the write lock for a batch at a time; a fine-grained
-        // retry catches the gap between two batches (SQLite's own busy timeout
-        // backs off to 100 ms sleeps and can miss a busy engine's gaps for good).
-        conn.busy_handler(Some(retry_briefly)).map_err(|e| Store::wrap(path, e))?;
-        let has_commands: bool = conn
-            .query_row("SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'commands')", [], |r| r.get(0))
+        let store = Store::open_read_only(path)?;
+        let has_tickets: bool = store
+            .conn
+            .query_row("SELECT EXISTS (SELECT 1 FROM pragma_table_info('commands') WHERE name = 'ticket')", [], |r| r.get(0))
             .map_err(|e| Store::wrap(path, e))?;
-        if !has_commands {
-            return Err(StoreError::Format { path: path.display().to_string(), message: "this log predates attached consoles (no commands table)".into() });
+        if !has_tickets {
+            return Err(StoreError::Format {
+                path: path.display().to_string(),
+                message: "this log was written by an older gpuroom and takes no commands from attached consoles".into(),
+            });
         }
-        Ok(Attached { conn, path: path.to_path_buf() })
+        Ok(Attached { store, inbox: Inbox::of(path) })
     }
 
-    /// Queues an action for the engine; returns the command's id.
-    pub fn submit(&self, actor: &Actor, action: &Action, now_ms: i64) -> Result<i64, StoreError> {
-        let fmt = |e: serde_json::Error| StoreError::Format { path: self.path.display().to_string(), message: e.to_string() };
-        let actor = serde_json::to_string(actor).map_err(fmt)?;
-        let action = serde_json::to_string(action).map_err(fmt)?;
-        self.conn
-            .execute("INSERT INTO commands (submitted_ms, actor, action) VALUES (?1, ?2, ?3)", params![now_ms, actor, action])
-            .map_err(|e| Store::wrap(&self.path, e))?;
-        Ok(self.conn.last_insert_rowid())
+    /// Queues an action for the engine; returns the command's ticket. The
+    /// engine records it under this process's OS user, whatever `claimed` says.
+    pub fn submit(&self, claimed: &Actor, action: &Action, now_ms: i64) -> Result<String, StoreError> {
+        self.inbox.submit(claimed, action, now_ms)
     }
 
-    pub fn state(&self, id: i64) -> Result<Option<CommandState>, StoreError> {
-        command_state(&self.conn, id).map_err(|e| Store::wrap(&self.path, e))
+    /// Queues raw bytes as a command (a console of another version; tests of bad input).
+    pub fn submit_bytes(&self, body: &[u8], now_ms: i64) -> Result<String, StoreError> {
+        self.inbox.submit_bytes(body, now_ms)
+    }
+
+    /// A command's state: `Pending` while its file waits in the inbox or its
+    /// row waits; `None` if it is in neither (removed by someone).
+    pub fn state(&self, ticket: &str) -> Result<Option<CommandState>, StoreError> {
+        let row = command_state_by_ticket(&self.store.conn, ticket).map_err(|e| Store::wrap(&self.store.path, e))?;
+        if row.is_some() {
+            return Ok(row);
+        }
+        Ok(super::file::inbox_of(&self.store.path).join(ticket).exists().then_some(CommandState::Pending))
     }
 
     pub fn latest_view(&self, after_ms: i64) -> Result<Option<Published>, StoreError> {
-        latest_view(&self.conn, &self.path, after_ms)
+        self.store.latest_view(after_ms)
     }
 
     pub fn lease(&self) -> Result<Option<Lease>, StoreError> {
-        lease_of(&self.conn).map_err(|e| Store::wrap(&self.path, e))
-    }
-
-    /// Writes a raw row, as a console of another version might (tests of bad input).
-    pub fn submit_raw(&self, actor_json: &str, action_json: &str, now_ms: i64) -> Result<i64, StoreError> {
-        self.conn
-            .execute("INSERT INTO commands (submitted_ms, actor, action) VALUES (?1, ?2, ?3)", params![now_ms, actor_json, action_json])
-            .map_err(|e| Store::wrap(&self.path, e))?;
-        Ok(self.conn.last_insert_rowid())
+        self.store.lease()
     }
 }

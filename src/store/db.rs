@@ -10,9 +10,8 @@ use serde::{Deserialize, Serialize};
 use crate::domain::event::Event;
 use crate::room::{Room, RoomConfig};
 use crate::domain::units::At;
+use super::file::{self, Access, FileError};
 use super::schema;
-
-
 
 /// What started a recorded run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -45,6 +44,17 @@ pub enum StoreError {
     Format { path: String, message: String },
     #[error("{path}: held by the engine {holder}")]
     Leased { path: String, holder: String },
+    #[error("{path}: another engine created this log at the same moment")]
+    Raced { path: String },
+}
+
+impl From<FileError> for StoreError {
+    fn from(e: FileError) -> Self {
+        match e {
+            FileError::Raced(path) => StoreError::Raced { path: path.display().to_string() },
+            FileError::At { path, message } => StoreError::Format { path: path.display().to_string(), message },
+        }
+    }
 }
 
 /// SQLite's error in words an operator can act on, with its own text after.
@@ -69,6 +79,10 @@ pub struct Store {
     pub(super) next_seq: i64,
     /// A write failed: the open batch is rolled back, never committed.
     pub(super) failed: std::cell::Cell<bool>,
+    /// Inbox files whose commands the open batch queued: removed once it commits.
+    pub(super) taken: Vec<PathBuf>,
+    /// What a read-only open could not show.
+    note: Option<String>,
 }
 
 pub(super) fn at_text(at: At) -> String {
@@ -85,45 +99,110 @@ impl Store {
         StoreError::Sqlite { path: path.display().to_string(), message: explain(&e) }
     }
 
-    /// Creates a new event log. Refuses to touch an existing file, so no
-    /// recorded run is ever overwritten.
+    /// Creates a new event log, private to this user, with no lease taken.
+    /// Refuses to touch an existing file, so no recorded run is ever overwritten.
     pub fn create(path: &Path, meta: &RunMeta) -> Result<Store, StoreError> {
+        Self::create_with(path, meta, &Access::private(), &|_| Ok(()))
+    }
+
+    /// Creates a new event log shared as `access` says, with no lease taken.
+    pub fn create_with_access(path: &Path, meta: &RunMeta, access: &Access) -> Result<Store, StoreError> {
+        Self::create_with(path, meta, access, &|_| Ok(()))
+    }
+
+    /// Creates a new event log shared as `access` says, with `seed` writing
+    /// what must be in it from the first moment anyone can see it (the
+    /// creator's lease; see `file`: built aside, linked into place whole).
+    /// `StoreError::Raced` when another process created `path` first.
+    pub(super) fn create_with(path: &Path, meta: &RunMeta, access: &Access, seed: &dyn Fn(&Connection) -> rusqlite::Result<()>) -> Result<Store, StoreError> {
         if path.exists() {
             return Err(StoreError::Format { path: path.display().to_string(), message: "already exists; refusing to overwrite a recorded run".into() });
         }
-        let conn = Connection::open(path).map_err(|e| Self::wrap(path, e))?;
-        let mut store = Store { conn, path: path.to_path_buf(), in_tx: false, next_seq: 1, failed: Default::default() };
-        store.pragmas()?;
+        file::refuse_orphans(path)?;
         let meta_json = serde_json::to_string(meta).map_err(|e| StoreError::Format { path: path.display().to_string(), message: e.to_string() })?;
-        store
-            .conn
-            .execute_batch(schema::LOG)
-            .map_err(|e| store.sql_err(e))?;
-        store.conn.execute_batch(&schema::ledger()).map_err(|e| store.sql_err(e))?;
-        store.conn.execute_batch(&schema::audit()).map_err(|e| store.sql_err(e))?;
-        store.conn.execute_batch(schema::LEASE).map_err(|e| store.sql_err(e))?;
-        store.conn.execute_batch(schema::COMMANDS).map_err(|e| store.sql_err(e))?;
-        store
-            .conn
-            .execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?1), ('run', ?2)", params![schema::SCHEMA_VERSION.to_string(), meta_json])
-            .map_err(|e| store.sql_err(e))?;
+        let tmp = file::temporary_for(path);
+        file::make_private_file(&tmp, access)?;
+        let built = Self::build(&tmp, &meta_json, seed);
+        if let Err(e) = built {
+            for side in ["", "-wal", "-shm", "-journal"] {
+                let _ = std::fs::remove_file(file::sibling(&tmp, side));
+            }
+            return Err(match e {
+                StoreError::Sqlite { message, .. } => StoreError::Sqlite { path: path.display().to_string(), message },
+                other => other,
+            });
+        }
+        file::make_inbox(path, access)?;
+        file::publish(&tmp, path)?;
+        let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE).map_err(|e| Self::wrap(path, e))?;
+        let mut store = Store::with_conn(conn, path, 1);
+        store.pragmas()?;
         Ok(store)
     }
 
-    /// Opens an existing log for reading only (replay, wall display).
+    /// Every table, the metadata and the lease, in the file at `tmp`.
+    fn build(tmp: &Path, meta_json: &str, seed: &dyn Fn(&Connection) -> rusqlite::Result<()>) -> Result<(), StoreError> {
+        let wrap = |e| Self::wrap(tmp, e);
+        let conn = Connection::open_with_flags(tmp, OpenFlags::SQLITE_OPEN_READ_WRITE).map_err(wrap)?;
+        let tables = [schema::LOG.to_string(), schema::ledger(), schema::audit(), schema::LEASE.into(), schema::COMMANDS.into(), schema::COMMANDS_GUARDS.into()];
+        conn.execute_batch(&format!("BEGIN; {}; COMMIT;", tables.join(";\n"))).map_err(wrap)?;
+        conn.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?1), ('run', ?2)", params![schema::SCHEMA_VERSION.to_string(), meta_json])
+            .map_err(wrap)?;
+        seed(&conn).map_err(wrap)?;
+        // WAL is a property of the file: every later open finds it.
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(wrap)?;
+        conn.close().map_err(|(_, e)| wrap(e))
+    }
+
+    pub(super) fn with_conn(conn: Connection, path: &Path, next_seq: i64) -> Store {
+        Store { conn, path: path.to_path_buf(), in_tx: false, next_seq, failed: Default::default(), taken: Vec::new(), note: None }
+    }
+
+    /// Opens an existing log for reading only (replay, wall display). Writes
+    /// nothing, not even SQLite's side files: a log no engine has open is
+    /// read as an immutable file; one an engine has open is read through its
+    /// WAL, or, where that cannot be (a read-only mount), as it stands on
+    /// disk, with `note()` saying what is not shown.
     pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
         if !path.exists() {
             return Err(StoreError::Format { path: path.display().to_string(), message: "no such file".into() });
         }
-        let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(|e| Self::wrap(path, e))?;
-        let store = Store { conn, path: path.to_path_buf(), in_tx: false, next_seq: 0, failed: Default::default() };
+        let store = match file::read_only_mode(path) {
+            file::ReadOnlyOpen::Immutable => Self::open_immutable(path)?,
+            file::ReadOnlyOpen::Shared => {
+                let shared = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(|e| Self::wrap(path, e));
+                match shared.map(|conn| Store::with_conn(conn, path, 0)) {
+                    Ok(store) if store.schema_version().is_ok() => store,
+                    Ok(_) | Err(_) => {
+                        let mut store = Self::open_immutable(path)?;
+                        store.note = Some(format!(
+                            "{} cannot be read here (read-only): the newest commits in it are not shown",
+                            file::sibling(path, "-wal").display()
+                        ));
+                        store
+                    }
+                }
+            }
+        };
         match store.schema_version()? {
             schema::SCHEMA_VERSION => Ok(store),
+            4 => Ok(store.with_legacy_tables(4)),
             3 => Ok(store.with_legacy_tables(3)),
             2 => Ok(store.with_legacy_tables(2)),
             1 => Ok(store.with_legacy_tables(1)),
             other => Err(StoreError::Format { path: path.display().to_string(), message: format!("unsupported schema version {other}") }),
         }
+    }
+
+    fn open_immutable(path: &Path) -> Result<Store, StoreError> {
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI;
+        let conn = Connection::open_with_flags(file::uri(path, "mode=ro&immutable=1"), flags).map_err(|e| Self::wrap(path, e))?;
+        Ok(Store::with_conn(conn, path, 0))
+    }
+
+    /// What a read-only open could not show, if anything.
+    pub fn note(&self) -> Option<&str> {
+        self.note.as_deref()
     }
 
     /// Opens an existing log to go on writing it: the engine resuming a run
@@ -139,9 +218,13 @@ impl Store {
             });
         }
         let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE).map_err(|e| Self::wrap(path, e))?;
-        let mut store = Store { conn, path: path.to_path_buf(), in_tx: false, next_seq: 0, failed: Default::default() };
-        match store.schema_version()? {
+        let mut store = Store::with_conn(conn, path, 0);
+        let version = store.schema_version()?;
+        // Nothing is written to a damaged file, not even the lease.
+        store.check_integrity()?;
+        match version {
             schema::SCHEMA_VERSION => {}
+            4 => store.conn.execute_batch(&format!("BEGIN IMMEDIATE; {} COMMIT;", schema::MIGRATE_4_TO_5)).map_err(|e| store.sql_err(e))?,
             other => {
                 return Err(StoreError::Format {
                     path: shown,
@@ -149,8 +232,7 @@ impl Store {
                 });
             }
         }
-        // Nothing is written to a damaged file, not even the lease.
-        store.check_integrity()?;
+        store.conn.execute_batch(schema::COMMANDS_GUARDS).map_err(|e| store.sql_err(e))?;
         store.pragmas()?;
         let last: Option<i64> = store.conn.query_row("SELECT MAX(seq) FROM events", [], |r| r.get(0)).map_err(|e| store.sql_err(e))?;
         store.next_seq = last.unwrap_or(0) + 1;
@@ -173,7 +255,15 @@ impl Store {
             .conn
             .query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0))
             .optional()
-            .map_err(|e| format(format!("not a gpuroom event log: {}", explain(&e))))?;
+            .map_err(|e| {
+                use rusqlite::ErrorCode::*;
+                match e.sqlite_error_code() {
+                    // It could not be read at all: say why, not what it is.
+                    Some(CannotOpen | ReadOnly | PermissionDenied | DatabaseBusy | DatabaseLocked | SystemIoFailure) => format(explain(&e)),
+                    // It opened but holds no gpuroom tables: that is what it is.
+                    _ => format(format!("not a gpuroom event log: {}", explain(&e))),
+                }
+            })?;
         let version = version.ok_or_else(|| format("not a gpuroom event log (no schema version)".into()))?;
         version.parse().map_err(|_| format(format!("unsupported schema version {version:?}")))
     }
@@ -237,9 +327,12 @@ impl Store {
                 // A failed commit (disk full) leaves nothing half-written: roll the batch back.
                 let _ = self.conn.execute_batch("ROLLBACK");
                 self.in_tx = false;
+                // Their files stay in the inbox: the next batch takes them again.
+                self.taken.clear();
                 return Err(self.sql_err(e));
             }
             self.in_tx = false;
+            self.clear_taken();
         }
         Ok(())
     }

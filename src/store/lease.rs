@@ -2,10 +2,13 @@
 //! Exactly one engine writes a log; a second `gpuroom` on the same file finds
 //! the lease held and attaches as a console instead of starting an engine.
 //!
-//! The holder refreshes `heartbeat_ms` inside every batch it commits, so a
-//! lease whose heartbeat is older than the timeout, or whose process is gone
-//! from this host, is stale: the next engine takes it over and resumes the
-//! run from the log. Taking the lease is one `BEGIN IMMEDIATE` transaction, so
+//! A holder on this host is checked, not presumed: while its process lives
+//! (the same process: a reused pid started later than the holder did) the
+//! lease is its own, however long its heartbeat has been silent (a long
+//! resume, a slow disk); once it is gone the next engine takes over at once
+//! and resumes the run from the log. Only a holder that cannot be checked
+//! (another host) is judged by its heartbeat, which it refreshes in every
+//! batch and from a thread between batches (`host::Heartbeat`). Taking the lease is one `BEGIN IMMEDIATE` transaction, so
 //! two engines starting at once cannot both win. A holder that finds its row
 //! changed (it was presumed dead and replaced) stops: it never writes again.
 //!
@@ -41,10 +44,25 @@ pub struct Lease {
     pub heartbeat_ms: i64,
 }
 
+/// What can be known of a holder's process.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Liveness {
+    /// It runs on this host (and is the process that took the lease).
+    Alive,
+    /// It is gone from this host (or its pid now belongs to another process).
+    Dead,
+    /// It cannot be checked from here (another host).
+    Unknown,
+}
+
 impl Lease {
     /// Whether its holder should be presumed dead at `now_ms`.
-    pub fn is_stale(&self, now_ms: i64, alive: &dyn Fn(&LeaseHolder) -> bool) -> bool {
-        now_ms - self.heartbeat_ms > LEASE_TIMEOUT_MS || !alive(&self.holder)
+    pub fn is_stale(&self, now_ms: i64, alive: &dyn Fn(&LeaseHolder) -> Liveness) -> bool {
+        match alive(&self.holder) {
+            Liveness::Alive => false,
+            Liveness::Dead => true,
+            Liveness::Unknown => now_ms - self.heartbeat_ms > LEASE_TIMEOUT_MS,
+        }
     }
 }
 
@@ -64,19 +82,27 @@ fn read_lease(conn: &rusqlite::Connection) -> rusqlite::Result<Option<Lease>> {
     .optional()
 }
 
-/// The lease of the log at `conn`, for a console deciding whether to attach.
-pub(super) fn lease_of(conn: &rusqlite::Connection) -> rusqlite::Result<Option<Lease>> {
-    read_lease(conn)
-}
-
 impl Store {
+    /// Creates a new log (see `Store::create_with`) with `me` holding its
+    /// lease from the moment it exists, so an engine racing to create the
+    /// same log finds it complete and owned.
+    pub fn create_leased(path: &std::path::Path, meta: &super::RunMeta, access: &super::Access, me: &LeaseHolder, now_ms: i64) -> Result<Store, StoreError> {
+        Store::create_with(path, meta, access, &|conn| {
+            conn.execute(
+                "INSERT INTO lease (id, pid, host, started_ms, heartbeat_ms) VALUES (1, ?1, ?2, ?3, ?4)",
+                params![me.pid, me.host, me.started_ms, now_ms],
+            )
+            .map(|_| ())
+        })
+    }
+
     /// Who holds this log's lease, if anyone.
     pub fn lease(&self) -> Result<Option<Lease>, StoreError> {
         read_lease(&self.conn).map_err(|e| self.sql_err(e))
     }
 
     /// Takes the lease for `me`, or says who holds it (`StoreError::Leased`).
-    pub fn acquire_lease(&mut self, me: &LeaseHolder, now_ms: i64, alive: &dyn Fn(&LeaseHolder) -> bool) -> Result<Acquired, StoreError> {
+    pub fn acquire_lease(&mut self, me: &LeaseHolder, now_ms: i64, alive: &dyn Fn(&LeaseHolder) -> Liveness) -> Result<Acquired, StoreError> {
         if self.in_tx {
             return Err(StoreError::Format { path: self.path.display().to_string(), message: "the lease is taken outside a batch".into() });
         }
@@ -146,21 +172,35 @@ mod tests {
     fn a_live_holder_keeps_the_lease_and_a_dead_or_silent_one_loses_it() {
         let dir = tempfile::tempdir().unwrap();
         let mut s = store(&dir);
-        let alive = |_: &LeaseHolder| true;
+        let alive = |_: &LeaseHolder| Liveness::Unknown;
         assert_eq!(s.acquire_lease(&holder(1), 10_000, &alive).unwrap(), Acquired::Free);
         let err = s.acquire_lease(&holder(2), 12_000, &alive).unwrap_err();
         assert!(err.to_string().contains("pid 1 on head"), "{err}");
         // The holder's process is gone: taken over at once.
-        let dead = |h: &LeaseHolder| h.pid != 1;
+        let dead = |h: &LeaseHolder| if h.pid == 1 { Liveness::Dead } else { Liveness::Alive };
         let Acquired::TakenOver(old) = s.acquire_lease(&holder(2), 12_000, &dead).unwrap() else { panic!("not taken over") };
         assert_eq!(old.holder, holder(1));
         // The old holder may not write any more.
         assert!(s.heartbeat(&holder(1), 13_000).unwrap_err().to_string().contains("lost its lease"));
         s.heartbeat(&holder(2), 13_000).unwrap();
-        // Silent for longer than the timeout: stale even if its pid exists.
+        // Silent for longer than the timeout and not checkable: presumed dead.
         assert!(matches!(s.acquire_lease(&holder(3), 13_000 + LEASE_TIMEOUT_MS + 1, &alive).unwrap(), Acquired::TakenOver(_)));
         s.release_lease(&holder(3)).unwrap();
         assert_eq!(s.lease().unwrap(), None);
         assert_eq!(s.acquire_lease(&holder(4), 20_000, &alive).unwrap(), Acquired::Free);
+    }
+
+    /// Issue 22, item 1: a live holder on this host inside a long batch or
+    /// resume (heartbeat minutes old) was taken over, and then exited.
+    #[test]
+    fn a_live_local_holder_is_never_taken_over_however_silent() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = store(&dir);
+        let local_alive = |h: &LeaseHolder| if h.pid == 1 { Liveness::Alive } else { Liveness::Unknown };
+        s.acquire_lease(&holder(1), 0, &local_alive).unwrap();
+        let an_hour_later = 3_600_000;
+        let err = s.acquire_lease(&holder(2), an_hour_later, &local_alive).unwrap_err();
+        assert!(matches!(err, StoreError::Leased { .. }), "{err}");
+        s.heartbeat(&holder(1), an_hour_later).unwrap();
     }
 }

@@ -9,7 +9,11 @@
 //! * `audit` — append-only operator actions with their outcome (see `audit`).
 //! * `lease` — which engine process owns the log (see `lease`).
 //! * `commands`, `views` — actions from attached consoles and the view
-//!   published for them (see `commands`).
+//!   published for them (see `commands`); consoles queue actions through
+//!   the inbox folder beside the log (see `inbox`), never by writing it.
+//!
+//! Who may read and write the file, and how it is created and opened
+//! read-only, is `file`'s.
 //!
 //! Durability: `synchronous=NORMAL` under WAL. A commit survives a crash of
 //! the process (it is in the WAL, which the next open replays); an OS crash or
@@ -29,13 +33,17 @@
 pub mod audit;
 pub mod commands;
 mod db;
+pub mod file;
+pub mod inbox;
 pub mod lease;
 pub mod ledger;
 mod schema;
 
-pub use commands::{Attached, CommandState, PendingCommand, Published};
+pub use commands::{Attached, CommandRow, CommandState, PendingCommand, Published};
 pub use db::{RunMeta, SimWorld, Store, StoreError};
-pub use lease::{Acquired, Lease, LeaseHolder};
+pub use file::Access;
+pub use inbox::Inbox;
+pub use lease::{Acquired, Lease, LeaseHolder, Liveness};
 
 use crate::room::Room;
 

@@ -5,7 +5,10 @@
 /// 3 added the audit table; older logs open with an empty one.
 /// 4 added the lease, commands and views tables; older logs open read-only
 /// with empty ones, and cannot be resumed or attached to.
-pub(super) const SCHEMA_VERSION: i64 = 4;
+/// 5 gave each command its inbox ticket and let only the engine's moves
+/// through (`COMMANDS_GUARDS`); a version-4 log is brought up to it when
+/// resumed (`MIGRATE_4_TO_5`).
+pub(super) const SCHEMA_VERSION: i64 = 5;
 
 /// The event log itself: the run's metadata, events and snapshots.
 pub(super) const LOG: &str = "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -61,7 +64,7 @@ CREATE TABLE IF NOT EXISTS commands (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     submitted_ms INTEGER NOT NULL, actor TEXT NOT NULL, action TEXT NOT NULL,
     state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'applied', 'refused')),
-    outcome TEXT, event_seq INTEGER UNIQUE, done_ms INTEGER);
+    outcome TEXT, event_seq INTEGER UNIQUE, done_ms INTEGER, ticket TEXT UNIQUE);
 CREATE INDEX IF NOT EXISTS commands_pending ON commands (state, id);
 CREATE TRIGGER IF NOT EXISTS commands_no_delete BEFORE DELETE ON commands
     BEGIN SELECT RAISE(ABORT, 'commands are kept'); END;
@@ -70,6 +73,28 @@ CREATE TRIGGER IF NOT EXISTS commands_done_once BEFORE UPDATE ON commands WHEN O
 CREATE TABLE IF NOT EXISTS views (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     seq INTEGER NOT NULL, published_ms INTEGER NOT NULL, view TEXT NOT NULL);";
+
+/// A command is born pending, and moves once, to applied (with its event)
+/// or refused, with the time it was done; nothing else of it changes. These
+/// keep a mistaken or hand-written statement from rewriting the trail; they
+/// do not stop someone who may write the file at all (who can drop them),
+/// which is why only the engine's user may write it (see `file`).
+pub(super) const COMMANDS_GUARDS: &str = "
+CREATE TRIGGER IF NOT EXISTS commands_born_pending BEFORE INSERT ON commands
+    WHEN NEW.state != 'pending' OR NEW.outcome IS NOT NULL OR NEW.event_seq IS NOT NULL OR NEW.done_ms IS NOT NULL
+    BEGIN SELECT RAISE(ABORT, 'a command is queued pending; only the engine decides it'); END;
+CREATE TRIGGER IF NOT EXISTS commands_one_move BEFORE UPDATE ON commands
+    WHEN NEW.state = 'pending' OR NEW.done_ms IS NULL OR NEW.outcome IS NULL
+      OR (NEW.state = 'applied' AND NEW.event_seq IS NULL)
+      OR NEW.id != OLD.id OR NEW.actor != OLD.actor OR NEW.action != OLD.action
+      OR NEW.submitted_ms != OLD.submitted_ms OR NEW.ticket IS NOT OLD.ticket
+    BEGIN SELECT RAISE(ABORT, 'a command moves once, from pending to applied or refused'); END;";
+
+/// A version-4 log resumed by this version: tickets and guards added.
+pub(super) const MIGRATE_4_TO_5: &str = "
+ALTER TABLE commands ADD COLUMN ticket TEXT;
+CREATE UNIQUE INDEX IF NOT EXISTS commands_ticket ON commands (ticket);
+UPDATE meta SET value = '5' WHERE key = 'schema_version';";
 
 /// Logs from before version 4, opened read-only: empty temporary tables.
 pub(super) const LEGACY_COMMANDS: &str = "

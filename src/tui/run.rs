@@ -137,6 +137,18 @@ fn handle(event: Event, app: &mut App, view: &View) -> Option<Control> {
 /// The loop proper, generic over the backend so tests can drive it.
 /// `sync(backend, begin)` brackets each frame (synchronized update).
 #[allow(clippy::too_many_arguments)]
+/// When the data in `view` was current, as an instant of this process: now
+/// for a view from this process's engine; for one read from another's log,
+/// its publication time, so a view published long ago shows its real age
+/// (and STALE) from the first frame. The header names the engine it came from.
+fn published_at(view: &View, ctx: &mut DrawContext, base_source: &str) -> Instant {
+    let Some(publication) = &view.publication else { return Instant::now() };
+    ctx.source = format!("{base_source} {}", publication.engine).trim().to_string();
+    let age_ms = (chrono::Utc::now().timestamp_millis() - publication.at_ms).max(0);
+    let age = Duration::from_millis(u64::try_from(age_ms).unwrap_or(0));
+    Instant::now().checked_sub(age).unwrap_or_else(Instant::now)
+}
+
 pub(crate) async fn event_loop<B, S>(
     terminal: &mut Terminal<B>,
     mut views: watch::Receiver<Arc<View>>,
@@ -155,7 +167,8 @@ where
     let mut wall = WallState::default();
     let mut wall_since = Instant::now();
     let mut view = views.borrow_and_update().clone();
-    let mut view_arrived = Instant::now();
+    let base_source = ctx.source.clone();
+    let mut view_arrived = published_at(&view, &mut ctx, &base_source);
     let mut dirty = true;
     let mut last_draw: Option<Instant> = None;
     let mut shown_stale = false;
@@ -188,7 +201,7 @@ where
             changed = views.changed() => match changed {
                 Ok(()) => {
                     view = views.borrow_and_update().clone();
-                    view_arrived = Instant::now();
+                    view_arrived = published_at(&view, &mut ctx, &base_source);
                     dirty = true;
                 }
                 Err(_) => return Ok(()),

@@ -1,0 +1,216 @@
+//! The log as a file on disk: who may open it, how it comes into being, and
+//! how read-only work opens it without writing anything.
+//!
+//! * **Private by default.** A new log, its `-wal`/`-shm` (SQLite gives them
+//!   the database's mode and owner) and its command inbox are the creating
+//!   user's alone (0600 / 0700), whatever the umask. `Access::group` shares
+//!   them with one group of operators: the log becomes readable by it (0640)
+//!   and the inbox writable (1730: members drop commands in, cannot list,
+//!   read or remove each other's). Nobody but the owner can write the log.
+//! * **Atomic creation.** The whole log (tables, metadata, the creator's
+//!   lease) is built under a temporary name beside it and linked into place
+//!   in one step that fails if the name is taken, so a second engine racing
+//!   the first either wins or finds a complete log held by the winner; it
+//!   never reads a half-made one.
+//! * **No orphan WAL.** A `-wal` or `-journal` with no database beside it may
+//!   hold committed events of a log that was moved; a new log there would
+//!   discard them, so creation refuses.
+//! * **Read-only opens write nothing.** A log no engine has open (no `-wal`)
+//!   is opened `immutable`, so no `-wal`/`-shm` appear beside it, on a
+//!   read-only mount or a chmod 444 file alike.
+//!
+//! Owns paths, modes and URIs; the SQL is `db`'s.
+
+use std::fs::{self, File, OpenOptions};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// A file-level refusal or failure, with the path it concerns.
+#[derive(Debug)]
+pub enum FileError {
+    /// Another process created the log first.
+    Raced(PathBuf),
+    At { path: PathBuf, message: String },
+}
+
+/// Who may use a log besides its owner.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Access {
+    /// A group of operators (its id): they may read the log and queue commands.
+    pub group: Option<u32>,
+}
+
+impl Access {
+    /// The owner alone.
+    pub fn private() -> Access {
+        Access { group: None }
+    }
+
+    /// Shared with the group named `name` (from the system's group database).
+    pub fn for_group(name: &str) -> Result<Access, String> {
+        let group = nix_group(name)?;
+        Ok(Access { group: Some(group) })
+    }
+
+    pub(super) fn log_mode(&self) -> u32 {
+        if self.group.is_some() { 0o640 } else { 0o600 }
+    }
+
+    pub(super) fn inbox_mode(&self) -> u32 {
+        // Sticky: a member may remove only the files they made.
+        if self.group.is_some() { 0o1730 } else { 0o700 }
+    }
+}
+
+fn nix_group(name: &str) -> Result<u32, String> {
+    if let Ok(gid) = name.parse::<u32>() {
+        return Ok(gid);
+    }
+    match nix::unistd::Group::from_name(name) {
+        Ok(Some(group)) => Ok(group.gid.as_raw()),
+        Ok(None) => Err(format!("no group named {:?} (give its numeric id instead)", crate::domain::text::clean(name))),
+        Err(e) => Err(format!("looking up group {:?}: {e}", crate::domain::text::clean(name))),
+    }
+}
+
+/// `path` with `suffix` appended to its file name (`log.db` → `log.db-wal`).
+pub fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// Where attached consoles drop their commands.
+pub fn inbox_of(path: &Path) -> PathBuf {
+    sibling(path, ".inbox")
+}
+
+fn format_err(path: &Path, message: impl Into<String>) -> FileError {
+    FileError::At { path: path.to_path_buf(), message: message.into() }
+}
+
+/// Refuses to create a log where SQLite's side files of another one remain.
+pub(super) fn refuse_orphans(path: &Path) -> Result<(), FileError> {
+    for suffix in ["-wal", "-journal"] {
+        let side = sibling(path, suffix);
+        if side.exists() {
+            return Err(format_err(
+                path,
+                format!(
+                    "{} is here without its database: it may hold committed events of a log that was moved or deleted; \
+                     put the database back beside it, or remove it if it is truly unwanted (refusing to start a new log over it)",
+                    side.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The temporary file a new log is built in, private to this process.
+pub(super) fn temporary_for(path: &Path) -> PathBuf {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    path.with_file_name(format!(".{name}.creating-{}-{nanos}", std::process::id()))
+}
+
+/// Makes the empty file a new log is built in, with the log's mode and group.
+pub(super) fn make_private_file(tmp: &Path, access: &Access) -> Result<(), FileError> {
+    let file = OpenOptions::new().write(true).create_new(true).mode(0o600).open(tmp).map_err(|e| format_err(tmp, e.to_string()))?;
+    set_access(&file, tmp, access.log_mode(), access)
+}
+
+fn set_access(file: &File, path: &Path, mode: u32, access: &Access) -> Result<(), FileError> {
+    if let Some(gid) = access.group {
+        std::os::unix::fs::fchown(file, None, Some(gid)).map_err(|e| format_err(path, format!("giving it to group {gid}: {e}")))?;
+    }
+    // Explicitly, so the umask does not decide who reads the log.
+    file.set_permissions(fs::Permissions::from_mode(mode)).map_err(|e| format_err(path, e.to_string()))
+}
+
+/// Makes (or checks) the inbox beside a new log: owned by this user, with the
+/// mode `access` asks for, so no one else has planted it.
+pub(super) fn make_inbox(path: &Path, access: &Access) -> Result<(), FileError> {
+    let inbox = inbox_of(path);
+    match fs::create_dir(&inbox) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let meta = fs::symlink_metadata(&inbox).map_err(|e| format_err(&inbox, e.to_string()))?;
+            if !meta.is_dir() || meta.uid() != nix_uid() {
+                return Err(format_err(&inbox, "exists and is not a folder of this user's: refusing to take commands through it"));
+            }
+        }
+        Err(e) => return Err(format_err(&inbox, format!("creating the command inbox: {e}"))),
+    }
+    let dir = File::open(&inbox).map_err(|e| format_err(&inbox, e.to_string()))?;
+    set_access(&dir, &inbox, access.inbox_mode(), access)
+}
+
+/// This process's effective user id.
+pub fn nix_uid() -> u32 {
+    nix::unistd::geteuid().as_raw()
+}
+
+/// A user's name, or "uid N" where the system has none for it.
+pub fn user_name(uid: u32) -> String {
+    match nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid)) {
+        Ok(Some(user)) => crate::domain::text::clean(&user.name),
+        _ => format!("uid {uid}"),
+    }
+}
+
+/// Links the finished temporary log into place; fails if `path` exists (a
+/// racing engine made it first). The temporary name is removed either way.
+pub(super) fn publish(tmp: &Path, path: &Path) -> Result<(), FileError> {
+    let linked = fs::hard_link(tmp, path);
+    let _ = fs::remove_file(tmp);
+    match linked {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(FileError::Raced(path.to_path_buf())),
+        Err(e) => Err(format_err(path, format!("putting the new log in place: {e}"))),
+    }
+}
+
+/// How a read-only open should reach the file.
+pub(super) enum ReadOnlyOpen {
+    /// An engine has (or had) it open: read through its WAL.
+    Shared,
+    /// Nobody writes it: read the file as it is, creating nothing beside it.
+    Immutable,
+}
+
+pub(super) fn read_only_mode(path: &Path) -> ReadOnlyOpen {
+    if sibling(path, "-wal").exists() { ReadOnlyOpen::Shared } else { ReadOnlyOpen::Immutable }
+}
+
+/// A `file:` URI for `path` with `query`, percent-encoding what a URI must not hold raw.
+pub(super) fn uri(path: &Path, query: &str) -> String {
+    let absolute = if path.is_absolute() { path.to_path_buf() } else { std::env::current_dir().unwrap_or_default().join(path) };
+    let mut out = String::from("file:");
+    for byte in absolute.as_os_str().as_encoded_bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'/' | b'-' | b'_' | b'.' | b'~' => out.push(*byte as char),
+            other => out.push_str(&format!("%{other:02X}")),
+        }
+    }
+    out.push('?');
+    out.push_str(query);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uris_escape_what_sqlite_would_read_as_syntax() {
+        assert_eq!(uri(Path::new("/a b/l?g#1%.db"), "immutable=1"), "file:/a%20b/l%3Fg%231%25.db?immutable=1");
+    }
+
+    #[test]
+    fn groups_resolve_by_name_or_id() {
+        assert_eq!(nix_group("0").unwrap(), 0);
+        assert_eq!(nix_group("root").unwrap(), 0);
+        assert!(nix_group("no-such-group-here").unwrap_err().contains("no group named"));
+    }
+}
