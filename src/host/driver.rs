@@ -89,7 +89,15 @@ impl SimRunner {
         let now = self.engine.room.now().unwrap_or(self.sim0);
         let target = match self.pace {
             Pace::Factor(f) => self.sim0 + TimeDelta::milliseconds((self.wall0.elapsed().as_secs_f64() * f * 1000.0) as i64),
-            Pace::Max(step) => now + step,
+            Pace::Max(step) => {
+                // The next point of a grid of steps from the world's start: a
+                // batch cut short (or a crash after it) resumes toward the same
+                // point, so the log's ticks fall where an uncut run puts them.
+                let base = self.engine.world.config().start;
+                let step_ms = step.num_milliseconds().max(1);
+                let k = (now - base).num_milliseconds().div_euclid(step_ms) + 1;
+                base + TimeDelta::milliseconds(k.saturating_mul(step_ms))
+            }
         };
         self.end.map_or(target, |end| target.min(end))
     }

@@ -279,6 +279,13 @@ pub fn open_sim(path: &Path, new: NewSim<'_>, created_with: &str, access: &Acces
             Err(CreateError::Other(e)) => return Err(e),
         }
     }
+    // A live engine's log is attached to without opening it for writing:
+    // an operator of the log's group may read it, never write it.
+    if let Ok(Some(lease)) = Store::open_read_only(path).and_then(|s| s.lease())
+        && !lease.is_stale(now_ms(), &is_alive)
+    {
+        return Ok(Opened::Attach { lease });
+    }
     let mut store = Store::open_for_writing(path)?;
     let old = match store.acquire_lease(&me, now_ms(), &is_alive) {
         Ok(Acquired::Free) => None,

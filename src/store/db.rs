@@ -232,8 +232,8 @@ impl Store {
                 });
             }
         }
-        store.conn.execute_batch(schema::COMMANDS_GUARDS).map_err(|e| store.sql_err(e))?;
         store.pragmas()?;
+        store.conn.execute_batch(schema::COMMANDS_GUARDS).map_err(|e| store.sql_err(e))?;
         let last: Option<i64> = store.conn.query_row("SELECT MAX(seq) FROM events", [], |r| r.get(0)).map_err(|e| store.sql_err(e))?;
         store.next_seq = last.unwrap_or(0) + 1;
         Ok(store)
