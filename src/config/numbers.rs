@@ -161,7 +161,8 @@ fn pattern_of(path: &str) -> String {
 fn shown(value: &toml::Value) -> String {
     match value {
         toml::Value::Float(f) if f.is_nan() => "nan".into(),
-        toml::Value::String(s) => format!("{:?}", crate::domain::text::bounded(s, 80, 80)),
+        // Escaped once here; Debug's quoting would escape the escapes again.
+        toml::Value::String(s) => format!("\"{}\"", crate::domain::text::bounded(s, 80, 80)),
         other => other.to_string(),
     }
 }
