@@ -3,7 +3,8 @@
 //! Read from `--config FILE`, else `$XDG_CONFIG_HOME/gpuroom/config.toml`
 //! (or `~/.config/gpuroom/config.toml`) when it exists; every key is optional
 //! and defaults to the built-in policy. Unknown keys are errors (a typo must
-//! not silently fall back to a default).
+//! not silently fall back to a default), and so is a number outside its key's
+//! range, NaN and infinities included (`NUMERIC_KEYS`, checked by `numbers`).
 //!
 //! ```toml
 //! [sched]
