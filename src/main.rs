@@ -12,11 +12,22 @@ use gpuroom::host::{headless, runs};
 
 /// Errors end the program with one readable line (the chain of causes), not a
 /// debug dump: they name the file and place, and that is what the user needs.
+/// They often quote what the user gave (a path, a value), so they are made
+/// safe for the terminal: controls shown escaped, length bounded.
 fn main() -> std::process::ExitCode {
-    match run(Cli::parse()) {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // Usage errors quote the argument given; help and version go out as clap writes them.
+        Err(e) if e.use_stderr() => {
+            eprint!("{}", gpuroom::domain::text::for_terminal(&e.render().to_string()));
+            return std::process::ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
+        Err(e) => e.exit(),
+    };
+    match run(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("gpuroom: {e:#}");
+            eprintln!("gpuroom: {}", gpuroom::domain::text::for_terminal(&format!("{e:#}")));
             std::process::ExitCode::FAILURE
         }
     }

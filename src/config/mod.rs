@@ -3,7 +3,8 @@
 //! Read from `--config FILE`, else `$XDG_CONFIG_HOME/gpuroom/config.toml`
 //! (or `~/.config/gpuroom/config.toml`) when it exists; every key is optional
 //! and defaults to the built-in policy. Unknown keys are errors (a typo must
-//! not silently fall back to a default).
+//! not silently fall back to a default), and so is a number outside its key's
+//! range, NaN and infinities included (`NUMERIC_KEYS`, checked by `numbers`).
 //!
 //! ```toml
 //! [sched]
@@ -37,9 +38,11 @@
 
 use serde::Deserialize;
 
+pub mod numbers;
 pub mod tenant;
 pub use tenant::TenantDecl;
 
+use self::numbers::{Pass, Rule, COUNT, EVERY_SECS, FRACTION, NON_NEGATIVE, PERCENT, POSITIVE, POSITIVE_SECS, SECS, TIMEOUT_MS, U32, U8};
 use crate::ckpt::CheckpointPolicy;
 use crate::room::RoomConfig;
 use crate::sched::SchedConfig;
@@ -123,27 +126,109 @@ pub struct ConfigFileError {
     pub message: String,
 }
 
+/// Every numeric key of the engine's configuration and what it accepts.
+/// A key missing here is still held to "finite and not negative".
+pub const NUMERIC_KEYS: &[(&str, Rule)] = &[
+    ("sched.aging_per_hour", NON_NEGATIVE),
+    ("sched.mlfq_thresholds[]", Rule::Int(0, i64::MAX)),
+    ("sched.mlfq_promote_after", SECS),
+    ("sched.mlfq_quantum", SECS),
+    ("sched.max_wait.training", SECS),
+    ("sched.max_wait.fine_tune", SECS),
+    ("sched.max_wait.eval", SECS),
+    ("sched.max_wait.batch_inference", SECS),
+    ("sched.idle_util_pct", PERCENT),
+    ("sched.idle_window", SECS),
+    ("checkpoint.stable_interval", POSITIVE_SECS),
+    ("checkpoint.min_interval", POSITIVE_SECS),
+    ("checkpoint.max_interval", POSITIVE_SECS),
+    ("checkpoint.hazard_threshold", FRACTION),
+    ("checkpoint.shorten_factor", Rule::Float { min: 0.0, above: true, max: 1.0 }),
+    ("checkpoint.default_cost", SECS),
+    ("checkpoint.full_every", COUNT),
+    ("checkpoint.notice_miss_floor", FRACTION),
+    ("spot.bids.start", Rule::Float { min: 1.0, above: false, max: f64::INFINITY }),
+    ("spot.bids.top", Rule::Float { min: 1.0, above: false, max: f64::INFINITY }),
+    ("spot.bids.reference_remaining_secs", POSITIVE),
+    ("spot.hazard.window", POSITIVE_SECS),
+    ("spot.hazard.prior_exposure", SECS),
+    ("spot.hazard.smoothing", SECS),
+    ("spot.hazard.fallback_per_hour", NON_NEGATIVE),
+    ("spot.hazard.max_live", COUNT),
+    ("cost.checkpoint_io_per_gib", Rule::Int(0, i64::MAX)),
+    ("cost.storage_per_gib_month", Rule::Int(0, i64::MAX)),
+    ("cost.network_per_gib", Rule::Int(0, i64::MAX)),
+    ("cost.budget.notify_pct", COUNT),
+    ("cost.budget.limit_pct", COUNT),
+    ("cost.budget.block_pct", COUNT),
+    ("forecast.threshold", POSITIVE),
+    ("forecast.periods", COUNT),
+    ("capacity.idle_release", SECS),
+    ("capacity.spot_backoff", SECS),
+    ("capacity.min_stable_share", FRACTION),
+    ("capacity.account_gpu_limit", U32),
+    ("capacity.plan_every", SECS),
+    ("capacity.lookahead_jobs", COUNT),
+    ("sources.nvml.every_secs", EVERY_SECS),
+    ("sources.dcgm.every_secs", EVERY_SECS),
+    ("sources.dcgm.timeout_ms", TIMEOUT_MS),
+    ("sources.aws.prices_every_secs", EVERY_SECS),
+    ("sources.aws.fleet_every_secs", EVERY_SECS),
+    ("sources.aws.timeout_ms", TIMEOUT_MS),
+    ("sources.aws.max_attempts", Rule::Int(1, 100)),
+    ("sources.aws.pools[].max_nodes", U32),
+    ("sources.aws.pools[].warm_min", U32),
+    ("sources.aws.pools[].boot_secs", SECS),
+    ("sources.aws.pools[].speed", POSITIVE),
+    ("sources.imds.every_secs", EVERY_SECS),
+    ("sources.imds.timeout_ms", TIMEOUT_MS),
+    // IMDSv2 tokens live from 1 s to 6 h.
+    ("sources.imds.token_ttl_secs", Rule::Int(1, 21_600)),
+    ("sources.local.stop_grace_secs", EVERY_SECS),
+    ("sources.local.poll_ms", TIMEOUT_MS),
+    ("sources.slurm.poll_secs", Rule::Int(1, 3_600)),
+    ("sources.slurm.timeout_secs", Rule::Int(1, 600)),
+    ("sources.slurm.wait_alarm_mins", Rule::Int(0, crate::domain::units::HORIZON_SECS / 60)),
+    ("sources.slurm.account[].quota_gpus", U32),
+    ("sources.slurm.account[].borrow_limit_gpus", U32),
+    ("sources.slurm.account[].monthly_budget", Rule::Money),
+    ("sources.instance_types[].gpus", Rule::Int(1, u8::MAX as i64)),
+    ("sources.instance_types[].gpu_memory_mib", COUNT),
+    ("sources.instance_types[].cpus", U32),
+    ("sources.instance_types[].host_memory_mib", U32),
+    ("sources.instance_types[].on_demand", Rule::Money),
+    ("sources.nodes[].gpus", U8),
+    ("sources.nodes[].gpu_memory_mib", U32),
+    ("sources.nodes[].price", Rule::Money),
+];
+
 impl EngineConfig {
     pub fn parse(file: &str, text: &str) -> Result<EngineConfig, ConfigFileError> {
-        let config: EngineConfig =
-            toml::from_str(text).map_err(|e| ConfigFileError { file: file.to_string(), message: crate::sources::toml_message(text, &e) })?;
-        config.spot.hazard.validate().map_err(|e| ConfigFileError { file: file.to_string(), message: format!("[spot.hazard]: {e}") })?;
+        let fail = |message: String| ConfigFileError { file: file.to_string(), message };
+        let doc: toml::Table = toml::from_str(text).map_err(|e| fail(crate::sources::toml_message(text, &e)))?;
+        numbers::check(&doc, NUMERIC_KEYS, Pass::Known).map_err(fail)?;
+        let config: EngineConfig = toml::from_str(text).map_err(|e| fail(crate::sources::toml_message(text, &e)))?;
+        numbers::check(&doc, NUMERIC_KEYS, Pass::Rest).map_err(fail)?;
+        config.spot.hazard.validate().map_err(|e| fail(format!("[spot.hazard]: {e}")))?;
         let bids = &config.spot.bids;
-        if !(bids.start.is_finite() && bids.top.is_finite() && bids.start >= 1.0 && bids.top >= bids.start) {
-            return Err(ConfigFileError { file: file.to_string(), message: format!("[spot.bids]: need 1 ≤ start ≤ top, got start {} top {}", bids.start, bids.top) });
+        if bids.top < bids.start {
+            return Err(fail(format!("[spot.bids]: need start ≤ top, got start {} top {}", bids.start, bids.top)));
         }
         if let Some(problem) = config.cost.budget.problem() {
-            return Err(ConfigFileError { file: file.to_string(), message: format!("[cost.budget]: {problem}") });
+            return Err(fail(format!("[cost.budget]: {problem}")));
         }
         if let Some(problem) = config.capacity.resolve(crate::capacity::CapacityMode::Control).problem() {
-            return Err(ConfigFileError { file: file.to_string(), message: format!("[capacity]: {problem}") });
+            return Err(fail(format!("[capacity]: {problem}")));
         }
-        let f = &config.forecast;
-        if !(f.threshold.is_finite() && f.threshold > 0.0) || f.periods == 0 {
-            return Err(ConfigFileError {
-                file: file.to_string(),
-                message: format!("[forecast]: need threshold > 0 and periods ≥ 1, got {} and {}", f.threshold, f.periods),
-            });
+        let c = &config.checkpoint;
+        if c.max_interval < c.min_interval {
+            return Err(fail(format!("[checkpoint]: need min_interval ≤ max_interval, got {} and {}", c.min_interval.0, c.max_interval.0)));
+        }
+        if config.sched.mlfq_thresholds.windows(2).any(|w| w[1] <= w[0]) {
+            return Err(fail(format!("sched.mlfq_thresholds must rise, got {:?}", config.sched.mlfq_thresholds)));
+        }
+        if let Some(p) = config.sources.aws.iter().flat_map(|a| &a.pools).find(|p| p.warm_min > p.max_nodes) {
+            return Err(fail(format!("[[sources.aws.pools]] {} {}: warm_min {} passes max_nodes {}", p.instance_type, p.zone, p.warm_min, p.max_nodes)));
         }
         Ok(config)
     }
@@ -207,5 +292,105 @@ mod tests {
         assert!(EngineConfig::parse("c.toml", "[forecast]\nperiods = 0\n").unwrap_err().message.contains("periods"));
         assert!(EngineConfig::parse("c.toml", "[cost]\nstorage = 1\n").unwrap_err().message.contains("storage"));
     }
-}
 
+    /// A document that sets `key` (a rule's key, `[]` for an array's item) to `value`.
+    fn doc_setting(key: &str, value: &str) -> String {
+        let Some((array, field)) = key.split_once("[]") else {
+            let (section, field) = key.rsplit_once('.').unwrap();
+            return format!("[{section}]\n{field} = {value}\n");
+        };
+        let field = field.trim_start_matches('.');
+        if field.is_empty() {
+            let (section, field) = array.rsplit_once('.').unwrap();
+            return format!("[{section}]\n{field} = [{value}]\n");
+        }
+        // The item's required keys, then the one under test in place of its own.
+        let base: &[(&str, &str)] = match array {
+            "sources.aws.pools" => &[("instance_type", "\"p3.2xlarge\""), ("zone", "\"z\""), ("billing", "\"spot\"")],
+            "sources.slurm.account" => &[("id", "\"a\""), ("quota_gpus", "1"), ("monthly_budget", "\"1\"")],
+            "sources.instance_types" => &[
+                ("name", "\"t\""), ("gpu_model", "\"m\""), ("gpus", "1"), ("gpu_memory_mib", "1"),
+                ("cpus", "1"), ("host_memory_mib", "1"), ("on_demand", "\"1\""),
+            ],
+            "sources.nodes" => &[("host", "\"h\"")],
+            other => panic!("no base item for [[{other}]]"),
+        };
+        let mut text = format!("[[{array}]]\n");
+        for (k, v) in base.iter().filter(|(k, _)| *k != field) {
+            text.push_str(&format!("{k} = {v}\n"));
+        }
+        text.push_str(&format!("{field} = {value}\n"));
+        text
+    }
+
+    /// A value the key accepts, as TOML (cross-key rules taken into account).
+    fn good_value(key: &str, rule: numbers::Rule) -> String {
+        match (key, rule) {
+            ("checkpoint.max_interval", _) => "7200".into(),
+            ("spot.bids.top", _) => "2.5".into(),
+            ("cost.budget.limit_pct" | "cost.budget.block_pct", _) => "120".into(),
+            (_, Rule::Int(min, _)) => min.max(0).to_string(),
+            (_, Rule::Float { min, above, .. }) => (if above { min + 0.5 } else { min }).to_string(),
+            (_, Rule::Money) => "\"1.5\"".into(),
+        }
+    }
+
+    /// Values the rule refuses, as TOML.
+    fn bad_values(rule: numbers::Rule) -> Vec<String> {
+        let mut bad: Vec<String> = ["nan", "inf", "-inf"].map(String::from).to_vec();
+        match rule {
+            Rule::Int(min, max) => {
+                bad.push("1.5".into());
+                if min > i64::MIN {
+                    bad.push((min - 1).to_string());
+                }
+                if max < i64::MAX {
+                    bad.push((max + 1).to_string());
+                }
+            }
+            Rule::Float { min, above, max } => {
+                bad.push(if above { min.to_string() } else { (min - 0.5).to_string() });
+                if max.is_finite() {
+                    bad.push((max + 0.5).to_string());
+                }
+            }
+            Rule::Money => bad.extend(["-1".into(), "\"-1\"".into(), "\"1.0000001\"".into()]),
+        }
+        bad
+    }
+
+    #[test]
+    fn every_numeric_key_takes_a_value_in_its_range() {
+        for (key, rule) in NUMERIC_KEYS {
+            let text = doc_setting(key, &good_value(key, *rule));
+            if let Err(e) = EngineConfig::parse("c.toml", &text) {
+                panic!("{key}: {e}\n{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_numeric_key_refuses_nan_infinity_and_out_of_range_naming_key_and_range() {
+        for (key, rule) in NUMERIC_KEYS {
+            for value in bad_values(*rule) {
+                let text = doc_setting(key, &value);
+                let err = EngineConfig::parse("c.toml", &text).expect_err(&format!("{key} = {value} accepted"));
+                let shown_key = key.replace("[]", "[0]");
+                assert!(err.message.starts_with(&format!("{shown_key} = ")), "{key} = {value}: {err}");
+                assert!(err.message.ends_with(&rule.describe()), "{key} = {value}: {err}");
+            }
+        }
+    }
+
+    #[test]
+    fn typos_stay_typos_and_keys_are_checked_against_each_other() {
+        let err = EngineConfig::parse("c.toml", "[sched]\nbackfil = -1\n").unwrap_err();
+        assert!(err.message.contains("backfil"), "a typo is a typo first: {err}");
+        let err = EngineConfig::parse("c.toml", "[sched]\nidle_window = -60\n").unwrap_err();
+        assert_eq!(err.to_string(), format!("c.toml: sched.idle_window = -60: must be a whole number within [0, {}]", crate::domain::units::HORIZON_SECS));
+        assert!(EngineConfig::parse("c.toml", "[checkpoint]\nmin_interval = 600\nmax_interval = 60\n").unwrap_err().message.contains("min_interval ≤ max_interval"));
+        assert!(EngineConfig::parse("c.toml", "[sched]\nmlfq_thresholds = [3600, 60]\n").unwrap_err().message.contains("must rise"));
+        let pool = "[[sources.aws.pools]]\ninstance_type = \"p3.2xlarge\"\nzone = \"z\"\nbilling = \"spot\"\nmax_nodes = 1\nwarm_min = 2\n";
+        assert!(EngineConfig::parse("c.toml", pool).unwrap_err().message.contains("warm_min"));
+    }
+}

@@ -13,6 +13,7 @@ use chrono::TimeDelta;
 
 use super::settings::{self, Policy, WorldChoice};
 use super::Opened;
+use crate::domain::text::for_terminal;
 use crate::engine::Engine;
 use crate::report;
 use crate::room::{Room, RoomConfig};
@@ -77,7 +78,8 @@ pub fn run_sim(world: &WorldChoice, policy: &Policy, hours: f64, db: Option<&Pat
     print!("{}", report::summary(&view, Some(&engine.world.stats)));
     println!("simulated {hours} h in {:.2} s (seed {})", wall.elapsed().as_secs_f64(), world.seed);
     if let Some(store) = &engine.store {
-        println!("event log {} ({} events); replay with: gpuroom replay {}", store.path().display(), store.event_count()?, store.path().display());
+        let path = shown(store.path());
+        println!("event log {path} ({} events); replay with: gpuroom replay {path}", store.event_count()?);
     }
     Ok(())
 }
@@ -93,7 +95,7 @@ pub fn run_replay(db: &Path, from_snapshot: bool) -> Result<()> {
     let wall = Instant::now();
     let (room, applied) = store::replay(&store, from_snapshot)?;
     print!("{}", report::summary(&room.view(), None));
-    println!("replayed {applied} events of {} ({}) in {:.2} s", db.display(), meta.source, wall.elapsed().as_secs_f64());
+    println!("replayed {applied} events of {} ({}) in {:.2} s", shown(db), for_terminal(&meta.source), wall.elapsed().as_secs_f64());
     Ok(())
 }
 
@@ -114,7 +116,7 @@ pub fn run_export(db: &Path, format: crate::export::Format, month: &str, out: Op
             let mut file = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
             write(&mut file).with_context(|| format!("writing {}", path.display()))?;
             let total: crate::domain::units::Micros = lines.iter().map(|l| l.amount).sum();
-            eprintln!("{} lines, {total} in all, written to {}", lines.len(), path.display());
+            eprintln!("{} lines, {total} in all, written to {}", lines.len(), shown(path));
         }
         None => write(&mut std::io::stdout().lock()).context("writing to standard output")?,
     }
@@ -167,7 +169,7 @@ fn experiment(
     println!("\n(ran in {:.2} s)", wall.elapsed().as_secs_f64());
     if let Some(path) = out {
         std::fs::write(path, &markdown).with_context(|| format!("writing {}", path.display()))?;
-        println!("written to {}", path.display());
+        println!("written to {}", shown(path));
     }
     Ok(())
 }
@@ -179,7 +181,8 @@ pub fn run_doctor(policy: &Policy, dcgm: Vec<String>) -> Result<()> {
     let host = config.sources.nvml.host.clone().unwrap_or_else(crate::sources::nvml::host_name);
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let checks = runtime.block_on(crate::live::doctor::checks(&config.sources, &host));
-    print!("{}", crate::live::doctor::render(&checks));
+    // Details quote what the sources answered: each line bounded, controls shown escaped.
+    print!("{}", crate::domain::text::bounded(&crate::live::doctor::render(&checks), crate::domain::text::ECHO_LINE_CHARS, 64_000));
     let failed = checks.iter().filter(|c| !c.ok).count();
     if failed > 0 {
         bail!("{failed} of {} sources did not answer", checks.len());
@@ -209,4 +212,9 @@ pub fn run_bench(quick: bool, out: Option<std::path::PathBuf>, probe_memory: boo
     let report = crate::bench::run(&crate::bench::BenchOptions { quick, out })?;
     print!("{}", report.text());
     Ok(())
+}
+
+/// A path the user gave, as it may be printed on a terminal.
+pub(crate) fn shown(path: &Path) -> String {
+    for_terminal(&path.display().to_string())
 }

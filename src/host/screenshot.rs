@@ -95,6 +95,6 @@ pub fn run_screenshot(world: &WorldChoice, policy: &Policy, out: &Path, shot: &S
     let bg = hex(ctx.theme.background, crate::tui::svg::DEFAULT_BG);
     let fg = hex(ctx.theme.text.fg.unwrap_or(ratatui::style::Color::Reset), crate::tui::svg::DEFAULT_FG);
     std::fs::write(out, crate::tui::svg::buffer_to_svg_with(&buffer, &fg, &bg)).with_context(|| format!("writing {}", out.display()))?;
-    println!("wrote {} ({width}×{height}, after {} simulated hours)", out.display(), shot.hours);
+    println!("wrote {} ({width}×{height}, after {} simulated hours)", super::runs::shown(out), shot.hours);
     Ok(())
 }

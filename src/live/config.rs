@@ -25,6 +25,7 @@
 use serde::Deserialize;
 
 use super::catalogue::{InstanceShape, NodeDecl};
+use crate::config::numbers::{self, Pass, Rule};
 pub use crate::config::tenant::TenantDecl;
 use crate::domain::event::TenantSpec;
 use crate::domain::ids::{JobId, TenantId};
@@ -104,9 +105,26 @@ fn default_pool() -> PoolPreference {
     PoolPreference::Any
 }
 
+/// Every numeric key of a jobs file and what it accepts (priorities alone may be negative).
+pub const JOBS_NUMERIC_KEYS: &[(&str, Rule)] = &[
+    ("tenant[].quota_gpus", numbers::U32),
+    ("tenant[].borrow_limit_gpus", numbers::U32),
+    ("tenant[].monthly_budget", Rule::Money),
+    ("job[].gpus", Rule::Int(1, u8::MAX as i64)),
+    ("job[].gpu_mem_mib", numbers::U32),
+    ("job[].steps", Rule::Int(1, i64::MAX)),
+    ("job[].checkpoint_mib", numbers::U32),
+    ("job[].priority", Rule::Int(i32::MIN as i64, i32::MAX as i64)),
+    ("job[].est_runtime_secs", numbers::SECS),
+];
+
 impl JobsFile {
     pub fn parse(file: &str, text: &str) -> Result<JobsFile, String> {
-        let jobs: JobsFile = toml::from_str(text).map_err(|e| format!("{file}: {}", crate::sources::toml_message(text, &e)))?;
+        let toml_error = |e: toml::de::Error| format!("{file}: {}", crate::sources::toml_message(text, &e));
+        let doc: toml::Table = toml::from_str(text).map_err(toml_error)?;
+        numbers::check(&doc, JOBS_NUMERIC_KEYS, Pass::Known).map_err(|e| format!("{file}: {e}"))?;
+        let jobs: JobsFile = toml::from_str(text).map_err(toml_error)?;
+        numbers::check(&doc, JOBS_NUMERIC_KEYS, Pass::Rest).map_err(|e| format!("{file}: {e}"))?;
         for (i, j) in jobs.job.iter().enumerate() {
             let problem = if j.command.is_empty() {
                 Some("command is empty")
@@ -173,5 +191,44 @@ impl JobsFile {
                 (spec, command)
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TENANT: &str = "[[tenant]]\nid = \"r\"\nquota_gpus = 2\nmonthly_budget = \"100\"\n";
+
+    fn job_with(key: &str, value: &str) -> String {
+        let base = [("name", "\"j\""), ("tenant", "\"r\""), ("gpu_mem_mib", "1000"), ("steps", "10"), ("command", "[\"true\"]")];
+        let mut text = format!("{TENANT}[[job]]\n");
+        for (k, v) in base.iter().filter(|(k, _)| *k != key) {
+            text.push_str(&format!("{k} = {v}\n"));
+        }
+        text.push_str(&format!("{key} = {value}\n"));
+        text
+    }
+
+    #[test]
+    fn job_numbers_are_refused_out_of_range_naming_file_key_and_range() {
+        assert!(JobsFile::parse("jobs.toml", &job_with("priority", "-5")).is_ok(), "priorities may be negative");
+        assert!(JobsFile::parse("jobs.toml", &job_with("est_runtime_secs", "3600")).is_ok());
+        for (key, value) in [("gpus", "0"), ("gpus", "256"), ("steps", "-1"), ("gpu_mem_mib", "-1"), ("checkpoint_mib", "inf"), ("est_runtime_secs", "-60"), ("priority", "nan"), ("priority", "3000000000")] {
+            let err = JobsFile::parse("jobs.toml", &job_with(key, value)).unwrap_err();
+            assert!(err.starts_with(&format!("jobs.toml: job[0].{key} = {value}: must be a whole number within [")), "{key} = {value}: {err}");
+        }
+    }
+
+    #[test]
+    fn tenant_numbers_and_budgets_are_refused_out_of_range() {
+        let job = job_with("gpus", "1");
+        let job = job.trim_start_matches(TENANT);
+        for (key, value, range) in [("quota_gpus", "-1", "whole number"), ("borrow_limit_gpus", "inf", "whole number"), ("monthly_budget", "\"-100\"", "amount ≥ 0")] {
+            let tenant = TENANT.lines().filter(|l| !l.starts_with(key)).collect::<Vec<_>>().join("\n");
+            let text = format!("{tenant}\n{key} = {value}\n{job}");
+            let err = JobsFile::parse("jobs.toml", &text).unwrap_err();
+            assert!(err.starts_with(&format!("jobs.toml: tenant[0].{key} = {value}: must be")) && err.contains(range), "{err}");
+        }
     }
 }

@@ -249,6 +249,8 @@ impl SimConfig {
         fraction(file, "workload.spot_only_fraction", w.spot_only_fraction)?;
         fraction(file, "workload.failure_rate", w.failure_rate)?;
         fraction(file, "workload.hang_rate", w.hang_rate)?;
+        // Not a share of jobs but of state per step; the executor would take NaN as 1 and a negative as 0.
+        fraction(file, "workload.incremental_share_per_step", w.incremental_share_per_step)?;
         if w.arrivals == Arrivals::Trace && w.trace_jobs == 0 {
             return Err(err("workload.arrivals = \"trace\" needs workload.trace_jobs > 0".into()));
         }
@@ -397,6 +399,12 @@ mod tests {
 
         let bad_money = text.replacen("monthly_budget = \"30000\"", "monthly_budget = \"lots\"", 1);
         assert!(SimConfig::parse("my.toml", &bad_money).unwrap_err().message.contains("monthly_budget"));
+
+        for bad in ["nan", "inf", "-0.5", "1.5"] {
+            let share = text.replacen("failure_rate = 0.02", &format!("failure_rate = 0.02\nincremental_share_per_step = {bad}"), 1);
+            let err = SimConfig::parse("my.toml", &share).unwrap_err();
+            assert!(err.message.starts_with("workload.incremental_share_per_step must be within 0..=1"), "{bad}: {err}");
+        }
 
         let typo = text.replacen("target_load", "target_laod", 1);
         assert!(SimConfig::parse("my.toml", &typo).is_err());
