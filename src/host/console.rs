@@ -18,6 +18,7 @@ use super::driver::{self, Links, Pace, SimRunner};
 use super::settings::{self, Policy, WorldChoice};
 use super::{attach, Duty, Opened};
 use crate::domain::event::{Action, Actor, Role};
+use crate::domain::text::for_terminal;
 use crate::live::catalogue::Catalogue;
 use crate::live::config::JobsFile;
 use crate::live::run::{spawn_sources, LiveRunner};
@@ -72,7 +73,7 @@ fn setup(opts: &ConsoleOptions, source: String) -> (DrawContext, Actor, Screen, 
         None => None,
     };
     if let Some(e) = &theme_error {
-        eprintln!("gpuroom: theme not used, falling back to {}: {e}", ctx.theme.name);
+        eprintln!("gpuroom: theme not used, falling back to {}: {}", ctx.theme.name, for_terminal(&e.to_string()));
         std::thread::sleep(Duration::from_secs(2));
     }
     (ctx, actor, screen, theme_error)
@@ -82,10 +83,11 @@ fn setup(opts: &ConsoleOptions, source: String) -> (DrawContext, Actor, Screen, 
 fn epilogue(view: &View, stats: Option<&WorldStats>, theme_error: Option<ThemeError>, store: Option<&Store>) -> Result<()> {
     print!("{}", report::summary(view, stats));
     if let Some(e) = theme_error {
-        eprintln!("gpuroom: the theme was not used: {e}");
+        eprintln!("gpuroom: the theme was not used: {}", for_terminal(&e.to_string()));
     }
     if let Some(store) = store {
-        println!("event log {} ({} events); replay with: gpuroom replay {}", store.path().display(), store.event_count()?, store.path().display());
+        let path = for_terminal(&store.path().display().to_string());
+        println!("event log {path} ({} events); replay with: gpuroom replay {path}", store.event_count()?);
     }
     Ok(())
 }
@@ -131,7 +133,7 @@ pub fn run_sim_console(opts: &ConsoleOptions) -> Result<()> {
         },
     };
     match (&resumed, log_path.as_deref()) {
-        (Some(resumed), Some(path)) => eprintln!("gpuroom: {}", resumed.describe(path)),
+        (Some(resumed), Some(path)) => eprintln!("gpuroom: {}", for_terminal(&resumed.describe(path))),
         _ => {
             let start = engine.world.config().start;
             engine.run_until(start + warmup)?;
@@ -182,9 +184,9 @@ pub fn run_attached(opts: &ConsoleOptions, path: &Path) -> Result<()> {
     drop(attached);
     print!("{}", report::summary(&last, None));
     if let Some(e) = theme_error {
-        eprintln!("gpuroom: the theme was not used: {e}");
+        eprintln!("gpuroom: the theme was not used: {}", for_terminal(&e.to_string()));
     }
-    println!("detached from {} (the engine goes on)", path.display());
+    println!("detached from {} (the engine goes on)", for_terminal(&path.display().to_string()));
     Ok(())
 }
 

@@ -16,6 +16,7 @@ use super::driver::{self, Caught, Links, Pace, Runner, SimRunner};
 use super::settings::{self, Policy, WorldChoice};
 use super::Opened;
 use crate::domain::event::Role;
+use crate::domain::text::for_terminal;
 use crate::engine::Engine;
 use crate::sim::{Simulation, Traces};
 use crate::store::StoreError;
@@ -76,10 +77,10 @@ pub fn run_engine(world: &WorldChoice, policy: &Policy, db: &Path, pace: Pace, u
         Opened::Owner { engine, duty, resumed } => (*engine, duty, resumed),
     };
     match &resumed {
-        Some(r) => eprintln!("engine: {}", r.describe(db)),
-        None => eprintln!("engine: new run in {}", db.display()),
+        Some(r) => eprintln!("engine: {}", for_terminal(&r.describe(db))),
+        None => eprintln!("engine: new run in {}", for_terminal(&db.display().to_string())),
     }
-    eprintln!("engine: owns {} as {}", db.display(), duty.holder);
+    eprintln!("engine: owns {} as {}", for_terminal(&db.display().to_string()), for_terminal(&duty.holder.to_string()));
     let start = engine.world.config().start;
     let end = until.map(|h| start + h);
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;

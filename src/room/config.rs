@@ -49,10 +49,18 @@ pub struct RoomConfig {
     /// Elastic capacity: what the room buys and gives back, and on whose say.
     #[serde(default)]
     pub capacity: CapacityConfig,
+    /// How long a finished job stays in memory before only its id and costs
+    /// remain (see `retired`); 0 keeps every job.
+    #[serde(default = "default_retain_finished")]
+    pub retain_finished: Secs,
 }
 
 fn default_trend_horizon() -> Secs {
     Secs(600)
+}
+
+fn default_retain_finished() -> Secs {
+    Secs(8 * 24 * 3600)
 }
 
 impl Default for RoomConfig {
@@ -73,6 +81,7 @@ impl Default for RoomConfig {
             forecast: Default::default(),
             slurm: Default::default(),
             capacity: Default::default(),
+            retain_finished: default_retain_finished(),
         }
     }
 }

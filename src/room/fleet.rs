@@ -35,11 +35,39 @@ pub struct Fleet {
     pub holding: BTreeSet<JobId>,
     pub tenants: BTreeMap<TenantId, TenantSpec>,
     pub rates: BTreeMap<JobId, ProgressRate>,
+    /// Finished jobs on their way out of memory, and what is left of those gone.
+    #[serde(default)]
+    pub retired: super::retired::Retired,
 }
 
 impl Fleet {
+    /// Retires the finished jobs that finished before `cutoff` (see `retired`).
+    pub fn retire_finished(&mut self, cutoff: At) {
+        for id in self.retired.due(cutoff) {
+            // A job requeued after it ended finished again later: its newer entry retires it.
+            let gone = self.jobs.get(&id).is_some_and(|j| j.phase().is_terminal() && j.finished_at.is_some_and(|f| f < cutoff));
+            if gone && let Some(job) = self.jobs.remove(&id) {
+                self.retired.retire(id, job.cost, job.service_cost);
+            }
+        }
+    }
+
     pub fn job_mut(&mut self, id: JobId) -> Result<&mut Job, String> {
-        self.jobs.get_mut(&id).ok_or_else(|| format!("unknown job {id}"))
+        let missing = self.missing(id);
+        self.jobs.get_mut(&id).ok_or(missing)
+    }
+
+    pub fn job(&self, id: JobId) -> Result<&Job, String> {
+        self.jobs.get(&id).ok_or_else(|| self.missing(id))
+    }
+
+    /// Why a job is not held: retired long after it finished, or never known.
+    fn missing(&self, id: JobId) -> String {
+        if self.retired.contains(id) {
+            format!("job {id} finished long ago and is no longer held (its history is in the event log)")
+        } else {
+            format!("unknown job {id}")
+        }
     }
 
     /// Moves a job to `state`, refusing moves the life cycle does not allow.

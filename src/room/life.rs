@@ -42,6 +42,7 @@ pub fn finish(fleet: &mut Fleet, books: &mut Books, journal: &mut Journal, max_w
     fleet.queued.remove(&id);
     fleet.holding.remove(&id);
     fleet.rates.remove(&id);
+    fleet.retired.finished(at, id);
     // The effect of a clear is not needed: the alarm list is the state.
     let mut cleared = Vec::new();
     waits::group_left(max_wait, fleet, journal, at, &tenant, class, &mut cleared);

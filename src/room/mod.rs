@@ -23,6 +23,7 @@ pub mod journal;
 mod life;
 mod ops;
 pub mod predict;
+pub mod retired;
 pub mod sched;
 pub mod slurm;
 #[cfg(test)]
@@ -157,8 +158,14 @@ impl Room {
         self.fleet.nodes.values()
     }
 
+    /// Every unfinished job, and those finished within `retain_finished`.
     pub fn jobs(&self) -> impl Iterator<Item = &Job> {
         self.fleet.jobs.values()
+    }
+
+    /// What is left of the jobs retired from memory (see `retired`).
+    pub fn retired(&self) -> &retired::Retired {
+        &self.fleet.retired
     }
 
     pub fn tenant(&self, name: &str) -> Option<&TenantSpec> {
@@ -231,6 +238,9 @@ impl Room {
         }
         let closed = self.costs.accrue_until(self.now, at, &mut self.fleet, &self.market, self.config.cost.storage_per_gib_month);
         self.now = Some(at);
+        if self.config.retain_finished.0 > 0 {
+            self.fleet.retire_finished(at - chrono::TimeDelta::seconds(self.config.retain_finished.0));
+        }
         let mut effects = Vec::new();
         if !closed.is_empty() {
             self.forecast.on_periods_closed(&self.config.forecast, at, &closed, &mut self.journal, &mut effects);
@@ -513,7 +523,7 @@ impl Room {
 
     fn validate(&self, spec: &JobSpec) -> Result<(), String> {
         let name = clean(&spec.name);
-        if self.fleet.jobs.contains_key(&spec.id) {
+        if self.fleet.jobs.contains_key(&spec.id) || self.fleet.retired.contains(spec.id) {
             return Err(format!("job {} ({name}) already exists", spec.id));
         }
         if spec.gpus == 0 || spec.gpus > self.config.max_gpus_per_job {
@@ -579,7 +589,7 @@ impl Room {
     }
 
     fn on_stopped(&mut self, at: At, id: JobId) -> Result<(), String> {
-        let job = self.fleet.jobs.get(&id).ok_or_else(|| format!("unknown job {id}"))?;
+        let job = self.fleet.job(id)?;
         let JobState::Preempted { reason } = job.state.clone() else {
             return Err(format!("job {id} reported stopped while {}", job.phase().label()));
         };
@@ -603,7 +613,7 @@ impl Room {
     }
 
     fn on_exited(&mut self, at: At, id: JobId, ok: bool, message: &str) -> Result<(), String> {
-        let job = self.fleet.jobs.get(&id).ok_or_else(|| format!("unknown job {id}"))?;
+        let job = self.fleet.job(id)?;
         if !job.phase().holds_gpus() {
             return Err(format!("job {id} exited while {}", job.phase().label()));
         }

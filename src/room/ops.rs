@@ -65,7 +65,7 @@ impl JobOps<'_> {
     pub fn carry_out(&mut self, at: At, actor: &Actor, action: &Action, id: JobId, effects: &mut Vec<Effect>) -> Result<String, String> {
         let who = clean(&actor.user);
         let verb = action.verb();
-        let job = self.fleet.jobs.get(&id).ok_or_else(|| format!("{who} asked to {verb} unknown job {id}"))?;
+        let job = self.fleet.job(id).map_err(|why| format!("{who} asked to {verb} {why}"))?;
         let phase = job.phase();
         let name = clean(&job.spec.name);
         let by_operator = |requeue: bool| StopReason::Operator { actor: actor.user.clone(), requeue };
@@ -112,7 +112,7 @@ impl JobOps<'_> {
     /// A migration target must exist, be up, be large enough for the job and
     /// be allowed by its pool preference (a no-spot job stays off spot).
     fn check_target(&self, id: JobId, to: &PoolTarget) -> Result<(), String> {
-        let job = self.fleet.jobs.get(&id).ok_or_else(|| format!("unknown job {id}"))?;
+        let job = self.fleet.job(id)?;
         let nodes: Vec<_> = self.fleet.nodes.values().filter(|n| to.holds(&n.spec)).collect();
         if nodes.is_empty() {
             return Err(format!("no node in {to}"));

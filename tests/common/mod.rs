@@ -51,11 +51,12 @@ pub fn check(room: &Room, context: &str) {
     }
     assert_eq!(placed_on, expected, "{context}: allocations and placements disagree");
     let view = room.view();
-    let jobs: Micros = room.jobs().map(|j| j.cost).sum();
+    // Jobs retired from memory keep their share of the totals.
+    let jobs: Micros = room.jobs().map(|j| j.cost).sum::<Micros>() + room.retired().cost;
     let idle: Micros = view.totals.idle_by_mode.iter().copied().sum();
     assert_eq!(jobs + idle, view.totals.spend, "{context}: spend does not reconcile");
     let tenants: Micros = room.books().tenants.values().map(|b| b.all_time).sum();
-    let services: Micros = room.jobs().map(|j| j.service_cost).sum();
+    let services: Micros = room.jobs().map(|j| j.service_cost).sum::<Micros>() + room.retired().service_cost;
     assert_eq!(tenants, jobs + services, "{context}: tenant books do not add up to job costs");
     assert_eq!(services, room.books().services, "{context}: service lines do not add up");
     for row in &view.queue.by_tenant {
