@@ -134,17 +134,6 @@ fn required(array: &str) -> BTreeMap<String, String> {
     fields.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }
 
-fn good_value(key: &str, rule: Rule) -> String {
-    match (key, rule) {
-        ("checkpoint.max_interval", _) => "7200".into(),
-        ("spot.bids.top", _) => "2.5".into(),
-        ("cost.budget.limit_pct" | "cost.budget.block_pct", _) => "120".into(),
-        (_, Rule::Int(min, _)) => min.max(0).to_string(),
-        (_, Rule::Float { min, above, .. }) => (if above { min + 0.5 } else { min }).to_string(),
-        (_, Rule::Money) => "\"1.5\"".into(),
-    }
-}
-
 /// NaN, both infinities, a negative, and past each end of the range.
 fn bad_values(rule: Rule) -> Vec<String> {
     let mut bad: Vec<String> = vec!["nan".into(), "inf".into(), "-inf".into(), "-1".into()];
@@ -194,7 +183,7 @@ fn every_engine_number_is_refused_out_of_range_with_file_key_and_range() {
 #[test]
 fn a_configuration_setting_every_number_in_range_is_accepted() {
     let sandbox = Sandbox::new();
-    let settings: Vec<(&str, String)> = NUMERIC_KEYS.iter().map(|(k, r)| (*k, good_value(k, *r))).collect();
+    let settings: Vec<(&str, String)> = NUMERIC_KEYS.iter().map(|(k, r)| (*k, gpuroom::config::numbers::accepted_example(k, *r))).collect();
     let file = sandbox.write("engine.toml", config_doc(&settings));
     let out = sandbox.run(&[os("sim"), os("--hours"), os("0"), os("--config"), file.as_os_str()]);
     assert!(out.status.success(), "{}\n{}", stderr(&out), std::fs::read_to_string(&file).unwrap());

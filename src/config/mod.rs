@@ -323,18 +323,6 @@ mod tests {
         text
     }
 
-    /// A value the key accepts, as TOML (cross-key rules taken into account).
-    fn good_value(key: &str, rule: numbers::Rule) -> String {
-        match (key, rule) {
-            ("checkpoint.max_interval", _) => "7200".into(),
-            ("spot.bids.top", _) => "2.5".into(),
-            ("cost.budget.limit_pct" | "cost.budget.block_pct", _) => "120".into(),
-            (_, Rule::Int(min, _)) => min.max(0).to_string(),
-            (_, Rule::Float { min, above, .. }) => (if above { min + 0.5 } else { min }).to_string(),
-            (_, Rule::Money) => "\"1.5\"".into(),
-        }
-    }
-
     /// Values the rule refuses, as TOML.
     fn bad_values(rule: numbers::Rule) -> Vec<String> {
         let mut bad: Vec<String> = ["nan", "inf", "-inf"].map(String::from).to_vec();
@@ -362,7 +350,7 @@ mod tests {
     #[test]
     fn every_numeric_key_takes_a_value_in_its_range() {
         for (key, rule) in NUMERIC_KEYS {
-            let text = doc_setting(key, &good_value(key, *rule));
+            let text = doc_setting(key, &numbers::accepted_example(key, *rule));
             if let Err(e) = EngineConfig::parse("c.toml", &text) {
                 panic!("{key}: {e}\n{text}");
             }

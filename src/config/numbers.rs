@@ -34,6 +34,19 @@ pub const NON_NEGATIVE: Rule = Rule::Float { min: 0.0, above: false, max: f64::I
 pub const POSITIVE: Rule = Rule::Float { min: 0.0, above: true, max: f64::INFINITY };
 pub const FRACTION: Rule = Rule::Float { min: 0.0, above: false, max: 1.0 };
 pub const PERCENT: Rule = Rule::Float { min: 0.0, above: false, max: 100.0 };
+
+/// A value `key` accepts, as TOML, with the rules between keys taken into
+/// account: what the documentation and the tests set each key to.
+pub fn accepted_example(key: &str, rule: Rule) -> String {
+    match (key, rule) {
+        ("checkpoint.max_interval", _) => "7200".into(),
+        ("spot.bids.top", _) => "2.5".into(),
+        ("cost.budget.limit_pct" | "cost.budget.block_pct", _) => "120".into(),
+        (_, Rule::Int(min, _)) => min.max(0).to_string(),
+        (_, Rule::Float { min, above, .. }) => (if above { min + 0.5 } else { min }).to_string(),
+        (_, Rule::Money) => "\"1.5\"".into(),
+    }
+}
 /// Polling intervals (seconds) of the live adapters: a timer far in the
 /// future overflows the runtime's clock, and 0 is taken as 1.
 pub const EVERY_SECS: Rule = Rule::Int(0, 86_400);
