@@ -292,7 +292,7 @@ fn logs_are_private_whatever_the_umask_unless_shared_with_a_group() {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let dir = tempfile::tempdir().unwrap();
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
-    for (name, group, log_mode, inbox_mode) in [("private.db", None, 0o600, 0o700), ("shared.db", Some("0"), 0o640, 0o1730)] {
+    for (name, group, log_mode, inbox_mode) in [("private.db", None, 0o600, 0o700), ("shared.db", Some("0"), 0o640, 0o3730)] {
         let db = dir.path().join(name);
         let group_arg = group.map(|g| format!("--log-group {g}")).unwrap_or_default();
         let script = format!("umask 000; exec {BIN} engine --seed 4 --speed max --until-hours 3 {group_arg} --db {}", db.display());

@@ -5,8 +5,8 @@
 //!   the database's mode and owner) and its command inbox are the creating
 //!   user's alone (0600 / 0700), whatever the umask. `Access::group` shares
 //!   them with one group of operators: the log becomes readable by it (0640)
-//!   and the inbox writable (1730: members drop commands in, cannot list,
-//!   read or remove each other's). Nobody but the owner can write the log.
+//!   and the inbox writable (3730: members drop commands in, cannot list or
+//!   remove each other's; no one outside the group can reach them at all). Nobody but the owner can write the log.
 //! * **Atomic creation.** The whole log (tables, metadata, the creator's
 //!   lease) is built under a temporary name beside it and linked into place
 //!   in one step that fails if the name is taken, so a second engine racing
@@ -57,8 +57,9 @@ impl Access {
     }
 
     pub(super) fn inbox_mode(&self) -> u32 {
-        // Sticky: a member may remove only the files they made.
-        if self.group.is_some() { 0o1730 } else { 0o700 }
+        // Sticky: a member may remove only the files they made; setgid: the
+        // files take the log's group; no read for the group: no listing others'.
+        if self.group.is_some() { 0o3730 } else { 0o700 }
     }
 }
 

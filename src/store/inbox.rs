@@ -64,8 +64,9 @@ impl Inbox {
         let ticket = format!("{now_ms:013}-{}-{n}-{:08x}.cmd", std::process::id(), rand::random::<u32>());
         let part = self.dir.join(format!(".{ticket}.part"));
         let write = || -> std::io::Result<()> {
-            // Readable by the engine's user only through the group it shares.
-            let mut file = fs::OpenOptions::new().write(true).create_new(true).mode(0o640).open(&part)?;
+            // Readable by the engine's user, whatever groups it is in; the
+            // inbox (no access for anyone outside the log's group) keeps it from others.
+            let mut file = fs::OpenOptions::new().write(true).create_new(true).mode(0o644).open(&part)?;
             std::io::Write::write_all(&mut file, body)?;
             file.sync_all()?;
             // The engine takes only complete files: the rename makes it appear whole.
