@@ -199,7 +199,9 @@ impl Executor {
             Step::Finish { job, run, at: when } if current(&self.runs, &job, run) && self.runs[&job].finish_at == Some(when) => {
                 let crashed = self.runs.get(&job).and_then(|r| r.crash_at_step).is_some();
                 self.runs.remove(&job);
-                if !crashed && let Some(sim) = self.jobs.get(&job) {
+                // A job that exits well never runs again: the world forgets it,
+                // as the room retires it (a crashed one may be requeued).
+                if !crashed && let Some(sim) = self.jobs.remove(&job) {
                     self.work_done_secs += sim.spec.steps_total as f64 * sim.step_secs * f64::from(sim.spec.gpus);
                 }
                 let message = if crashed {
