@@ -34,6 +34,8 @@
 //! mode = "advisory"         # | "control" | "off"; unset: control simulated, advisory live
 //! idle_release = 60         # seconds a bought node may idle before it is given back
 //! min_stable_share = 0.2    # share of GPUs kept non-interruptible (the SLA floor)
+//! [memory]
+//! retain_finished = 691200  # seconds a finished job stays in memory (8 days; 0: forever)
 //! ```
 
 use serde::Deserialize;
@@ -58,6 +60,21 @@ pub struct EngineConfig {
     /// Live sources and executors (`gpuroom --live`); see `live::config`.
     pub sources: crate::live::config::SourcesConfig,
     pub capacity: CapacitySection,
+    pub memory: MemorySection,
+}
+
+/// `[memory]`: how long a finished job stays in memory (see `room::retired`).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MemorySection {
+    /// Seconds after it ends; 0 keeps every job (memory then grows with them).
+    pub retain_finished: crate::domain::units::Secs,
+}
+
+impl Default for MemorySection {
+    fn default() -> Self {
+        MemorySection { retain_finished: RoomConfig::default().retain_finished }
+    }
 }
 
 /// `[capacity]`: elastic capacity's settings (`capacity::CapacityConfig`),
@@ -169,6 +186,7 @@ pub const NUMERIC_KEYS: &[(&str, Rule)] = &[
     ("capacity.account_gpu_limit", U32),
     ("capacity.plan_every", SECS),
     ("capacity.lookahead_jobs", COUNT),
+    ("memory.retain_finished", SECS),
     ("sources.nvml.every_secs", EVERY_SECS),
     ("sources.dcgm.every_secs", EVERY_SECS),
     ("sources.dcgm.timeout_ms", TIMEOUT_MS),
@@ -244,6 +262,7 @@ impl EngineConfig {
             cost: self.cost.clone(),
             forecast: self.forecast.clone(),
             capacity: self.capacity.resolve(crate::capacity::CapacityMode::Control),
+            retain_finished: self.memory.retain_finished,
             ..RoomConfig::default()
         }
     }
@@ -257,6 +276,9 @@ mod tests {
     #[test]
     fn keys_are_optional_and_typos_are_errors() {
         assert_eq!(EngineConfig::parse("c.toml", "").unwrap(), EngineConfig::default());
+        let kept = EngineConfig::parse("c.toml", "[memory]\nretain_finished = 3600\n").unwrap();
+        assert_eq!(kept.room_config().retain_finished, crate::domain::units::Secs(3600));
+        assert_eq!(EngineConfig::default().room_config().retain_finished, RoomConfig::default().retain_finished);
         let c = EngineConfig::parse("c.toml", "[sched]\ndiscipline = \"mlfq\"\n[sched.max_wait]\neval = 600\n").unwrap();
         assert_eq!(c.sched.discipline, DisciplineKind::Mlfq);
         assert_eq!(c.sched.max_wait.eval.0, 600);
