@@ -11,6 +11,14 @@ use gpuroom::store::Store;
 
 const BIN: &str = env!("CARGO_BIN_EXE_gpuroom");
 
+/// One test at a time: each runs several engines, and on two cores a
+/// dozen at once would starve them all.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 fn engine_args(db: &Path, extra: &[&str]) -> Command {
     let mut cmd = Command::new(BIN);
     cmd.args(["engine", "--seed", "4"]).args(extra).arg("--db").arg(db).stdout(Stdio::null()).stderr(Stdio::piped());
@@ -45,7 +53,13 @@ fn wait_exit(child: Child, what: &str) -> Output {
 }
 
 fn events(db: &Path) -> i64 {
-    Store::open_read_only(db).and_then(|s| s.event_count()).unwrap_or(0)
+    match Store::open_read_only(db).and_then(|s| s.event_count()) {
+        Ok(n) => n,
+        Err(e) => {
+            eprintln!("{e}");
+            0
+        }
+    }
 }
 
 fn wait_events(db: &Path, at_least: i64) {
@@ -65,6 +79,7 @@ fn side_files(db: &Path) -> Vec<PathBuf> {
 /// every other names it, and nobody sees a partial log.
 #[test]
 fn racing_engines_find_one_complete_log_owned_by_the_winner() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     for round in 0..4 {
         let db = dir.path().join(format!("race{round}.db"));
@@ -111,6 +126,7 @@ fn racing_engines_find_one_complete_log_owned_by_the_winner() {
 /// timeout) was taken over while alive, and then exited.
 #[test]
 fn a_live_engine_with_a_silent_heartbeat_keeps_its_log() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("live.db");
     let owner = spawn(&db, &["--speed", "600"]);
@@ -142,6 +158,7 @@ fn a_live_engine_with_a_silent_heartbeat_keeps_its_log() {
 /// and SIGTERM was not heard; a step that rounds to nothing spun forever.
 #[test]
 fn a_fast_engine_commits_bounded_batches_and_stops_on_sigterm() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("fast.db");
     let child = spawn(&db, &["--speed", "1e7"]);
@@ -173,6 +190,7 @@ fn a_fast_engine_commits_bounded_batches_and_stops_on_sigterm() {
 /// the resumed log is byte for byte the log of a run never killed.
 #[test]
 fn kill_9_at_random_points_leaves_the_log_of_an_unkilled_run() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let whole = dir.path().join("whole.db");
     let broken = dir.path().join("broken.db");
@@ -215,6 +233,7 @@ fn kill_9_at_random_points_leaves_the_log_of_an_unkilled_run() {
 /// a new run started at the same path.
 #[test]
 fn an_orphan_wal_is_refused_and_left_as_it_was() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("run.db");
     let mut child = spawn(&db, &["--speed", "max", "--step-minutes", "20", "--until-hours", "5000"]);
@@ -239,6 +258,7 @@ fn an_orphan_wal_is_refused_and_left_as_it_was() {
 /// Item 6: `--wall` on a path that did not exist started an engine there.
 #[test]
 fn the_wall_never_creates_or_writes_a_log() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("nothing-here.db");
     let out = Command::new(BIN).arg("--wall").arg("--db").arg(&db).stdin(Stdio::null()).output().unwrap();
@@ -258,6 +278,7 @@ fn finished_log(dir: &Path) -> PathBuf {
 /// a read-only mount said "not a gpuroom event log".
 #[test]
 fn read_only_logs_are_replayed_and_exported_without_writing_anything() {
+    let _serial = serial();
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     let db = finished_log(dir.path());
@@ -289,6 +310,7 @@ fn read_only_logs_are_replayed_and_exported_without_writing_anything() {
 /// group of operators on request.
 #[test]
 fn logs_are_private_whatever_the_umask_unless_shared_with_a_group() {
+    let _serial = serial();
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let dir = tempfile::tempdir().unwrap();
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
@@ -304,6 +326,26 @@ fn logs_are_private_whatever_the_umask_unless_shared_with_a_group() {
         if let Some(g) = group {
             assert_eq!(std::fs::metadata(&db).unwrap().gid().to_string(), g);
         }
+    }
+    // While an engine runs, its -wal and -shm are the log's group's too, or a
+    // member (not in the engine user's own group) would see no live data.
+    if nix::unistd::geteuid().is_root() {
+        let db = dir.path().join("live-shared.db");
+        let mut child = spawn(&db, &["--speed", "600", "--log-group", "4242"]);
+        while events(&db) < 2 {
+            if let Some(status) = child.try_wait().unwrap() {
+                let mut text = String::new();
+                std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut text).unwrap();
+                panic!("the shared engine exited ({status}): {text}");
+            }
+            sleep(Duration::from_millis(20));
+        }
+        for side in ["-wal", "-shm"] {
+            let meta = std::fs::metadata(gpuroom::store::file::sibling(&db, side)).unwrap();
+            assert_eq!((meta.gid(), meta.permissions().mode() & 0o777), (4242, 0o640), "{side}");
+        }
+        sigterm(&child);
+        assert!(wait_exit(child, "the shared engine").status.success());
     }
     let out = Command::new(BIN).args(["engine", "--speed", "max", "--until-hours", "1", "--log-group", "no-such-group-anywhere", "--db"]).arg(dir.path().join("x.db")).output().unwrap();
     assert!(!out.status.success() && stderr_of(&out).contains("no group named"), "{}", stderr_of(&out));

@@ -283,6 +283,9 @@ impl Store {
 
     fn pragmas(&mut self) -> Result<(), StoreError> {
         self.conn.pragma_update(None, "journal_mode", "WAL").map_err(|e| self.sql_err(e))?;
+        // The WAL and its index exist once something is read: share them as the log is shared.
+        self.conn.query_row("SELECT COUNT(*) FROM meta", [], |r| r.get::<_, i64>(0)).map_err(|e| self.sql_err(e))?;
+        file::match_side_files(&self.path);
         self.conn.pragma_update(None, "synchronous", "NORMAL").map_err(|e| self.sql_err(e))?;
         // Attached consoles write commands between the engine's batches.
         self.conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(|e| self.sql_err(e))?;

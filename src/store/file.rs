@@ -129,6 +129,24 @@ fn set_access(file: &File, path: &Path, mode: u32, access: &Access) -> Result<()
     file.set_permissions(fs::Permissions::from_mode(mode)).map_err(|e| format_err(path, e.to_string()))
 }
 
+/// Gives SQLite's `-wal` and `-shm` the log's group and mode. SQLite copies
+/// the mode but, unless run as root, leaves the group its creator's own, and
+/// a group operator who cannot read them sees no live data.
+///
+/// By path, never by opening them: closing any descriptor of a file drops
+/// every POSIX lock this process holds on it, and SQLite's locks on the
+/// `-shm` are what keep a reader from re-initialising it under the engine.
+pub(super) fn match_side_files(path: &Path) {
+    let Ok(log) = fs::metadata(path) else { return };
+    for suffix in ["-wal", "-shm"] {
+        let side = sibling(path, suffix);
+        if side.exists() {
+            let _ = std::os::unix::fs::chown(&side, None, Some(log.gid()));
+            let _ = fs::set_permissions(&side, fs::Permissions::from_mode(log.permissions().mode() & 0o777));
+        }
+    }
+}
+
 /// Makes (or checks) the inbox beside a new log: owned by this user, with the
 /// mode `access` asks for, so no one else has planted it.
 pub(super) fn make_inbox(path: &Path, access: &Access) -> Result<(), FileError> {
