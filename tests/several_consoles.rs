@@ -51,7 +51,7 @@ fn consoles_attach_to_one_engine_and_only_operators_can_act() {
     let said = String::from_utf8_lossy(&second.stderr);
     assert!(!second.status.success() && said.contains("already owned by the engine pid"), "{said}");
 
-    // An operator's console attaches and preempts through the commands table.
+    // An operator's console attaches and preempts through the command inbox.
     let console = Tmux::start(
         "attached",
         200,
@@ -82,7 +82,7 @@ fn consoles_attach_to_one_engine_and_only_operators_can_act() {
     let screen = wall.screen();
     assert!(!screen.contains("Confirm"), "the wall opened a dialog:\n{screen}");
 
-    // A viewer writing to the commands table directly is refused by the engine.
+    // A viewer queueing a command is refused by the engine.
     let attached = Attached::open(&db).unwrap();
     let viewer = Actor { user: "mallory".into(), origin: "local".into(), role: Role::Viewer };
     let id = attached.submit(&viewer, &Action::Cancel { job: gpuroom::domain::ids::JobId(1) }, 0).unwrap();

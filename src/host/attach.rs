@@ -1,7 +1,8 @@
 //! A console on another engine's log: the link that feeds it the published
-//! views and, for an operator, carries its actions into the `commands`
-//! table and the engine's answers back. A wall display opens the log
-//! read-only and gets no command path at all (and its actor is a viewer, so
+//! views (stamped with when, and by which engine, they were published) and,
+//! for an operator, carries its actions into the log's command inbox and
+//! the engine's answers back. Both open the log read-only; a wall display
+//! gets no command path at all (and its actor is a viewer, so
 //! the engine would refuse it anyway).
 //!
 //! Runs on its own thread: SQLite calls block, and the console must not.

@@ -220,7 +220,7 @@ pub fn run_live_console(opts: &ConsoleOptions, live_opts: &LiveOptions) -> Resul
     };
     let log_path = if opts.no_log { None } else { opts.db.clone().or_else(|| settings::default_log_path("live")) };
     // The live engine owns its log like a simulated one: other consoles attach
-    // with `gpuroom --db FILE` and act through the commands table.
+    // with `gpuroom --db FILE` and act through its command inbox.
     let (store, duty) = match log_path.as_deref() {
         Some(path) => {
             let me = super::this_process();
