@@ -25,7 +25,7 @@ use crate::room::view::View;
 use crate::engine::{Engine, Recovery, World};
 use crate::sim::config::SimConfig;
 use crate::sim::{Simulation, Traces};
-use crate::store::{Access, Acquired, Lease, LeaseHolder, Liveness, RunMeta, SimWorld, Store, StoreError};
+use crate::store::{Access, Acquired, Lease, LeaseBeat, LeaseHolder, Liveness, RunMeta, SimWorld, Store, StoreError};
 
 pub mod attach;
 pub mod console;
@@ -91,14 +91,9 @@ impl Heartbeat {
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let (flag, path, holder) = (stop.clone(), path.to_path_buf(), holder.clone());
         let beat = move || {
-            let Ok(conn) = rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE) else { return };
-            let _ = conn.busy_timeout(std::time::Duration::from_secs(2));
+            let Ok(lease) = LeaseBeat::open(&path) else { return };
             while !flag.load(std::sync::atomic::Ordering::Relaxed) {
-                // A holder that lost its lease learns it in its next batch; this only refreshes.
-                let _ = conn.execute(
-                    "UPDATE lease SET heartbeat_ms = ?1 WHERE id = 1 AND pid = ?2 AND host = ?3 AND started_ms = ?4",
-                    rusqlite::params![now_ms(), holder.pid, holder.host, holder.started_ms],
-                );
+                lease.beat(&holder, now_ms());
                 for _ in 0..20 {
                     if flag.load(std::sync::atomic::Ordering::Relaxed) {
                         return;

@@ -75,6 +75,33 @@ pub enum Acquired {
     TakenOver(Lease),
 }
 
+/// Refreshes the holder's heartbeat; changes nothing if another holds the lease.
+const REFRESH: &str = "UPDATE lease SET heartbeat_ms = ?1 WHERE id = 1 AND pid = ?2 AND host = ?3 AND started_ms = ?4";
+
+fn refresh(conn: &rusqlite::Connection, me: &LeaseHolder, now_ms: i64) -> rusqlite::Result<usize> {
+    conn.prepare_cached(REFRESH).and_then(|mut stmt| stmt.execute(params![now_ms, me.pid, me.host, me.started_ms]))
+}
+
+/// A connection of its own that only refreshes a holder's heartbeat, for a
+/// thread that beats while the engine's connection is busy elsewhere.
+pub struct LeaseBeat {
+    conn: rusqlite::Connection,
+}
+
+impl LeaseBeat {
+    pub fn open(path: &std::path::Path) -> Result<LeaseBeat, StoreError> {
+        let conn = rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE).map_err(|e| Store::wrap(path, e))?;
+        // Waits out an engine batch (bounded well below this).
+        conn.busy_timeout(std::time::Duration::from_secs(2)).map_err(|e| Store::wrap(path, e))?;
+        Ok(LeaseBeat { conn })
+    }
+
+    /// A holder that lost its lease learns it in its next batch; this only refreshes.
+    pub fn beat(&self, me: &LeaseHolder, now_ms: i64) {
+        let _ = refresh(&self.conn, me, now_ms);
+    }
+}
+
 fn read_lease(conn: &rusqlite::Connection) -> rusqlite::Result<Option<Lease>> {
     conn.query_row("SELECT pid, host, started_ms, heartbeat_ms FROM lease WHERE id = 1", [], |r| {
         Ok(Lease { holder: LeaseHolder { pid: r.get(0)?, host: r.get(1)?, started_ms: r.get(2)? }, heartbeat_ms: r.get(3)? })
@@ -131,11 +158,7 @@ impl Store {
     /// Refreshes the lease (inside the open batch). Fails if another engine
     /// took it over: the caller must stop writing.
     pub fn heartbeat(&mut self, me: &LeaseHolder, now_ms: i64) -> Result<(), StoreError> {
-        let updated = self
-            .conn
-            .prepare_cached("UPDATE lease SET heartbeat_ms = ?1 WHERE id = 1 AND pid = ?2 AND host = ?3 AND started_ms = ?4")
-            .and_then(|mut stmt| stmt.execute(params![now_ms, me.pid, me.host, me.started_ms]))
-            .map_err(|e| self.sql_err(e))?;
+        let updated = refresh(&self.conn, me, now_ms).map_err(|e| self.sql_err(e))?;
         if updated == 1 {
             return Ok(());
         }

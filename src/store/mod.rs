@@ -43,7 +43,7 @@ pub use commands::{Attached, CommandRow, CommandState, PendingCommand, Published
 pub use db::{RunMeta, SimWorld, Store, StoreError};
 pub use file::Access;
 pub use inbox::Inbox;
-pub use lease::{Acquired, Lease, LeaseHolder, Liveness};
+pub use lease::{Acquired, Lease, LeaseBeat, LeaseHolder, Liveness};
 
 use crate::room::Room;
 
