@@ -229,19 +229,13 @@ impl<W: World> Engine<W> {
     pub fn run_toward(&mut self, until: At, max_events: u64) -> Result<(u64, bool), StoreError> {
         let own_batch = self.begin_batch()?;
         let mut applied = 0;
-        let mut reached = true;
-        while applied < max_events {
-            match self.world.next_event(until) {
-                Some((at, event)) => {
-                    let _ = self.feed(at, &event)?;
-                    applied += 1;
-                }
-                None => break,
-            }
+        while applied < max_events
+            && let Some((at, event)) = self.world.next_event(until)
+        {
+            let _ = self.feed(at, &event)?;
+            applied += 1;
         }
-        if applied >= max_events {
-            reached = false;
-        }
+        let reached = applied < max_events;
         if reached && self.room.now().is_none_or(|now| now < until) {
             let _ = self.feed(until, &Event::Tick)?;
             applied += 1;

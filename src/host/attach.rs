@@ -30,8 +30,6 @@ pub struct AttachedConsole {
     pub views: watch::Receiver<Arc<View>>,
     /// `None` for a wall display.
     pub operator: Option<OperatorLink>,
-    /// The engine's lease when the link opened, for the header.
-    pub lease: Option<Lease>,
     stop: Arc<AtomicBool>,
 }
 
@@ -94,7 +92,7 @@ pub fn attach(path: &Path, actor: Option<Actor>) -> anyhow::Result<AttachedConso
     };
     let link = Link { conn, path: path.to_path_buf(), views: views_tx, last_ms: first.published_ms, engine, orders, stop: stop.clone() };
     std::thread::Builder::new().name("gpuroom-attach".into()).spawn(move || link.run())?;
-    Ok(AttachedConsole { views, operator, lease, stop })
+    Ok(AttachedConsole { views, operator, stop })
 }
 
 /// "pid N" of the lease's holder, or "no engine" when none holds it.

@@ -86,8 +86,7 @@ fn epilogue(view: &View, stats: Option<&WorldStats>, theme_error: Option<ThemeEr
         eprintln!("gpuroom: the theme was not used: {}", for_terminal(&e.to_string()));
     }
     if let Some(store) = store {
-        let path = for_terminal(&store.path().display().to_string());
-        println!("event log {path} ({} events); replay with: gpuroom replay {path}", store.event_count()?);
+        super::runs::print_log_footer(store)?;
     }
     Ok(())
 }
@@ -186,7 +185,7 @@ pub fn run_attached(opts: &ConsoleOptions, path: &Path) -> Result<()> {
     if let Some(e) = theme_error {
         eprintln!("gpuroom: the theme was not used: {}", for_terminal(&e.to_string()));
     }
-    println!("detached from {} (the engine goes on)", for_terminal(&path.display().to_string()));
+    println!("detached from {} (the engine goes on)", super::runs::shown(path));
     Ok(())
 }
 

@@ -78,9 +78,9 @@ pub fn run_engine(world: &WorldChoice, policy: &Policy, db: &Path, pace: Pace, u
     };
     match &resumed {
         Some(r) => eprintln!("engine: {}", for_terminal(&r.describe(db))),
-        None => eprintln!("engine: new run in {}", for_terminal(&db.display().to_string())),
+        None => eprintln!("engine: new run in {}", super::runs::shown(db)),
     }
-    eprintln!("engine: owns {} as {}", for_terminal(&db.display().to_string()), for_terminal(&duty.holder.to_string()));
+    eprintln!("engine: owns {} as {}", super::runs::shown(db), for_terminal(&duty.holder.to_string()));
     let start = engine.world.config().start;
     let end = until.map(|h| start + h);
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;

@@ -78,8 +78,7 @@ pub fn run_sim(world: &WorldChoice, policy: &Policy, hours: f64, db: Option<&Pat
     print!("{}", report::summary(&view, Some(&engine.world.stats)));
     println!("simulated {hours} h in {:.2} s (seed {})", wall.elapsed().as_secs_f64(), world.seed);
     if let Some(store) = &engine.store {
-        let path = shown(store.path());
-        println!("event log {path} ({} events); replay with: gpuroom replay {path}", store.event_count()?);
+        print_log_footer(store)?;
     }
     Ok(())
 }
@@ -211,6 +210,13 @@ pub fn run_bench(quick: bool, out: Option<std::path::PathBuf>, probe_memory: boo
     let out = out.or_else(|| (!quick).then(|| std::path::PathBuf::from("docs/benchmarks.md")));
     let report = crate::bench::run(&crate::bench::BenchOptions { quick, out })?;
     print!("{}", report.text());
+    Ok(())
+}
+
+/// The last line of a recorded run: where its log is and how to replay it.
+pub(crate) fn print_log_footer(store: &Store) -> Result<()> {
+    let path = shown(store.path());
+    println!("event log {path} ({} events); replay with: gpuroom replay {path}", store.event_count()?);
     Ok(())
 }
 

@@ -102,7 +102,7 @@ impl Store {
     /// Creates a new event log, private to this user, with no lease taken.
     /// Refuses to touch an existing file, so no recorded run is ever overwritten.
     pub fn create(path: &Path, meta: &RunMeta) -> Result<Store, StoreError> {
-        Self::create_with(path, meta, &Access::private(), &|_| Ok(()))
+        Self::create_with_access(path, meta, &Access::private())
     }
 
     /// Creates a new event log shared as `access` says, with no lease taken.
