@@ -81,6 +81,40 @@ pub struct PolicyArgs {
     pub log_group: Option<String>,
 }
 
+/// A what-if's output format.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum WhatIfFormat {
+    Text,
+    Markdown,
+    Csv,
+}
+
+impl WhatIfFormat {
+    pub fn format(self) -> gpuroom::whatif::Format {
+        match self {
+            WhatIfFormat::Text => gpuroom::whatif::Format::Text,
+            WhatIfFormat::Markdown => gpuroom::whatif::Format::Markdown,
+            WhatIfFormat::Csv => gpuroom::whatif::Format::Csv,
+        }
+    }
+}
+
+/// A time on the command line, UTC: a day, a day and minute, or RFC 3339.
+fn parse_time(text: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
+    use chrono::{NaiveDate, NaiveDateTime};
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(text) {
+        return Ok(t.to_utc());
+    }
+    for format in ["%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M:%S"] {
+        if let Ok(t) = NaiveDateTime::parse_from_str(text, format) {
+            return Ok(t.and_utc());
+        }
+    }
+    NaiveDate::parse_from_str(text, "%Y-%m-%d")
+        .map(|d| d.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc())
+        .map_err(|_| format!("{text:?} is not a time (YYYY-MM-DD, YYYY-MM-DDTHH:MM or RFC 3339, UTC)"))
+}
+
 fn parse_discipline(name: &str) -> Result<DisciplineKind, String> {
     DisciplineKind::parse(name).ok_or_else(|| format!("unknown discipline {name:?} (fifo, priority, drf, mlfq)"))
 }
@@ -156,6 +190,37 @@ pub enum Command {
     Mix {
         #[command(flatten)]
         args: gpuroom::mix_report::MixArgs,
+    },
+    /// What if: re-run a recorded run under other policies and print its figures side
+    /// by side with what happened (spend by billing mode, idle share, spend per tenant,
+    /// GPU-hours, queue waits, JCT, jobs, preemptions, interruptions, recompute,
+    /// checkpoints, budget crossings). A simulated run is re-run exactly; a live one on
+    /// the model the README describes (What if).
+    Whatif {
+        /// The recorded run (an SQLite event log written by gpuroom).
+        #[arg(long)]
+        db: PathBuf,
+        /// An engine configuration to try (TOML, as --config): one column each (repeatable).
+        #[arg(long = "config", value_name = "FILE")]
+        configs: Vec<PathBuf>,
+        /// A queue discipline to try, on the recorded policy or on each --config (repeatable).
+        #[arg(long = "discipline", value_name = "NAME", value_parser = parse_discipline)]
+        disciplines: Vec<DisciplineKind>,
+        /// Count from this time (YYYY-MM-DD or YYYY-MM-DDTHH:MM, UTC); default: the run's start.
+        #[arg(long, value_parser = parse_time)]
+        from: Option<chrono::DateTime<chrono::Utc>>,
+        /// Count until this time (excluded); default: the run's last event.
+        #[arg(long, value_parser = parse_time)]
+        until: Option<chrono::DateTime<chrono::Utc>>,
+        /// Output: text, markdown or csv (default: from --out's extension, else text).
+        #[arg(long, value_enum)]
+        format: Option<WhatIfFormat>,
+        /// Write the table here instead of standard output.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Re-run a simulated log on the live model too (shows the model's own error).
+        #[arg(long)]
+        live_model: bool,
     },
     /// Run the engine with no console, owning its log: other `gpuroom --db` consoles
     /// attach to it. A log whose engine died is resumed where it stopped.

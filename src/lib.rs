@@ -29,3 +29,4 @@ pub mod sim;
 pub mod sources;
 pub mod store;
 pub mod tui;
+pub mod whatif;

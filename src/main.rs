@@ -8,7 +8,9 @@ use clap::Parser;
 use cli::{Cli, Command, Experiment, Pace};
 use gpuroom::host::console::{self, ConsoleOptions, LiveOptions};
 use gpuroom::host::screenshot::{self, Shot};
+use gpuroom::host::whatif::{self, WhatIfArgs};
 use gpuroom::host::{headless, runs};
+use gpuroom::whatif::{Model, Window};
 
 /// Errors end the program with one readable line (the chain of causes), not a
 /// debug dump: they name the file and place, and that is what the user needs.
@@ -55,6 +57,11 @@ fn run(cli: Cli) -> Result<()> {
         Some(Command::Replay { db, from_snapshot }) => runs::run_replay(&db, from_snapshot),
         Some(Command::Efficiency { db, week }) => runs::run_efficiency(&db, week),
         Some(Command::Mix { args }) => runs::run_mix(&args),
+        Some(Command::Whatif { db, configs, disciplines, from, until, format, out, live_model }) => {
+            let model = if live_model { Model::Live } else { Model::Auto };
+            let args = WhatIfArgs { db, configs, disciplines, window: Window { from, until }, model, format: format.map(|f| f.format()), out };
+            whatif::run_whatif(&args)
+        }
         Some(Command::Export { db, format, month, out }) => runs::run_export(&db, format, &month, out.as_deref()),
         Some(Command::Screenshot { out, width, height, hours, theme, pane, wall, dialog, world, policy }) => {
             let shot = Shot { width, height, hours, theme, pane, wall, dialog };

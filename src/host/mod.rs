@@ -34,6 +34,7 @@ pub mod headless;
 pub mod runs;
 pub mod screenshot;
 pub mod settings;
+pub mod whatif;
 
 /// How often the view is published for attached consoles.
 pub const PUBLISH_EVERY_MS: i64 = 1_000;

@@ -120,8 +120,8 @@ impl Executor {
                 let restore = if *resume_step > 0 { f64::from(sim.spec.checkpoint_size.0) / f64::from(self.checkpoint_mib_per_sec) } else { 0.0 };
                 let startup = CUDA_INIT_SECS + restore + rng.random_range(10.0..60.0);
                 let remaining = sim.spec.steps_total.saturating_sub(*resume_step);
-                let crash_at_step = (rng.random::<f64>() < self.failure_rate && remaining > 1)
-                    .then(|| resume_step + rng.random_range(1..remaining));
+                let drawn = (rng.random::<f64>() < self.failure_rate && remaining > 1).then(|| resume_step + rng.random_range(1..remaining));
+                let crash_at_step = sim.fails_at_step.filter(|s| s > resume_step).or(drawn);
                 let hang_at_step = (rng.random::<f64>() < self.hang_rate && remaining > 1)
                     .then(|| resume_step + rng.random_range(1..remaining));
                 let id = self.next_run;

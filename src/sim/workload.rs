@@ -21,6 +21,9 @@ pub struct SimJob {
     pub step_secs: f64,
     /// Mean GPU utilization while computing, percent.
     pub util: f64,
+    /// The step it fails at, whatever the failure rate (a what-if replays a
+    /// recorded failure so); `None`: drawn with the failure rate.
+    pub fails_at_step: Option<u64>,
 }
 
 pub struct Workload {
@@ -156,6 +159,7 @@ impl Workload {
             },
             step_secs,
             util,
+            fails_at_step: None,
         }
     }
 }

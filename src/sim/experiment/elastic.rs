@@ -173,7 +173,7 @@ fn sim_jobs(config: &ExperimentConfig, jobs: &[Job]) -> Vec<(At, SimJob)> {
                 est_runtime: None,
             };
             let at = config.start + chrono::TimeDelta::milliseconds((j.arrival * 1000.0) as i64);
-            (at, SimJob { spec, step_secs: j.work_secs() / layers as f64, util: 85.0 })
+            (at, SimJob { spec, step_secs: j.work_secs() / layers as f64, util: 85.0, fails_at_step: None })
         })
         .collect()
 }

@@ -1,0 +1,106 @@
+//! `gpuroom whatif`: the policies to try, read from the command line and
+//! configuration files, and the comparison printed or written. The console's
+//! `:whatif` builds its scenarios here too.
+//!
+//! Reads files; the re-runs are `whatif::compare`'s.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use crate::config::EngineConfig;
+use crate::domain::discipline::DisciplineKind;
+use crate::domain::text::for_terminal;
+use crate::room::RoomConfig;
+use crate::store::Store;
+use crate::whatif::{self, Format, Model, Scenario, Window};
+
+/// What `gpuroom whatif` was asked.
+#[derive(Clone, Debug, Default)]
+pub struct WhatIfArgs {
+    pub db: PathBuf,
+    pub configs: Vec<PathBuf>,
+    pub disciplines: Vec<DisciplineKind>,
+    pub window: Window,
+    pub model: Model,
+    pub format: Option<Format>,
+    pub out: Option<PathBuf>,
+}
+
+/// A column's name for a configuration file: its file name without `.toml`.
+fn file_label(path: &Path) -> String {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| path.display().to_string());
+    name.strip_suffix(".toml").map(str::to_string).unwrap_or(name)
+}
+
+/// The scenarios: each configuration file (or, with none, the recorded
+/// policy), under each discipline asked (or its own). With neither, the
+/// recorded policy itself: the re-run's own error.
+pub fn scenarios(recorded: &RoomConfig, configs: &[PathBuf], disciplines: &[DisciplineKind]) -> Result<Vec<Scenario>> {
+    let mut bases: Vec<(String, RoomConfig)> = Vec::new();
+    for path in configs {
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let config = EngineConfig::parse(&path.display().to_string(), &text)?;
+        bases.push((file_label(path), config.room_config()));
+    }
+    let own = bases.is_empty();
+    if own {
+        bases.push(("same policy".to_string(), recorded.clone()));
+    }
+    let mut out = Vec::new();
+    for (name, config) in bases {
+        if disciplines.is_empty() {
+            out.push(Scenario { name, config });
+            continue;
+        }
+        for d in disciplines {
+            let mut config = config.clone();
+            config.sched.discipline = *d;
+            let name = if own { d.name().to_string() } else { format!("{name} {}", d.name()) };
+            out.push(Scenario { name, config });
+        }
+    }
+    Ok(out)
+}
+
+/// The format a file name asks for, when `--format` is not given.
+fn format_for(out: Option<&Path>) -> Format {
+    match out.and_then(|p| p.extension()).and_then(|e| e.to_str()) {
+        Some("md") => Format::Markdown,
+        Some("csv") => Format::Csv,
+        _ => Format::Text,
+    }
+}
+
+pub fn run_whatif(args: &WhatIfArgs) -> Result<()> {
+    if let (Some(from), Some(until)) = (args.window.from, args.window.until)
+        && from >= until
+    {
+        bail!("--from ({from}) must come before --until ({until})");
+    }
+    let store = Store::open_read_only(&args.db)?;
+    if let Some(note) = store.note() {
+        eprintln!("gpuroom: {}", for_terminal(note));
+    }
+    let meta = store.meta()?;
+    let scenarios = scenarios(&meta.room_config, &args.configs, &args.disciplines)?;
+    let shown = super::runs::shown(&args.db);
+    let mut last_shown = -1;
+    let comparison = whatif::compare(&store, &shown, &scenarios, args.window, args.model, &mut |p| {
+        let pct = (p.done * 100.0) as i32;
+        if pct / 10 != last_shown / 10 {
+            last_shown = pct;
+            eprintln!("whatif: {pct:>3}% {}", for_terminal(&p.stage));
+        }
+    })?;
+    let format = args.format.unwrap_or_else(|| format_for(args.out.as_deref()));
+    let text = comparison.render(format);
+    match &args.out {
+        Some(path) => {
+            std::fs::write(path, &text).with_context(|| format!("writing {}", path.display()))?;
+            eprintln!("whatif: written to {}", super::runs::shown(path));
+        }
+        None => print!("{text}"),
+    }
+    Ok(())
+}

@@ -1,0 +1,206 @@
+//! The what-if's answer as a table: one row per figure, the recorded run
+//! first and each policy beside it, as text for a terminal, Markdown or CSV.
+//! The console's pane draws the same rows (`Comparison::rows`).
+//!
+//! Formats only; computes no figure.
+
+use std::fmt::Write;
+
+use super::outcome::Outcome;
+use crate::domain::cluster::BillingMode;
+use crate::domain::units::{At, Micros, Secs};
+
+/// One column: the recorded run, or the run under one policy.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Column {
+    pub name: String,
+    pub outcome: Outcome,
+    /// Wall-clock seconds the column took to compute.
+    pub wall_secs: f64,
+}
+
+/// The comparison of a recorded run with its re-runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Comparison {
+    /// The log, as the user named it.
+    pub log: String,
+    /// How the re-runs were made, in words.
+    pub model: String,
+    pub from: Option<At>,
+    pub until: Option<At>,
+    pub events: u64,
+    /// The recorded run first.
+    pub columns: Vec<Column>,
+    /// What the reader must know (what the model left out, and so on).
+    pub notes: Vec<String>,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Markdown,
+    Csv,
+}
+
+/// A row: its label, each column's cell, and whether a change is shown
+/// beside the cells of the re-runs (for figures where more is worse).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    pub label: String,
+    /// Shown text and the number behind it (CSV and the change).
+    pub cells: Vec<(String, Option<f64>)>,
+    pub change: bool,
+}
+
+fn money(m: Micros) -> (String, Option<f64>) {
+    (m.to_string(), Some(m.as_f64()))
+}
+
+fn count(n: u64) -> (String, Option<f64>) {
+    (n.to_string(), Some(n as f64))
+}
+
+fn secs(s: Option<f64>) -> (String, Option<f64>) {
+    match s {
+        Some(s) => (Secs(s.round() as i64).to_string(), Some(s)),
+        None => ("-".to_string(), None),
+    }
+}
+
+impl Comparison {
+    pub fn rows(&self) -> Vec<Row> {
+        let outcomes: Vec<&Outcome> = self.columns.iter().map(|c| &c.outcome).collect();
+        let row = |label: &str, change: bool, f: &dyn Fn(&Outcome) -> (String, Option<f64>)| Row {
+            label: label.to_string(),
+            cells: outcomes.iter().map(|o| f(o)).collect(),
+            change,
+        };
+        let mut rows = vec![row("instance spend", true, &|o| money(o.spend()))];
+        for mode in BillingMode::ALL {
+            rows.push(row(&format!("  {}", mode.label()), true, &|o| money(o.spend_by_mode[mode.index()])));
+        }
+        rows.push(row("idle share of it", true, &|o| (format!("{:.1}%", 100.0 * o.idle_share()), Some(100.0 * o.idle_share()))));
+        rows.push(row("storage & ckpt I/O", true, &|o| money(o.services)));
+        let tenants: std::collections::BTreeSet<&String> = outcomes.iter().flat_map(|o| o.spend_by_tenant.keys()).collect();
+        for tenant in tenants {
+            rows.push(row(&format!("  tenant {tenant}"), true, &|o| money(o.spend_by_tenant.get(tenant).copied().unwrap_or_default())));
+        }
+        rows.push(row("GPU-hours paid", true, &|o| (format!("{:.1}", o.gpu_hours), Some(o.gpu_hours))));
+        rows.push(row("GPU-hours busy", false, &|o| (format!("{:.1}", o.gpu_hours_busy), Some(o.gpu_hours_busy))));
+        rows.push(row("mean queue wait", true, &|o| secs(o.mean_wait_secs())));
+        rows.push(row("P95 queue wait", true, &|o| secs(o.p95_wait_secs().map(|s| s as f64))));
+        rows.push(row("mean JCT", true, &|o| secs(o.mean_jct_secs())));
+        rows.push(row("jobs submitted", false, &|o| count(o.submitted)));
+        rows.push(row("jobs finished", false, &|o| count(o.finished)));
+        rows.push(row("jobs failed", false, &|o| count(o.failed)));
+        rows.push(row("queued at the end", true, &|o| count(o.queued_at_end)));
+        rows.push(row("preemptions", true, &|o| count(o.preemptions)));
+        rows.push(row("requeues", true, &|o| count(o.requeues)));
+        rows.push(row("spot interruptions", true, &|o| count(o.interruptions)));
+        rows.push(row("instances lost", true, &|o| count(o.nodes_lost)));
+        rows.push(row("steps recomputed", true, &|o| count(o.recomputed_steps)));
+        rows.push(row("checkpoint GiB", true, &|o| {
+            let gib = o.checkpoint_bytes as f64 / f64::from(1u32 << 30);
+            (format!("{gib:.1}"), Some(gib))
+        }));
+        rows.push(row("budget crossings", true, &|o| count(o.budget_crossings)));
+        rows
+    }
+
+    /// The relative change of a re-run's figure against the recorded one.
+    pub fn change(recorded: Option<f64>, other: Option<f64>) -> Option<String> {
+        let (a, b) = (recorded?, other?);
+        if a == b {
+            return Some("=".to_string());
+        }
+        if a.abs() < 1e-9 {
+            return None;
+        }
+        Some(format!("{:+.0}%", 100.0 * (b - a) / a.abs()))
+    }
+
+    fn span(&self) -> String {
+        let day = |a: Option<At>| a.map_or_else(|| "…".to_string(), |a| a.format("%Y-%m-%d %H:%M").to_string());
+        format!("{} to {}", day(self.from), day(self.until))
+    }
+
+    pub fn render(&self, format: Format) -> String {
+        match format {
+            Format::Csv => self.csv(),
+            Format::Markdown => self.markdown(),
+            Format::Text => self.text(),
+        }
+    }
+
+    /// Each cell with the change against the recorded column, where it says something.
+    fn shown_cells(&self, row: &Row) -> Vec<String> {
+        let recorded = row.cells.first().and_then(|c| c.1);
+        row.cells
+            .iter()
+            .enumerate()
+            .map(|(i, (text, value))| match (i, row.change.then(|| Self::change(recorded, *value)).flatten()) {
+                (0, _) | (_, None) => text.clone(),
+                (_, Some(change)) => format!("{text} ({change})"),
+            })
+            .collect()
+    }
+
+    fn text(&self) -> String {
+        let rows = self.rows();
+        let shown: Vec<Vec<String>> = rows.iter().map(|r| self.shown_cells(r)).collect();
+        let label_w = rows.iter().map(|r| r.label.chars().count()).max().unwrap_or(0).max(6);
+        let widths: Vec<usize> = (0..self.columns.len())
+            .map(|i| shown.iter().map(|c| c[i].chars().count()).chain([self.columns[i].name.chars().count()]).max().unwrap_or(0))
+            .collect();
+        let mut out = String::new();
+        let _ = writeln!(out, "what if: {} ({} events, {}), {}", self.log, self.events, self.span(), self.model);
+        let _ = write!(out, "{:<label_w$}", "");
+        for (c, w) in self.columns.iter().zip(&widths) {
+            let _ = write!(out, "  {:>w$}", c.name);
+        }
+        out.push('\n');
+        for (row, cells) in rows.iter().zip(&shown) {
+            let _ = write!(out, "{:<label_w$}", row.label);
+            for (cell, w) in cells.iter().zip(&widths) {
+                let _ = write!(out, "  {cell:>w$}");
+            }
+            out.push('\n');
+        }
+        for note in &self.notes {
+            let _ = writeln!(out, "note: {note}");
+        }
+        let times: Vec<String> = self.columns.iter().map(|c| format!("{} {:.1} s", c.name, c.wall_secs)).collect();
+        let _ = writeln!(out, "computed in {}", times.join(", "));
+        out
+    }
+
+    fn markdown(&self) -> String {
+        let rows = self.rows();
+        let cell = |s: &str| s.replace('|', "\\|");
+        let mut out = String::new();
+        let _ = writeln!(out, "What if: `{}` ({} events, {}), {}.\n", cell(&self.log), self.events, self.span(), self.model);
+        let names: Vec<String> = self.columns.iter().map(|c| cell(&c.name)).collect();
+        let _ = writeln!(out, "| | {} |", names.join(" | "));
+        let _ = writeln!(out, "|---|{}", "---:|".repeat(self.columns.len()));
+        for row in &rows {
+            let cells: Vec<String> = self.shown_cells(row).iter().map(|c| cell(c)).collect();
+            let _ = writeln!(out, "| {} | {} |", cell(row.label.trim()), cells.join(" | "));
+        }
+        for note in &self.notes {
+            let _ = writeln!(out, "\n*{}*", cell(note));
+        }
+        out
+    }
+
+    fn csv(&self) -> String {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        let header = std::iter::once("figure".to_string()).chain(self.columns.iter().map(|c| c.name.clone()));
+        // Writing to memory cannot fail.
+        let _ = w.write_record(header);
+        for row in self.rows() {
+            let values = row.cells.iter().map(|(_, v)| v.map(|v| v.to_string()).unwrap_or_default());
+            let _ = w.write_record(std::iter::once(row.label.trim().to_string()).chain(values));
+        }
+        String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
+    }
+}
