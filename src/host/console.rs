@@ -147,7 +147,7 @@ pub fn run_sim_console(opts: &ConsoleOptions) -> Result<()> {
         let wiring = wire(engine.room.view(), None);
         let runner = SimRunner::new(engine, pace, None);
         let loop_ = tokio::spawn(finishing(driver::drive(runner, wiring.links, actor, Some(duty))));
-        let console = crate::tui::run_console(wiring.views, ctx, Some(wiring.operator), screen).await;
+        let console = crate::tui::run_console(wiring.views, ctx, Some(wiring.operator), super::whatif::console_link(log_path.clone()), screen).await;
         let _ = wiring.stop.send(());
         let done = loop_.await.context("engine task")??;
         console?;
@@ -178,7 +178,8 @@ pub fn run_attached(opts: &ConsoleOptions, path: &Path) -> Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
     let views = attached.views.clone();
     let link = attached.operator.take();
-    runtime.block_on(crate::tui::run_console(views, ctx, link, screen))?;
+    let whatif = if opts.wall { None } else { super::whatif::console_link(Some(path.to_path_buf())) };
+    runtime.block_on(crate::tui::run_console(views, ctx, link, whatif, screen))?;
     let last = attached.views.borrow().clone();
     drop(attached);
     print!("{}", report::summary(&last, None));
@@ -241,7 +242,7 @@ pub fn run_live_console(opts: &ConsoleOptions, live_opts: &LiveOptions) -> Resul
         live.begin(chrono::Utc::now(), jobs.as_ref())?;
         let wiring = wire(live.engine.room.view(), Some(adapters.reports));
         let loop_ = tokio::spawn(finishing(driver::drive(LiveRunner::new(live), wiring.links, actor, duty)));
-        let console = crate::tui::run_console(wiring.views, ctx, Some(wiring.operator), screen).await;
+        let console = crate::tui::run_console(wiring.views, ctx, Some(wiring.operator), super::whatif::console_link(log_path.clone()), screen).await;
         let _ = wiring.stop.send(());
         let (runner, _) = loop_.await.context("engine task")??;
         console?;

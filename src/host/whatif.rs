@@ -1,6 +1,7 @@
 //! `gpuroom whatif`: the policies to try, read from the command line and
-//! configuration files, and the comparison printed or written. The console's
-//! `:whatif` builds its scenarios here too.
+//! configuration files, and the comparison printed or written; and the
+//! console's what-if thread (`console_link`), which does the same for `W`
+//! and `:whatif`.
 //!
 //! Reads files; the re-runs are `whatif::compare`'s.
 
@@ -13,6 +14,7 @@ use crate::domain::discipline::DisciplineKind;
 use crate::domain::text::for_terminal;
 use crate::room::RoomConfig;
 use crate::store::Store;
+use crate::tui::whatif::{WhatIfAsk, WhatIfLink, WhatIfUpdate};
 use crate::whatif::{self, Format, Model, Scenario, Window};
 
 /// What `gpuroom whatif` was asked.
@@ -103,4 +105,56 @@ pub fn run_whatif(args: &WhatIfArgs) -> Result<()> {
         None => print!("{text}"),
     }
     Ok(())
+}
+
+/// The scenarios of the console's words: discipline names, and anything
+/// else a configuration file; none, every discipline.
+fn scenarios_of_words(recorded: &RoomConfig, words: &[String]) -> Result<Vec<Scenario>> {
+    let mut configs = Vec::new();
+    let mut disciplines = Vec::new();
+    for word in words {
+        match DisciplineKind::parse(&word.to_lowercase()) {
+            Some(d) => disciplines.push(d),
+            None => configs.push(PathBuf::from(word)),
+        }
+    }
+    if words.is_empty() {
+        disciplines = DisciplineKind::ALL.to_vec();
+    }
+    scenarios(recorded, &configs, &disciplines)
+}
+
+fn console_comparison(log: &Path, words: &[String], updates: &tokio::sync::mpsc::Sender<WhatIfUpdate>) -> Result<whatif::Comparison> {
+    let store = Store::open_read_only(log)?;
+    let scenarios = scenarios_of_words(&store.meta()?.room_config, words)?;
+    let mut last = -1.0;
+    let comparison = whatif::compare(&store, &super::runs::shown(log), &scenarios, Window::default(), Model::Auto, &mut |p| {
+        // A bar moves in whole percents; the console drops what it cannot take.
+        if p.done - last >= 0.01 || p.done >= 1.0 {
+            last = p.done;
+            let _ = updates.try_send(WhatIfUpdate::Progress { stage: p.stage, done: p.done });
+        }
+    })?;
+    Ok(comparison)
+}
+
+/// The console's what-if thread: it re-runs `log` (as committed when asked)
+/// for each ask, apart from the engine's loop and the terminal's, and ends
+/// with the console. No log (`--no-log`), no thread: the pane says so.
+pub fn console_link(log: Option<PathBuf>) -> Option<WhatIfLink> {
+    let log = log?;
+    let (asks, mut asked) = tokio::sync::mpsc::unbounded_channel::<WhatIfAsk>();
+    let (updates_tx, updates) = tokio::sync::mpsc::channel(64);
+    let spawned = std::thread::Builder::new().name("whatif".into()).spawn(move || {
+        while let Some(ask) = asked.blocking_recv() {
+            let update = match console_comparison(&log, &ask.words, &updates_tx) {
+                Ok(c) => WhatIfUpdate::Done(Box::new(c)),
+                Err(e) => WhatIfUpdate::Failed(for_terminal(&format!("{e:#}"))),
+            };
+            if updates_tx.blocking_send(update).is_err() {
+                return;
+            }
+        }
+    });
+    spawned.ok().map(|_| WhatIfLink { asks, updates })
 }

@@ -25,6 +25,7 @@ use super::panes::queue_list::QueueList;
 use super::panes::slurm_list::SlurmList;
 use super::request::Request;
 use super::status::Status;
+use super::whatif::WhatIfPane;
 use crate::domain::event::Action;
 use crate::domain::ids::JobId;
 use crate::room::View;
@@ -36,6 +37,8 @@ pub enum Control {
     Quit,
     /// Operator actions for the engine, in order (confirmed where they must be).
     Send(Vec<Action>),
+    /// A what-if comparison for the host's thread: configuration files and disciplines.
+    WhatIf(Vec<String>),
 }
 
 #[derive(Clone, Debug, Default)]
@@ -62,6 +65,8 @@ pub struct App {
     pub alarms: AlarmList,
     /// Slurm pane: selected Slurm job and scroll window.
     pub slurm: SlurmList,
+    /// The what-if pane over the console: progress, then the comparison.
+    pub whatif: WhatIfPane,
 }
 
 impl From<&App> for KeyContext {
@@ -149,6 +154,10 @@ impl App {
         if self.help && !matches!(command.act, Act::Help | Act::Close | Act::Quit) {
             return Control::Continue;
         }
+        // Over the panes, the what-if pane takes no pane's keys.
+        if self.whatif.shown && !matches!(command.act, Act::WhatIf | Act::Close | Act::Quit | Act::CommandBar | Act::Help) {
+            return Control::Continue;
+        }
         let request = match command.act {
             Act::Quit => Request::Quit,
             Act::Help => {
@@ -170,6 +179,15 @@ impl App {
                 Request::Nothing
             }
             Act::CommandBar => Request::Command(String::new()),
+            Act::WhatIf if self.whatif.shown => {
+                self.whatif.shown = false;
+                Request::Nothing
+            }
+            Act::WhatIf if self.whatif.state == super::whatif::PaneState::Idle => Request::Run(Intent::WhatIf(Vec::new())),
+            Act::WhatIf => {
+                self.whatif.shown = true;
+                Request::Nothing
+            }
             Act::Filter => {
                 self.mode = Mode::filter(self.order.filter_text());
                 Request::Nothing
@@ -208,6 +226,8 @@ impl App {
     fn close(&mut self, view: &View) -> Request {
         if self.help {
             self.help = false;
+        } else if self.whatif.shown {
+            self.whatif.shown = false;
         } else if let Some(request) = self.route(Act::Close, view) {
             return request;
         } else if !self.order.filter_text().is_empty() {
@@ -266,6 +286,14 @@ impl App {
                 self.order.reversed = reversed;
             }
             Intent::Focus(pane) => self.focus = pane,
+            Intent::WhatIf(_) if self.whatif.running() => {
+                self.whatif.shown = true;
+                self.status = Some(Status::hint("a comparison is already running; its table comes here"));
+            }
+            Intent::WhatIf(words) => {
+                self.whatif.start(&words);
+                return Control::WhatIf(words);
+            }
             Intent::Help => self.help = true,
             Intent::Quit => return Control::Quit,
         }

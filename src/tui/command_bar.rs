@@ -13,7 +13,8 @@
 //! `slurm [JOBID] VERB [partition=NAME] [exclude=NODE,…]` (a verb on a Slurm
 //! job; `slurm` alone focuses the Slurm pane), `capacity approve [N]` (a
 //! capacity proposal, the oldest by default; `capacity` alone focuses the
-//! fleet), `pane NAME`, `help`, `quit`.
+//! fleet), `whatif [FILE|DISCIPLINE]…` (the recorded run re-run under other
+//! policies, in the what-if pane), `pane NAME`, `help`, `quit`.
 
 use chrono::TimeDelta;
 
@@ -27,8 +28,8 @@ use crate::domain::units::{At, Micros};
 use crate::room::View;
 use crate::sched::DisciplineKind;
 
-pub const COMMAND_NAMES: [&str; 16] = [
-    "preempt", "requeue", "migrate", "cancel", "approve", "ack", "discipline", "filter", "sort", "slurm", "capacity", "pane", "help", "quit", "fleet", "queue",
+pub const COMMAND_NAMES: [&str; 17] = [
+    "preempt", "requeue", "migrate", "cancel", "approve", "ack", "discipline", "filter", "sort", "slurm", "capacity", "pane", "help", "quit", "fleet", "queue", "whatif",
 ];
 
 
@@ -46,6 +47,9 @@ pub enum Intent {
     Filter(String),
     Sort(SortKey, bool),
     Focus(PaneId),
+    /// Compare the recorded run with re-runs under these configuration
+    /// files and disciplines (none: every discipline).
+    WhatIf(Vec<String>),
     Help,
     Quit,
 }
@@ -254,6 +258,7 @@ pub fn parse_in(line: &str, view: &View, selected: Option<JobId>, slurm_selected
         Some("pane") => arg(0).and_then(pane_of).map(Intent::Focus).ok_or_else(|| format!("pane {}", PaneId::ALL.map(|p| p.command_name()).join("|"))),
         Some("fleet") => Ok(Intent::Focus(PaneId::Fleet)),
         Some("queue") => Ok(Intent::Focus(PaneId::Queue)),
+        Some("whatif") => Ok(Intent::WhatIf(args.iter().map(|a| a.to_string()).collect())),
         Some("help") => Ok(Intent::Help),
         Some("quit") => Ok(Intent::Quit),
         _ => Err(format!("unknown command {head:?} (Tab completes: {})", COMMAND_NAMES.join(", "))),

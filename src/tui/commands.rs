@@ -43,6 +43,8 @@ pub enum Act {
     /// Approve the oldest capacity proposal (the fleet pane, advisory mode).
     ApproveCapacity,
     ToggleAudit,
+    /// Show or hide the what-if pane (the first time: compare every discipline).
+    WhatIf,
     /// A verb on the selected job of the Slurm pane.
     Slurm(SlurmKey),
 }
@@ -385,6 +387,14 @@ pub const COMMANDS: &[Command] = &[
         hint: Some(("z", "zoom")),
         scope: Scope::Global,
         bindings: &[key(KeyCode::Char('z'))],
+    },
+    Command {
+        act: Act::WhatIf,
+        keys: "W",
+        desc: "what if: this run under every discipline, side by side (:whatif FILE… for configurations)",
+        hint: None,
+        scope: Scope::Global,
+        bindings: &[key(KeyCode::Char('W'))],
     },
     Command {
         act: Act::Help,

@@ -74,6 +74,9 @@ pub fn draw_buffer(app: &App, view: &View, ctx: &DrawContext, area: Rect, buf: &
     if app.help {
         help::render(app, t, area, buf);
     } else {
+        if app.whatif.shown {
+            super::whatif::render(&app.whatif, t, area, buf);
+        }
         dialog::render(app, view, t, area, buf);
     }
 }

@@ -52,6 +52,7 @@ pub mod theme_depth;
 pub mod theme_file;
 pub mod wall;
 mod wall_font;
+pub mod whatif;
 
 pub use app::{App, Control};
 pub use context::DrawContext;

@@ -28,6 +28,7 @@ use super::chrome::is_stale;
 use super::context::DrawContext;
 use super::status::Status;
 use super::wall::{WallState, WALL_CYCLE};
+use super::whatif::{WhatIfAsk, WhatIfLink, WhatIfUpdate};
 use crate::domain::event::Action;
 use crate::room::View;
 
@@ -54,13 +55,13 @@ pub const FRAME: Duration = Duration::from_millis(100);
 /// sender of `views`. `ctx` carries the source label and the theme; the data
 /// age in it is measured here. The terminal is restored on every way out,
 /// panics included (`ratatui::init`'s hook).
-pub async fn run_console(views: watch::Receiver<Arc<View>>, ctx: DrawContext, link: Option<OperatorLink>, screen: Screen) -> anyhow::Result<()> {
+pub async fn run_console(views: watch::Receiver<Arc<View>>, ctx: DrawContext, link: Option<OperatorLink>, whatif: Option<WhatIfLink>, screen: Screen) -> anyhow::Result<()> {
     let mut terminal = ratatui::try_init().context("cannot set up the terminal (raw mode, alternate screen)")?;
     let _restore = RestoreOnDrop;
     let (tx, events) = mpsc::channel(256);
     let stop = Arc::new(AtomicBool::new(false));
     let reader = spawn_reader(tx, stop.clone()).context("cannot start the terminal input thread")?;
-    let result = event_loop(&mut terminal, views, events, ctx, link, screen, |backend, begin| {
+    let result = event_loop(&mut terminal, views, events, ctx, Links { operator: link, whatif }, screen, |backend, begin| {
         if begin { execute!(backend, BeginSynchronizedUpdate) } else { execute!(backend, EndSynchronizedUpdate) }
     })
     .await;
@@ -110,6 +111,28 @@ async fn next_outcome(link: &mut Option<OperatorLink>) -> Option<Result<String, 
     }
 }
 
+/// The next word from the what-if thread; never resolves without one.
+async fn next_whatif(link: &mut Option<WhatIfLink>) -> Option<WhatIfUpdate> {
+    match link.as_mut() {
+        Some(l) => l.updates.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Asks the what-if thread for a comparison; without one, the pane says why.
+fn ask_whatif(link: &Option<WhatIfLink>, words: Vec<String>, app: &mut App) {
+    let sent = link.as_ref().is_some_and(|l| l.asks.send(WhatIfAsk { words }).is_ok());
+    if !sent {
+        app.whatif.update(WhatIfUpdate::Failed("this console cannot compare: it has no log to re-run (--no-log)".into()));
+    }
+}
+
+/// The console's lines out: to the engine, and to the what-if thread.
+pub struct Links {
+    pub operator: Option<OperatorLink>,
+    pub whatif: Option<WhatIfLink>,
+}
+
 /// Hands actions to the engine; without a link (or with it full) the console says so.
 fn send(link: &Option<OperatorLink>, actions: Vec<Action>, app: &mut App) {
     let Some(link) = link else {
@@ -154,7 +177,7 @@ pub(crate) async fn event_loop<B, S>(
     mut views: watch::Receiver<Arc<View>>,
     mut events: mpsc::Receiver<io::Result<Event>>,
     mut ctx: DrawContext,
-    mut link: Option<OperatorLink>,
+    links: Links,
     screen: Screen,
     mut sync: S,
 ) -> anyhow::Result<()>
@@ -163,6 +186,7 @@ where
     B::Error: Send + Sync + 'static,
     S: FnMut(&mut B, bool) -> io::Result<()>,
 {
+    let Links { operator: mut link, whatif: mut whatif_link } = links;
     let mut app = if screen == Screen::Wall { App::read_only() } else { App::new() };
     let mut wall = WallState::default();
     let mut wall_since = Instant::now();
@@ -214,6 +238,7 @@ where
                         match control {
                             Control::Quit => return Ok(()),
                             Control::Send(actions) => send(&link, actions, &mut app),
+                            Control::WhatIf(words) => ask_whatif(&whatif_link, words, &mut app),
                             Control::Continue => {}
                         }
                         dirty = true;
@@ -230,6 +255,13 @@ where
                     dirty = true;
                 }
                 None => link = None,
+            },
+            update = next_whatif(&mut whatif_link) => match update {
+                Some(update) => {
+                    app.whatif.update(update);
+                    dirty = true;
+                }
+                None => whatif_link = None,
             },
             _ = timer.tick() => {
                 // Redraw each second while stale (the age counts up), and when it flips.
@@ -278,7 +310,7 @@ mod tests {
         let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
         let frames = AtomicUsize::new(0);
         tx.send(key('q')).await.unwrap();
-        event_loop(&mut terminal, views, rx, ctx(), None, Screen::Console, |_, begin| {
+        event_loop(&mut terminal, views, rx, ctx(), Links { operator: None, whatif: None }, Screen::Console, |_, begin| {
             frames.fetch_add(usize::from(begin), Ordering::Relaxed);
             Ok(())
         })
@@ -294,7 +326,7 @@ mod tests {
         let (_tx, rx) = mpsc::channel(8);
         let mut terminal = Terminal::new(TestBackend::new(40, 10)).unwrap();
         drop(views_tx);
-        event_loop(&mut terminal, views, rx, ctx(), None, Screen::Console, |_, _| Ok(())).await.unwrap();
+        event_loop(&mut terminal, views, rx, ctx(), Links { operator: None, whatif: None }, Screen::Console, |_, _| Ok(())).await.unwrap();
     }
 
     #[tokio::test]
@@ -313,7 +345,7 @@ mod tests {
             tx.send(key('x')).await.unwrap();
             tx.send(key('q')).await.unwrap();
         };
-        let run = event_loop(&mut terminal, views, rx, ctx(), None, Screen::Console, |_, begin| {
+        let run = event_loop(&mut terminal, views, rx, ctx(), Links { operator: None, whatif: None }, Screen::Console, |_, begin| {
             frames.fetch_add(usize::from(begin), Ordering::Relaxed);
             Ok(())
         });
@@ -344,7 +376,7 @@ mod tests {
             tx.send(key('q')).await.unwrap();
             action
         };
-        let run = event_loop(&mut terminal, views, rx, ctx(), Some(link), Screen::Console, |_, _| Ok(()));
+        let run = event_loop(&mut terminal, views, rx, ctx(), Links { operator: Some(link), whatif: None }, Screen::Console, |_, _| Ok(()));
         let (result, action) = tokio::join!(run, engine);
         result.unwrap();
         assert!(matches!(action, Action::Preempt { .. }), "{action:?}");
@@ -363,7 +395,7 @@ mod tests {
             tx.send(key(c)).await.unwrap();
         }
         let link = OperatorLink { actions, outcomes };
-        event_loop(&mut terminal, views, rx, ctx(), Some(link), Screen::Wall, |_, _| Ok(())).await.unwrap();
+        event_loop(&mut terminal, views, rx, ctx(), Links { operator: Some(link), whatif: None }, Screen::Wall, |_, _| Ok(())).await.unwrap();
         assert!(engine_side.try_recv().is_err(), "no action left the wall");
         let screen: String = terminal.backend().buffer().content.iter().map(|c| c.symbol()).collect();
         assert!(screen.contains("read-only") && !screen.contains("Confirm"));
@@ -387,7 +419,7 @@ mod tests {
                 }
             }
         });
-        run_console(views, DrawContext::new("DEMO ×10"), None, Screen::Console).await.unwrap();
+        run_console(views, DrawContext::new("DEMO ×10"), None, None, Screen::Console).await.unwrap();
         feeder.abort();
     }
 }

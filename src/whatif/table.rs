@@ -133,7 +133,7 @@ impl Comparison {
     }
 
     /// Each cell with the change against the recorded column, where it says something.
-    fn shown_cells(&self, row: &Row) -> Vec<String> {
+    pub fn shown_cells(&self, row: &Row) -> Vec<String> {
         let recorded = row.cells.first().and_then(|c| c.1);
         row.cells
             .iter()

@@ -1,0 +1,136 @@
+//! The what-if pane (`W`, or `:whatif [FILE|DISCIPLINE]…`): the recorded
+//! run compared with its re-runs under other policies, drawn over the
+//! console. The comparison runs on a thread of the host's (`WhatIfLink`),
+//! never in the engine's loop or the draw; this pane shows its progress bar,
+//! then its table, or why it could not be made.
+//!
+//! Owns the pane's state and drawing; computes nothing of the comparison.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use tokio::sync::mpsc;
+
+use super::fmt;
+use super::theme::Theme;
+use crate::whatif::Comparison;
+
+/// What the console asks: configuration files and discipline names, as typed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WhatIfAsk {
+    pub words: Vec<String>,
+}
+
+/// What the comparison's thread says back.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WhatIfUpdate {
+    Progress { stage: String, done: f64 },
+    Done(Box<Comparison>),
+    Failed(String),
+}
+
+/// The console's line to the thread that makes comparisons.
+pub struct WhatIfLink {
+    pub asks: mpsc::UnboundedSender<WhatIfAsk>,
+    pub updates: mpsc::Receiver<WhatIfUpdate>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum PaneState {
+    #[default]
+    Idle,
+    Running {
+        stage: String,
+        done: f64,
+    },
+    Done(Box<Comparison>),
+    Failed(String),
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct WhatIfPane {
+    pub shown: bool,
+    /// What was asked, in words, for the title.
+    pub asked: String,
+    pub state: PaneState,
+}
+
+impl WhatIfPane {
+    pub fn running(&self) -> bool {
+        matches!(self.state, PaneState::Running { .. })
+    }
+
+    /// A new comparison was asked for: shown at once, with an empty bar.
+    pub fn start(&mut self, words: &[String]) {
+        self.asked = if words.is_empty() { "every discipline".to_string() } else { words.join(" ") };
+        self.state = PaneState::Running { stage: "starting".into(), done: 0.0 };
+        self.shown = true;
+    }
+
+    pub fn update(&mut self, update: WhatIfUpdate) {
+        self.state = match update {
+            WhatIfUpdate::Progress { stage, done } => PaneState::Running { stage, done },
+            WhatIfUpdate::Done(c) => PaneState::Done(c),
+            WhatIfUpdate::Failed(why) => PaneState::Failed(why),
+        };
+    }
+}
+
+fn table_lines<'a>(c: &Comparison, t: &Theme, width: usize) -> Vec<Line<'a>> {
+    let rows = c.rows();
+    let shown: Vec<Vec<String>> = rows.iter().map(|r| c.shown_cells(r)).collect();
+    let label_w = rows.iter().map(|r| fmt::width(&r.label)).max().unwrap_or(0);
+    let col_w: Vec<usize> = (0..c.columns.len())
+        .map(|i| shown.iter().map(|cells| fmt::width(&cells[i])).chain([fmt::width(&c.columns[i].name)]).max().unwrap_or(0))
+        .collect();
+    let mut lines = Vec::new();
+    let wrapped = |text: &str, style, lines: &mut Vec<Line<'a>>| {
+        for part in fmt::wrap(text, width.max(20)) {
+            lines.push(Line::from(Span::styled(part, style)));
+        }
+    };
+    let span = format!("{} events, {}", c.events, c.model);
+    wrapped(&span, t.dim, &mut lines);
+    let mut head = vec![Span::raw(" ".repeat(label_w))];
+    for (col, w) in c.columns.iter().zip(&col_w) {
+        head.push(Span::styled(format!("  {}", fmt::right(&col.name, *w)), t.heading));
+    }
+    lines.push(Line::from(head));
+    for (row, cells) in rows.iter().zip(&shown) {
+        let mut spans = vec![Span::styled(fmt::left(&row.label, label_w), t.text)];
+        for (i, (cell, w)) in cells.iter().zip(&col_w).enumerate() {
+            // Better or worse than what happened, where more is worse.
+            let style = match (i, row.change, row.cells[0].1, row.cells[i].1) {
+                (0, ..) | (_, false, ..) => t.figure,
+                (_, true, Some(a), Some(b)) if b < a => t.ok,
+                (_, true, Some(a), Some(b)) if b > a => t.warn,
+                _ => t.figure,
+            };
+            spans.push(Span::styled(format!("  {}", fmt::right(cell, *w)), style));
+        }
+        lines.push(Line::from(spans));
+    }
+    for note in &c.notes {
+        wrapped(&format!("note: {note}"), t.dim, &mut lines);
+    }
+    lines
+}
+
+pub fn render(pane: &WhatIfPane, t: &Theme, area: Rect, buf: &mut Buffer) {
+    let width = area.width.saturating_sub(6) as usize;
+    let lines: Vec<Line> = match &pane.state {
+        PaneState::Idle => vec![Line::from(Span::styled("Nothing compared yet: W compares every discipline, :whatif FILE… configurations.", t.text))],
+        PaneState::Running { stage, done } => {
+            let bar_w = width.saturating_sub(8).clamp(10, 60);
+            vec![
+                Line::from(Span::styled(format!("Re-running the recorded run: {stage}"), t.text)),
+                Line::from(vec![Span::styled(fmt::bar(*done, bar_w), t.chart), Span::styled(format!(" {:>3.0}%", done * 100.0), t.figure)]),
+                Line::from(Span::styled("The engine goes on meanwhile; this pane may be closed and opened again.", t.dim)),
+            ]
+        }
+        PaneState::Done(c) => table_lines(c, t, width),
+        PaneState::Failed(why) => fmt::wrap(&format!("No comparison: {why}"), width.max(20)).into_iter().map(|l| Line::from(Span::styled(l, t.alarm))).collect(),
+    };
+    let bottom = Line::from(Span::styled(" W or Esc closes · :whatif FILE|DISCIPLINE… ", t.dim));
+    super::dialog::popup(&format!("What if: {}", pane.asked), lines, bottom, area.width, t, area, buf);
+}
