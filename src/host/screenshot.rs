@@ -66,17 +66,46 @@ fn app_for(view: &View, shot: &Shot) -> Result<App> {
             }
             press(&mut app, KeyCode::Tab);
         }
-        other => bail!("unknown dialog {other:?} (preempt, requeue, migrate, approve, command)"),
+        // Filled in by `run_screenshot` once the comparison is made.
+        "whatif" => {}
+        other => bail!("unknown dialog {other:?} (preempt, requeue, migrate, approve, command, whatif)"),
     }
     Ok(app)
 }
 
+/// The what-if pane as `W` leaves it once done: the warm-up recorded to a
+/// temporary log, re-run under every discipline.
+fn whatif_pane(world: &WorldChoice, policy: &Policy, traces: &Traces, hours: f64) -> Result<(View, crate::tui::whatif::WhatIfPane)> {
+    let dir = std::env::temp_dir().join(format!("gpuroom-shot-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let log = dir.join("warmup.db");
+    let made = (|| -> Result<_> {
+        let mut engine = super::runs::build(world, policy, Some(&log), traces)?;
+        let start = engine.world.config().start;
+        engine.run_until(start + settings::hours(hours)?)?;
+        let view = engine.room.view();
+        drop(engine);
+        let store = crate::store::Store::open_read_only(&log)?;
+        let scenarios = super::whatif::scenarios(&store.meta()?.room_config, &[], &crate::sched::DisciplineKind::ALL)?;
+        let comparison = crate::whatif::compare(&store, &format!("sim-seed{}.db", world.seed), &scenarios, Default::default(), Default::default(), &mut |_| {})?;
+        let state = crate::tui::whatif::PaneState::Done(Box::new(comparison));
+        Ok((view, crate::tui::whatif::WhatIfPane { shown: true, asked: "every discipline".into(), state }))
+    })();
+    let _ = std::fs::remove_dir_all(&dir);
+    made
+}
+
 pub fn run_screenshot(world: &WorldChoice, policy: &Policy, out: &Path, shot: &Shot) -> Result<()> {
     let traces = Traces::embedded().context("parsing the embedded traces")?;
-    let mut engine = super::runs::build(world, policy, None, &traces)?;
-    let start = engine.world.config().start;
-    engine.run_until(start + settings::hours(shot.hours)?)?;
-    let view = engine.room.view();
+    let (view, whatif) = if shot.dialog.as_deref() == Some("whatif") {
+        let (view, pane) = whatif_pane(world, policy, &traces, shot.hours)?;
+        (view, Some(pane))
+    } else {
+        let mut engine = super::runs::build(world, policy, None, &traces)?;
+        let start = engine.world.config().start;
+        engine.run_until(start + settings::hours(shot.hours)?)?;
+        (engine.room.view(), None)
+    };
     let mut ctx = crate::tui::DrawContext::new(format!("SIM ×60 seed {}", world.seed));
     ctx.data_age = Some(Duration::from_millis(400));
     ctx.theme = crate::tui::theme_file::load(&shot.theme)?;
@@ -88,7 +117,13 @@ pub fn run_screenshot(world: &WorldChoice, policy: &Policy, out: &Path, shot: &S
             crate::tui::wall::draw_wall(&view, &wall, &ctx, buffer.area, &mut buffer);
             buffer
         }
-        None => crate::tui::render_to_buffer(&view, &app_for(&view, shot)?, &ctx, width, height),
+        None => {
+            let mut app = app_for(&view, shot)?;
+            if let Some(pane) = whatif {
+                app.whatif = pane;
+            }
+            crate::tui::render_to_buffer(&view, &app, &ctx, width, height)
+        }
     };
     // The canvas is the terminal the theme is made for (dark unless it says).
     let hex = crate::tui::svg::color_hex;

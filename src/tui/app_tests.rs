@@ -387,3 +387,30 @@ mod slurm {
         assert_eq!(app.mode, Mode::Normal);
     }
 }
+
+#[test]
+fn w_asks_for_every_discipline_then_shows_and_hides_the_pane() {
+    let view = demo_view();
+    let mut app = App::new();
+    assert_eq!(press(&mut app, &view, KeyCode::Char('W')), Control::WhatIf(Vec::new()));
+    assert!(app.whatif.shown && app.whatif.running());
+    // While it runs, a second ask is not sent: the pane says one runs.
+    typed(&mut app, &view, ":whatif drf");
+    assert_eq!(press(&mut app, &view, KeyCode::Enter), Control::Continue);
+    assert!(app.status.as_ref().is_some_and(|s| s.text.contains("already running")), "{:?}", app.status);
+    // Pane keys do nothing under it; Esc closes it, W opens it again without a new ask.
+    let focus = app.focus;
+    press(&mut app, &view, KeyCode::Tab);
+    assert_eq!(app.focus, focus);
+    press(&mut app, &view, KeyCode::Esc);
+    assert!(!app.whatif.shown);
+    assert_eq!(press(&mut app, &view, KeyCode::Char('W')), Control::Continue);
+    assert!(app.whatif.shown);
+    app.whatif.update(crate::tui::whatif::WhatIfUpdate::Failed("no".into()));
+    press(&mut app, &view, KeyCode::Char('W'));
+    assert!(!app.whatif.shown);
+    // Once done, `:whatif` with words asks again, with those words.
+    typed(&mut app, &view, ":whatif drf mlfq other.toml");
+    assert_eq!(press(&mut app, &view, KeyCode::Enter), Control::WhatIf(vec!["drf".into(), "mlfq".into(), "other.toml".into()]));
+    assert_eq!(app.whatif.asked, "drf mlfq other.toml");
+}

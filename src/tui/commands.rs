@@ -391,7 +391,7 @@ pub const COMMANDS: &[Command] = &[
     Command {
         act: Act::WhatIf,
         keys: "W",
-        desc: "what if: this run under every discipline, side by side (:whatif FILE… for configurations)",
+        desc: "what if: this run under each discipline, side by side",
         hint: None,
         scope: Scope::Global,
         bindings: &[key(KeyCode::Char('W'))],

@@ -385,6 +385,50 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn w_asks_the_whatif_thread_and_its_answer_fills_the_pane() {
+        let (_views_tx, views) = watch::channel(Arc::new(demo_view()));
+        let (tx, rx) = mpsc::channel(8);
+        let (asks, mut thread_side) = mpsc::unbounded_channel();
+        let (updates_tx, updates) = mpsc::channel(8);
+        let whatif = WhatIfLink { asks, updates };
+        let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
+        let thread = async {
+            tx.send(key('W')).await.unwrap();
+            let ask = thread_side.recv().await.expect("the ask reaches the thread");
+            updates_tx.send(WhatIfUpdate::Progress { stage: "re-running under drf".into(), done: 0.4 }).await.unwrap();
+            updates_tx.send(WhatIfUpdate::Done(Box::new(super::super::whatif::demo_comparison()))).await.unwrap();
+            tokio::time::sleep(FRAME * 3).await;
+            tx.send(key('q')).await.unwrap();
+            ask
+        };
+        let run = event_loop(&mut terminal, views, rx, ctx(), Links { operator: None, whatif: Some(whatif) }, Screen::Console, |_, _| Ok(()));
+        let (result, ask) = tokio::join!(run, thread);
+        result.unwrap();
+        assert_eq!(ask, WhatIfAsk { words: Vec::new() });
+        let screen: String = terminal.backend().buffer().content.iter().map(|c| c.symbol()).collect();
+        assert!(screen.contains("What if: every discipline") && screen.contains("P95 queue wait"), "{screen}");
+    }
+
+    #[tokio::test]
+    async fn without_a_log_the_pane_says_why_it_cannot_compare() {
+        let (_views_tx, views) = watch::channel(Arc::new(demo_view()));
+        let (tx, rx) = mpsc::channel(8);
+        for c in ['W'] {
+            tx.send(key(c)).await.unwrap();
+        }
+        let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
+        let quit = async {
+            tokio::time::sleep(FRAME * 3).await;
+            tx.send(key('q')).await.unwrap();
+        };
+        let run = event_loop(&mut terminal, views, rx, ctx(), Links { operator: None, whatif: None }, Screen::Console, |_, _| Ok(()));
+        let (result, ()) = tokio::join!(run, quit);
+        result.unwrap();
+        let screen: String = terminal.backend().buffer().content.iter().map(|c| c.symbol()).collect();
+        assert!(screen.contains("no log to re-run"), "{screen}");
+    }
+
+    #[tokio::test]
     async fn the_wall_sends_nothing_whatever_is_typed() {
         let (_views_tx, views) = watch::channel(Arc::new(demo_view()));
         let (tx, rx) = mpsc::channel(16);

@@ -134,3 +134,94 @@ pub fn render(pane: &WhatIfPane, t: &Theme, area: Rect, buf: &mut Buffer) {
     let bottom = Line::from(Span::styled(" W or Esc closes · :whatif FILE|DISCIPLINE… ", t.dim));
     super::dialog::popup(&format!("What if: {}", pane.asked), lines, bottom, area.width, t, area, buf);
 }
+
+/// A comparison as the re-runs would give it, for the pane's tests and pictures.
+#[cfg(test)]
+pub(crate) fn demo_comparison() -> Comparison {
+    use crate::domain::units::Micros;
+    use crate::whatif::{Column, Outcome};
+    let outcome = |spend: i64, idle: i64, waits: Vec<i64>, finished: u64, requeues: u64| Outcome {
+        spend_by_mode: [Micros(381_840_000), Micros(spend * 6 / 10), Micros(spend * 4 / 10)],
+        idle: Micros(idle),
+        services: Micros(12_730_000),
+        spend_by_tenant: [("nlp".to_string(), Micros(327_590_000)), ("vision".to_string(), Micros(196_860_000))].into_iter().collect(),
+        gpu_hours: 536.5,
+        gpu_hours_busy: 464.8,
+        submitted: 351,
+        finished,
+        failed: 11,
+        waits,
+        jct_secs_sum: 2735 * finished as i64,
+        jct_count: finished,
+        requeues,
+        interruptions: 23,
+        nodes_lost: 23,
+        recomputed_steps: 14_574,
+        checkpoint_bytes: 1881 << 30,
+        ..Outcome::default()
+    };
+    let columns = vec![
+        Column { name: "recorded".into(), outcome: outcome(319_600_000, 119_000_000, vec![30, 60, 90, 144], 320, 34), wall_secs: 0.9 },
+        Column { name: "fifo".into(), outcome: outcome(319_600_000, 119_000_000, vec![30, 60, 90, 144], 320, 34), wall_secs: 0.7 },
+        Column { name: "drf".into(), outcome: outcome(318_710_000, 125_000_000, vec![31, 61, 92, 147], 321, 27), wall_secs: 0.8 },
+    ];
+    Comparison {
+        log: "sim-seed1.db".into(),
+        model: "the simulated world (seed 1) re-run exactly".into(),
+        from: None,
+        until: None,
+        events: 5104,
+        columns,
+        notes: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ratatui::backend::TestBackend;
+    use ratatui::Terminal;
+
+    use super::*;
+    use crate::tui::app::App;
+    use crate::tui::context::DrawContext;
+    use crate::tui::fixture::demo_view;
+
+    fn screen(app: &App) -> Terminal<TestBackend> {
+        let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
+        let ctx = DrawContext::new("SIM seed 1 ×60");
+        terminal.draw(|f| super::super::draw::draw(f, app, &demo_view(), &ctx)).unwrap();
+        terminal
+    }
+
+    fn text(terminal: &Terminal<TestBackend>) -> String {
+        let buf = terminal.backend().buffer();
+        (0..buf.area.height).map(|y| (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect::<String>() + "\n").collect()
+    }
+
+    #[test]
+    fn the_table_stands_over_the_console_with_each_change_marked() {
+        let mut app = App::new();
+        app.whatif = WhatIfPane { shown: true, asked: "every discipline".into(), state: PaneState::Done(Box::new(demo_comparison())) };
+        let terminal = screen(&app);
+        insta::assert_snapshot!(terminal.backend());
+        let shown = text(&terminal);
+        assert!(shown.contains("What if: every discipline"), "{shown}");
+        for want in ["recorded", "fifo", "drf", "instance spend", "P95 queue wait", "mean JCT", "requeues", "budget crossings", "(=)", "(-21%)"] {
+            assert!(shown.contains(want), "no {want:?} in\n{shown}");
+        }
+    }
+
+    #[test]
+    fn a_running_comparison_shows_its_stage_and_bar_and_a_failed_one_why() {
+        let mut app = App::new();
+        app.whatif.start(&["drf".to_string()]);
+        app.whatif.update(WhatIfUpdate::Progress { stage: "re-running under drf".into(), done: 0.5 });
+        let shown = text(&screen(&app));
+        assert!(shown.contains("What if: drf") && shown.contains("re-running under drf") && shown.contains(" 50%") && shown.contains("████"), "{shown}");
+        app.whatif.update(WhatIfUpdate::Failed("reading nope.toml: No such file or directory (os error 2)".into()));
+        let shown = text(&screen(&app));
+        assert!(shown.contains("No comparison: reading nope.toml"), "{shown}");
+        app.whatif.shown = false;
+        assert!(!text(&screen(&app)).contains("What if"));
+    }
+}

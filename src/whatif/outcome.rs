@@ -223,7 +223,7 @@ mod tests {
 
     #[test]
     fn the_window_is_half_open() {
-        let t = |h| chrono::DateTime::from_timestamp(h * 3600, 0).unwrap();
+        let t = |h: i64| chrono::DateTime::from_timestamp(h * 3600, 0).unwrap();
         let w = Window { from: Some(t(1)), until: Some(t(2)) };
         assert!(!w.holds(t(0)) && w.holds(t(1)) && !w.holds(t(2)));
         assert!(Window::default().holds(t(5)));

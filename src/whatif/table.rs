@@ -116,7 +116,9 @@ impl Comparison {
         if a.abs() < 1e-9 {
             return None;
         }
-        Some(format!("{:+.0}%", 100.0 * (b - a) / a.abs()))
+        let pct = 100.0 * (b - a) / a.abs();
+        // Small changes keep a decimal, so +0.4% is not shown as a bare +0%.
+        Some(if pct.abs() < 9.95 { format!("{pct:+.1}%") } else { format!("{pct:+.0}%") })
     }
 
     fn span(&self) -> String {
