@@ -75,6 +75,22 @@ fn month_row(m: &MonthFigures, log: &str) -> Row {
     }
 }
 
+/// What-if on the logged span: a target per policy, the log's reading shown beside it.
+pub const WHATIF_TARGET_SECS: f64 = 60.0;
+
+fn whatif_row(m: &MonthFigures) -> Row {
+    let measure = format!("`gpuroom whatif` on that log, per policy ({} days, {} GPUs)", m.days, thousands(u64::from(m.gpus)));
+    match &m.whatif {
+        Some(w) => Row {
+            measure,
+            figure: format!("{:.1} s re-run under {} (+ {:.1} s reading and scoring the log once)", w.per_policy_secs, w.policy, w.read_secs),
+            target: format!("< {WHATIF_TARGET_SECS:.0} s"),
+            ratio: ratio(w.per_policy_secs, WHATIF_TARGET_SECS),
+        },
+        None => Row { measure, figure: "not measured".into(), target: format!("< {WHATIF_TARGET_SECS:.0} s"), ratio: "—".into() },
+    }
+}
+
 impl Report {
     /// The figures table, in order.
     pub fn rows(&self) -> Vec<Row> {
@@ -91,6 +107,7 @@ impl Report {
             },
             month_row(&self.month, "no event log"),
             month_row(&self.month_logged, "SQLite event log"),
+            whatif_row(&self.month_logged),
             Row {
                 measure: format!("`Room::view()`, {size}"),
                 figure: format!("median {:.1} ms, p95 {:.1} ms (n={})", c.view.median_ms, c.view.p95_ms, c.view.n),

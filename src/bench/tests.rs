@@ -58,6 +58,11 @@ fn quick_bench_reports_every_figure_and_a_markdown_page() {
     // Same seed, same plan: the log changes nothing but the time.
     assert_eq!(report.month.events, report.month_logged.events);
     assert_eq!(report.month.jobs_submitted, report.month_logged.jobs_submitted);
+    // The logged span keeps its world, so the what-if re-runs it exactly.
+    assert!(report.month.whatif.is_none());
+    let w = report.month_logged.whatif.as_ref().expect("the logged span was compared");
+    positive("whatif read", w.read_secs);
+    positive("whatif per policy", w.per_policy_secs);
 
     let c = &report.console.figures;
     assert_eq!(report.console.measured_in, "a child process that does nothing else", "the child ran");
@@ -86,7 +91,7 @@ fn quick_bench_reports_every_figure_and_a_markdown_page() {
     }
     assert!(md.contains("| measure | figure | target | ratio |\n|---|---|---|---|\n"));
     let rows = report.rows();
-    assert_eq!(rows.len(), 8, "apply, 2 months, view, 2 frame sizes, RSS, HWM");
+    assert_eq!(rows.len(), 9, "apply, 2 months, the what-if, view, 2 frame sizes, RSS, HWM");
     for r in &rows {
         assert!(md.contains(&format!("| {} | {} | {} | {} |", r.measure, r.figure, r.target, r.ratio)));
         assert!(!r.figure.is_empty());

@@ -19,7 +19,7 @@ use crate::engine::Engine;
 use crate::sim::config::SimConfig;
 use crate::sim::workload::Workload;
 use crate::sim::{Simulation, Traces};
-use crate::store::{RunMeta, Store};
+use crate::store::{RunMeta, SimWorld, Store};
 
 /// The 1,000-GPU cluster of the console measurements (docs/console-bench.md).
 const LARGE: (&str, &str) = ("fixtures/sim/large-1000.toml", include_str!("../../fixtures/sim/large-1000.toml"));
@@ -45,6 +45,9 @@ pub struct MonthPlan {
     /// e.g. "fixtures/sim/large-1000.toml".
     pub cluster: String,
     pub config: SimConfig,
+    /// The configuration as the plan runs it (TOML), kept in the log so
+    /// that the what-if can re-run the world exactly.
+    pub config_toml: String,
     pub days: i64,
     /// Jobs the arrival rate was set for over `days`.
     pub jobs_wanted: u64,
@@ -72,6 +75,17 @@ pub struct MonthFigures {
     pub events_per_sec: f64,
     /// The event log's size on disk (database and WAL) when a log was kept.
     pub log_bytes: Option<u64>,
+    /// The logged span compared under another discipline, when a log was kept.
+    pub whatif: Option<WhatIfFigures>,
+}
+
+/// `whatif::compare` on the logged span: reading and scoring the log, and
+/// the re-run under one other policy.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WhatIfFigures {
+    pub read_secs: f64,
+    pub per_policy_secs: f64,
+    pub policy: String,
 }
 
 fn room_config() -> RoomConfig {
@@ -130,20 +144,24 @@ fn gpus(config: &SimConfig) -> u32 {
 
 /// The month's plan: `days` on `config`, with the arrival rate set so that
 /// about `jobs` jobs arrive (the offered load scaled, the job mix kept).
-pub fn plan(cluster: &str, mut config: SimConfig, traces: &Traces, days: i64, jobs: u64) -> anyhow::Result<MonthPlan> {
+pub fn plan(cluster: &str, text: &str, traces: &Traces, days: i64, jobs: u64) -> anyhow::Result<MonthPlan> {
+    let mut config = SimConfig::parse(cluster, text).with_context(|| format!("parsing {cluster}"))?;
     let offered = Workload::new(&config, &traces.philly).map_err(anyhow::Error::msg)?.jobs_per_hour;
     let wanted = jobs as f64 / (days as f64 * 24.0);
     config.target_load *= wanted / offered;
-    Ok(MonthPlan { cluster: cluster.into(), config, days, jobs_wanted: jobs })
+    // The same change in the text the log keeps.
+    let mut table: toml::Table = text.parse().with_context(|| format!("parsing {cluster}"))?;
+    table.insert("target_load".into(), toml::Value::Float(config.target_load));
+    let config_toml = toml::to_string(&table).context("writing the plan's configuration")?;
+    Ok(MonthPlan { cluster: cluster.into(), config, config_toml, days, jobs_wanted: jobs })
 }
 
 /// 30 days, 1,000 GPUs, 100,000 jobs (or, quick, a day on the default cluster).
 pub fn month_plan(traces: &Traces, quick: bool) -> anyhow::Result<MonthPlan> {
     if quick {
-        plan("the default cluster", SimConfig::default_embedded(), traces, 1, 300)
+        plan("the default cluster", crate::sim::data::DEFAULT_CONFIG.1, traces, 1, 300)
     } else {
-        let config = SimConfig::parse(LARGE.0, LARGE.1).context("parsing the embedded large-1000.toml")?;
-        plan(LARGE.0, config, traces, 30, 100_000)
+        plan(LARGE.0, LARGE.1, traces, 30, 100_000)
     }
 }
 
@@ -173,16 +191,40 @@ pub fn run_month(plan: &MonthPlan, traces: &Traces, log: bool) -> anyhow::Result
     let db = log.then(temp_db);
     let store = match &db {
         Some(path) => {
-            let meta = RunMeta { room_config: config.clone(), source: format!("bench seed={SEED} config={}", plan.cluster), created_with: format!("gpuroom {} bench", env!("CARGO_PKG_VERSION")), world: None };
+            let world = SimWorld { seed: SEED, config_name: plan.cluster.clone(), config_toml: plan.config_toml.clone() };
+            let meta = RunMeta { room_config: config.clone(), source: format!("bench seed={SEED} config={}", plan.cluster), created_with: format!("gpuroom {} bench", env!("CARGO_PKG_VERSION")), world: Some(world) };
             Some(Store::create(path, &meta)?)
         }
         None => None,
     };
-    let result = drive(plan, traces, Room::new(config), store, log);
+    let result = drive(plan, traces, Room::new(config.clone()), store, log);
+    let whatif = match (&db, &result) {
+        (Some(path), Ok(_)) => Some(compare_month(path, &config)),
+        _ => None,
+    };
     let log_bytes = db.as_deref().map(remove_db);
     let mut figures = result?;
     figures.log_bytes = log_bytes;
+    figures.whatif = whatif.transpose()?;
     Ok(figures)
+}
+
+/// The logged month under DRF instead of its own FIFO, as `gpuroom whatif` does it.
+fn compare_month(path: &Path, config: &RoomConfig) -> anyhow::Result<WhatIfFigures> {
+    progress(format_args!("whatif: the logged span under drf"));
+    let store = Store::open_read_only(path)?;
+    let mut other = config.clone();
+    other.sched.discipline = crate::sched::DisciplineKind::Drf;
+    let scenario = crate::whatif::Scenario { name: "drf".into(), config: other };
+    let mut shown = -1;
+    let c = crate::whatif::compare(&store, "bench", &[scenario], Default::default(), Default::default(), &mut |p| {
+        let pct = (p.done * 10.0) as i32;
+        if pct != shown {
+            shown = pct;
+            progress(format_args!("whatif: {:.0}% {}", p.done * 100.0, p.stage));
+        }
+    })?;
+    Ok(WhatIfFigures { read_secs: c.columns[0].wall_secs, per_policy_secs: c.columns[1].wall_secs, policy: "drf".into() })
 }
 
 fn drive(plan: &MonthPlan, traces: &Traces, room: Room, store: Option<Store>, log: bool) -> anyhow::Result<MonthFigures> {
@@ -225,5 +267,6 @@ fn drive(plan: &MonthPlan, traces: &Traces, room: Room, store: Option<Store>, lo
         speedup: (plan.days * 86_400) as f64 / wall.max(1e-9),
         events_per_sec: s.events as f64 / wall.max(1e-9),
         log_bytes: None,
+        whatif: None,
     })
 }
