@@ -400,10 +400,33 @@ impl Store {
     }
 
     /// Calls `f` for every event after `after_seq`, in order, reading in pages.
-    pub fn for_each_event(&self, after_seq: i64, mut f: impl FnMut(i64, At, Event)) -> Result<u64, StoreError> {
+    pub fn for_each_event(&self, after_seq: i64, f: impl FnMut(i64, At, Event)) -> Result<u64, StoreError> {
+        self.each_event("SELECT seq, at, body FROM events WHERE seq > ?1 ORDER BY seq", params![after_seq], f)
+    }
+
+    /// Calls `f` for every event of these kinds (`Event::kind`), in order;
+    /// the others are not read.
+    pub fn for_each_event_of_kinds(&self, kinds: &[&str], f: impl FnMut(i64, At, Event)) -> Result<u64, StoreError> {
+        let kinds = serde_json::to_string(kinds).unwrap_or_else(|_| "[]".into());
+        self.each_event("SELECT seq, at, body FROM events WHERE kind IN (SELECT value FROM json_each(?1)) ORDER BY seq", params![kinds], f)
+    }
+
+    /// The time of the last event before `until` (of all, when `None`).
+    pub fn last_event_before(&self, until: Option<At>) -> Result<Option<At>, StoreError> {
+        let until_ms = until.map(|u| u.timestamp_millis());
+        let text: Option<String> = self
+            .conn
+            .query_row("SELECT at FROM events WHERE ?1 IS NULL OR at_ms < ?1 ORDER BY seq DESC LIMIT 1", params![until_ms], |row| row.get(0))
+            .optional()
+            .map_err(|e| self.sql_err(e))?;
+        text.map(|t| chrono::DateTime::parse_from_rfc3339(&t).map(|a| a.to_utc()).map_err(|e| StoreError::Format { path: self.path.display().to_string(), message: format!("time {t:?}: {e}") }))
+            .transpose()
+    }
+
+    fn each_event(&self, sql: &str, args: impl rusqlite::Params, mut f: impl FnMut(i64, At, Event)) -> Result<u64, StoreError> {
         let path = self.path.display().to_string();
-        let mut stmt = self.conn.prepare("SELECT seq, at, body FROM events WHERE seq > ?1 ORDER BY seq").map_err(|e| self.sql_err(e))?;
-        let mut rows = stmt.query(params![after_seq]).map_err(|e| Self::wrap(&self.path, e))?;
+        let mut stmt = self.conn.prepare(sql).map_err(|e| self.sql_err(e))?;
+        let mut rows = stmt.query(args).map_err(|e| Self::wrap(&self.path, e))?;
         let mut count = 0;
         while let Some(row) = rows.next().map_err(|e| Self::wrap(&self.path, e))? {
             let seq: i64 = row.get(0).map_err(|e| Self::wrap(&self.path, e))?;

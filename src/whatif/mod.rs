@@ -16,8 +16,11 @@ pub mod recorded;
 mod sim_world;
 pub mod table;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
 use std::time::Instant;
 
+use crate::domain::event::Event;
 use crate::domain::job::Phase;
 use crate::domain::units::At;
 use crate::engine::World;
@@ -61,7 +64,105 @@ pub enum WhatIfError {
     Setup(String),
 }
 
+/// How a scenario is re-run: the exact simulated world, or the live model.
+enum Rerunner<'a> {
+    Exact { config: SimConfig, traces: Traces, seed: u64, controls: Vec<(At, Event)> },
+    Live(&'a recorded::Recorded),
+}
+
+impl Rerunner<'_> {
+    fn run(&self, scenario: &Scenario, first_at: At, horizon: At, window: Window, report: &mut dyn FnMut(f64)) -> Result<Outcome, WhatIfError> {
+        let mut at_share = |at: At| report((at - first_at).num_seconds() as f64 / (horizon - first_at).num_seconds().max(1) as f64);
+        Ok(match self {
+            Rerunner::Exact { config, traces, seed, controls } => {
+                let sim = Simulation::new(config.clone(), traces, *seed).map_err(|e| WhatIfError::Setup(format!("the recorded simulated world: {e}")))?;
+                rerun(sim_world::Rerun::new(sim, controls.clone()), &scenario.config, horizon, window, &mut at_share)
+            }
+            Rerunner::Live(recorded) => {
+                let world = live_world::Modeled::new(recorded.exogenous.clone(), recorded.jobs.clone(), recorded.typical_job_secs, first_at);
+                rerun(world, &scenario.config, horizon, window, &mut at_share)
+            }
+        })
+    }
+}
+
+/// A word from a worker: a scenario's share done, or its outcome.
+enum Word {
+    Share(usize, f64),
+    Done(usize, Result<Column, WhatIfError>),
+}
+
+/// What the caller hears of the work: the log's reading (share 0) and each
+/// re-run's share, and the re-runs' columns as they finish.
+struct Board<'p> {
+    shares: Vec<f64>,
+    stage: String,
+    done: Vec<Option<Result<Column, WhatIfError>>>,
+    progress: &'p mut dyn FnMut(Progress),
+}
+
+impl Board<'_> {
+    fn hear(&mut self, word: Word, scenarios: &[Scenario]) {
+        match word {
+            Word::Share(i, share) => {
+                self.shares[i + 1] = share.clamp(0.0, 1.0);
+                self.stage = format!("re-running under {}", scenarios[i].name);
+            }
+            Word::Done(i, column) => {
+                self.shares[i + 1] = 1.0;
+                self.done[i] = Some(column);
+            }
+        }
+    }
+
+    fn tell(&mut self) {
+        let done = self.shares.iter().sum::<f64>() / self.shares.len() as f64;
+        (self.progress)(Progress { stage: self.stage.clone(), done });
+    }
+}
+
+/// Re-runs every scenario, one per core, while `meanwhile` works on this
+/// thread (reading the log, for a simulated run); returns what it gave.
+fn rerun_all<R>(rerunner: &Rerunner<'_>, scenarios: &[Scenario], span: (At, At), window: Window, board: &mut Board<'_>, meanwhile: impl FnOnce(&mut dyn FnMut(f64)) -> R) -> R {
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, scenarios.len().max(1));
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        let (tx, rx) = mpsc::channel::<Word>();
+        for _ in 0..workers {
+            let (tx, next) = (tx.clone(), &next);
+            scope.spawn(move || {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(scenario) = scenarios.get(i) else { break };
+                    let wall = Instant::now();
+                    let outcome = rerunner.run(scenario, span.0, span.1, window, &mut |share| {
+                        let _ = tx.send(Word::Share(i, share));
+                    });
+                    let column = outcome.map(|outcome| Column { name: scenario.name.clone(), outcome, wall_secs: wall.elapsed().as_secs_f64() });
+                    let _ = tx.send(Word::Done(i, column));
+                }
+            });
+        }
+        drop(tx);
+        let result = meanwhile(&mut |share| {
+            board.shares[0] = share;
+            while let Ok(word) = rx.try_recv() {
+                board.hear(word, scenarios);
+            }
+            board.tell();
+        });
+        while let Ok(word) = rx.recv() {
+            board.hear(word, scenarios);
+            board.tell();
+        }
+        result
+    })
+}
+
 /// Reads `store`'s run and re-runs it under each scenario, over `window`.
+/// The re-runs run side by side, one per core; a simulated run's start as
+/// soon as its ticks and actions are read, while this thread reads and
+/// scores the whole log.
 pub fn compare(
     store: &Store,
     log_name: &str,
@@ -70,50 +171,54 @@ pub fn compare(
     model: Model,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Comparison, WhatIfError> {
-    let stages = scenarios.len() as f64 + 1.0;
-    let wall = Instant::now();
     let meta = store.meta()?;
-    let recorded = recorded::read(store, window, &mut |share| progress(Progress { stage: "reading the log".into(), done: share / stages }))?;
-    let mut columns = vec![Column { name: "recorded".into(), outcome: recorded.actual.clone(), wall_secs: wall.elapsed().as_secs_f64() }];
-    let (Some(first_at), Some(last_at), 1..) = (recorded.first_at, recorded.last_at, recorded.in_window) else {
-        return Err(WhatIfError::Setup(format!("{log_name}: no events in the window asked")));
-    };
-    let exact = match (&meta.world, model) {
+    let no_events = || WhatIfError::Setup(format!("{log_name}: no events in the window asked"));
+    let horizon = store.last_event_before(window.until)?.ok_or_else(no_events)?;
+    let first_at = store.first_event_at()?.ok_or_else(no_events)?;
+    let span = (first_at, horizon);
+    let mut board = Board { shares: vec![0.0; scenarios.len() + 1], stage: "reading the log".into(), done: (0..scenarios.len()).map(|_| None).collect(), progress };
+    let wall = Instant::now();
+    let (recorded, exact) = match (&meta.world, model) {
         (Some(world), Model::Auto) => {
             let config = SimConfig::parse(&world.config_name, &world.config_toml).map_err(|e| WhatIfError::Setup(format!("{log_name}: the recorded simulated world: {e}")))?;
             let traces = Traces::embedded().map_err(|e| WhatIfError::Setup(format!("the embedded traces: {e}")))?;
-            Some((config, traces, world.seed))
+            let mut controls = Vec::new();
+            store.for_each_event_of_kinds(&[Event::Tick.kind(), "operator"], |_, at, event| {
+                if window.until.is_none_or(|u| at < u) {
+                    controls.push((at, event));
+                }
+            })?;
+            let exact = Rerunner::Exact { config, traces, seed: world.seed, controls };
+            let recorded = rerun_all(&exact, scenarios, span, window, &mut board, |report| recorded::read(store, window, report));
+            (recorded?, Some(world.seed))
         }
-        _ => None,
+        _ => {
+            let recorded = recorded::read(store, window, &mut |share| {
+                board.shares[0] = share;
+                board.tell();
+            })?;
+            rerun_all(&Rerunner::Live(&recorded), scenarios, span, window, &mut board, |_| ());
+            (recorded, None)
+        }
     };
+    let read_secs = wall.elapsed().as_secs_f64();
+    if recorded.in_window == 0 {
+        return Err(no_events());
+    }
+    let mut columns = vec![Column { name: "recorded".into(), outcome: recorded.actual.clone(), wall_secs: read_secs }];
+    for column in std::mem::take(&mut board.done) {
+        columns.push(column.ok_or_else(|| WhatIfError::Setup("a re-run stopped without an answer".into()))??);
+    }
     let mut notes = Vec::new();
-    let model_text = match &exact {
-        Some((_, _, seed)) => format!("the simulated world (seed {seed}) re-run exactly"),
+    let model_text = match exact {
+        Some(seed) => format!("the simulated world (seed {seed}) re-run exactly"),
         None => {
             notes.push(live_model_note(&recorded));
             "live model: the log's arrivals, prices and fleet replayed, jobs run at their observed rates (README › What if)".to_string()
         }
     };
-    for (i, scenario) in scenarios.iter().enumerate() {
-        let wall = Instant::now();
-        let mut report = |at: At| {
-            let share = (at - first_at).num_seconds() as f64 / (last_at - first_at).num_seconds().max(1) as f64;
-            progress(Progress { stage: format!("re-running under {}", scenario.name), done: (i as f64 + 1.0 + share.clamp(0.0, 1.0)) / stages });
-        };
-        let outcome = match &exact {
-            Some((config, traces, seed)) => {
-                let sim = Simulation::new(config.clone(), traces, *seed).map_err(|e| WhatIfError::Setup(format!("{log_name}: the recorded simulated world: {e}")))?;
-                rerun(sim_world::Rerun::new(sim, recorded.controls.clone()), &scenario.config, last_at, window, &mut report)
-            }
-            None => {
-                let world = live_world::Modeled::new(recorded.exogenous.clone(), recorded.jobs.clone(), recorded.typical_job_secs, first_at);
-                rerun(world, &scenario.config, last_at, window, &mut report)
-            }
-        };
-        columns.push(Column { name: scenario.name.clone(), outcome, wall_secs: wall.elapsed().as_secs_f64() });
-    }
-    progress(Progress { stage: "done".into(), done: 1.0 });
-    Ok(Comparison { log: log_name.to_string(), model: model_text, from: window.from.or(Some(first_at)), until: Some(window.until.unwrap_or(last_at)), events: recorded.events, columns, notes })
+    (board.progress)(Progress { stage: "done".into(), done: 1.0 });
+    Ok(Comparison { log: log_name.to_string(), model: model_text, from: window.from.or(Some(first_at)), until: Some(window.until.unwrap_or(horizon)), events: recorded.events, columns, notes })
 }
 
 /// The same loop as the engine's (`Engine::run_toward`), with no log and a
