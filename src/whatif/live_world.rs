@@ -45,6 +45,8 @@ const OUTPUT_EVERY_SECS: i64 = 600;
 #[derive(Clone, Debug)]
 enum Made {
     Step(Step),
+    /// The cloud answers a launch (as EC2 answers RunInstances).
+    Answer(LaunchRequest),
     Emit(Event),
     Up(NodeId),
 }
@@ -119,6 +121,10 @@ impl Modeled {
     fn make(&mut self, at: At, made: Made) -> Option<Event> {
         match made {
             Made::Emit(event) => Some(event),
+            Made::Answer(request) => {
+                self.answer(at, &request);
+                None
+            }
             Made::Up(node) => {
                 let spec = self.bought.get(&node)?.clone();
                 self.up.insert(node, spec.clone());
@@ -215,10 +221,12 @@ impl Modeled {
         }
     }
 
-    fn launch(&mut self, at: At, request: &LaunchRequest) {
+    /// The cloud's answer to a launch asked `API_SECS` ago: by then the
+    /// log's answers to launches asked at the same time have been heard.
+    fn answer(&mut self, at: At, request: &LaunchRequest) {
         let refuse = |failure: LaunchFailure, message: String| Made::Emit(Event::LaunchFailed { request: request.id, count: request.count, failure, message });
         let Some(pool) = self.pools.get(&request.pool).cloned() else {
-            self.schedule(after(at, API_SECS), refuse(LaunchFailure::Other, format!("no pool {} in the log", request.pool)));
+            self.schedule(at, refuse(LaunchFailure::Other, format!("no pool {} in the log", request.pool)));
             return;
         };
         if pool.node.billing == BillingMode::Spot {
@@ -226,13 +234,13 @@ impl Modeled {
             if let Some(market) = self.market.get(&(pool.node.zone.clone(), pool.node.instance_type.clone())).copied()
                 && market > max
             {
-                self.schedule(after(at, API_SECS), refuse(LaunchFailure::PriceAboveMax, format!("spot price {market} is above the max price {max}")));
+                self.schedule(at, refuse(LaunchFailure::PriceAboveMax, format!("spot price {market} is above the max price {max}")));
                 return;
             }
         }
         if self.short.contains(&request.pool) {
             let text = format!("InsufficientInstanceCapacity: the log's last launch in {} found none", request.pool);
-            self.schedule(after(at, API_SECS), refuse(LaunchFailure::InsufficientCapacity, text));
+            self.schedule(at, refuse(LaunchFailure::InsufficientCapacity, text));
             return;
         }
         for _ in 0..request.count {
@@ -246,8 +254,8 @@ impl Modeled {
             }
             self.executor.set_speed(id, pool.speed);
             self.bought.insert(id, spec.clone());
-            self.schedule(after(at, API_SECS), Made::Emit(Event::Launched { request: request.id, spec }));
-            self.schedule(after(at, API_SECS + pool.boot.0 as f64), Made::Up(id));
+            self.schedule(at, Made::Emit(Event::Launched { request: request.id, spec }));
+            self.schedule(after(at, pool.boot.0 as f64), Made::Up(id));
         }
     }
 }
@@ -281,7 +289,7 @@ impl World for Modeled {
         let mut steps = Vec::new();
         for effect in effects {
             match effect {
-                Effect::Launch { request } => self.launch(at, request),
+                Effect::Launch { request } => self.schedule(after(at, API_SECS), Made::Answer(request.clone())),
                 Effect::Release { node, .. } => {
                     if self.bought.remove(node).is_some() {
                         self.up.remove(node);

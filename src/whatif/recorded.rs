@@ -121,8 +121,6 @@ pub struct Recorded {
     pub events: u64,
     /// Events inside the window.
     pub in_window: u64,
-    /// Ticks and operator actions: the engine's, not the world's.
-    pub controls: Vec<(At, Event)>,
     /// What the live model replays: everything but what the room's
     /// decisions caused, and what the cloud said about the pools it bought in.
     pub exogenous: Vec<(At, Logged)>,
@@ -152,19 +150,23 @@ fn caused_by_the_room(event: &Event, launched: &BTreeSet<NodeId>) -> bool {
     }
 }
 
-/// What a logged event says about a pool the room bought in, if anything.
-fn cloud_signal(event: &Event, bought: &mut BTreeMap<NodeId, PoolTarget>, requests: &BTreeMap<u64, PoolTarget>) -> Option<Cloud> {
+/// What a logged event at `at` says about a pool the room bought in, if
+/// anything, and when: a launch's answer tells how the pool stood when the
+/// launch was asked (`requests`: each launch's pool and time), so a re-run
+/// asking then meets the same answer.
+fn cloud_signal(at: At, event: &Event, bought: &mut BTreeMap<NodeId, PoolTarget>, requests: &BTreeMap<u64, (PoolTarget, At)>) -> Option<(At, Cloud)> {
     match event {
-        Event::Launched { spec, .. } => {
+        Event::Launched { spec, request } => {
             let pool = PoolTarget::of(spec);
             bought.insert(spec.id, pool.clone());
-            Some(Cloud::Obtainable { pool, yes: true })
+            let asked = requests.get(request).map_or(at, |(_, asked)| *asked);
+            Some((asked, Cloud::Obtainable { pool, yes: true }))
         }
         Event::LaunchFailed { request, failure: LaunchFailure::InsufficientCapacity, .. } => {
-            requests.get(request).map(|pool| Cloud::Obtainable { pool: pool.clone(), yes: false })
+            requests.get(request).map(|(pool, asked)| (*asked, Cloud::Obtainable { pool: pool.clone(), yes: false }))
         }
-        Event::InterruptionNotice { node, deadline } => bought.get(node).map(|pool| Cloud::Notice { pool: pool.clone(), node: *node, deadline: *deadline }),
-        Event::NodeLost { node, reason } => bought.get(node).map(|pool| Cloud::Lost { pool: pool.clone(), node: *node, reason: reason.clone() }),
+        Event::InterruptionNotice { node, deadline } => bought.get(node).map(|pool| (at, Cloud::Notice { pool: pool.clone(), node: *node, deadline: *deadline })),
+        Event::NodeLost { node, reason } => bought.get(node).map(|pool| (at, Cloud::Lost { pool: pool.clone(), node: *node, reason: reason.clone() })),
         _ => None,
     }
 }
@@ -180,7 +182,6 @@ pub fn read(store: &Store, window: Window, progress: &mut dyn FnMut(f64)) -> Res
         last_at: None,
         events: 0,
         in_window: 0,
-        controls: Vec::new(),
         exogenous: Vec::new(),
         jobs: BTreeMap::new(),
         typical_job_secs: 3600.0,
@@ -192,7 +193,7 @@ pub fn read(store: &Store, window: Window, progress: &mut dyn FnMut(f64)) -> Res
     let mut seen: BTreeMap<JobId, Progress> = BTreeMap::new();
     let mut queued_at_end = 0;
     let mut bought_pools: BTreeMap<NodeId, PoolTarget> = BTreeMap::new();
-    let mut request_pools: BTreeMap<u64, PoolTarget> = BTreeMap::new();
+    let mut request_pools: BTreeMap<u64, (PoolTarget, At)> = BTreeMap::new();
     let until = window.until;
     store.for_each_event(0, |_, at, event| {
         if until.is_some_and(|u| at >= u) {
@@ -210,22 +211,21 @@ pub fn read(store: &Store, window: Window, progress: &mut dyn FnMut(f64)) -> Res
         watch_progress(at, &event, &effects, &mut speeds, &mut running, &mut seen, &mut rec, &mut launched);
         for effect in &effects {
             if let Effect::Launch { request } = effect {
-                request_pools.insert(request.id, request.pool.clone());
+                request_pools.insert(request.id, (request.pool.clone(), at));
             }
         }
-        if let Some(cloud) = cloud_signal(&event, &mut bought_pools, &request_pools) {
-            rec.exogenous.push((at, Logged::Cloud(cloud)));
+        if let Some((when, cloud)) = cloud_signal(at, &event, &mut bought_pools, &request_pools) {
+            rec.exogenous.push((when, Logged::Cloud(cloud)));
         }
         match &event {
-            Event::Tick | Event::Operator { .. } => {
-                rec.controls.push((at, event.clone()));
-                rec.exogenous.push((at, Logged::Event(event)));
-            }
             Event::Telemetry { .. } => rec.exogenous.push((at, Logged::Telemetry)),
             e if caused_by_the_room(e, &launched) => *rec.left_out.entry(e.kind()).or_default() += 1,
             _ => rec.exogenous.push((at, Logged::Event(event))),
         }
     })?;
+    // Launch answers went back to their launches' times: in time order again
+    // (stable, so what happened at one time keeps its order).
+    rec.exogenous.sort_by_key(|(at, _)| *at);
     for job in room.jobs() {
         if job.phase() == Phase::Queued {
             queued_at_end += 1;
