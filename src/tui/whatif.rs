@@ -99,8 +99,10 @@ fn table_lines<'a>(c: &Comparison, t: &Theme, width: usize) -> Vec<Line<'a>> {
     for (row, cells) in rows.iter().zip(&shown) {
         let mut spans = vec![Span::styled(fmt::left(&row.label, label_w), t.text)];
         for (i, (cell, w)) in cells.iter().zip(&col_w).enumerate() {
-            // Better or worse than what happened, where more is worse.
-            let style = match (i, row.change, row.cells[0].1, row.cells[i].1) {
+            // Better or worse than what happened, where more is worse and
+            // the change is worth a colour.
+            let moved = Comparison::change(row.cells[0].1, row.cells[i].1).is_some_and(|c| c != "=" && c != "≈");
+            let style = match (i, row.change && moved, row.cells[0].1, row.cells[i].1) {
                 (0, ..) | (_, false, ..) => t.figure,
                 (_, true, Some(a), Some(b)) if b < a => t.ok,
                 (_, true, Some(a), Some(b)) if b > a => t.warn,

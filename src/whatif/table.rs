@@ -117,8 +117,13 @@ impl Comparison {
             return None;
         }
         let pct = 100.0 * (b - a) / a.abs();
-        // Small changes keep a decimal, so +0.4% is not shown as a bare +0%.
-        Some(if pct.abs() < 9.95 { format!("{pct:+.1}%") } else { format!("{pct:+.0}%") })
+        // Small changes keep a decimal, so +0.4% is not shown as a bare +0%;
+        // what would read +0.0% is about the same, and says so.
+        Some(match pct.abs() {
+            p if p < 0.05 => "≈".to_string(),
+            p if p < 9.95 => format!("{pct:+.1}%"),
+            _ => format!("{pct:+.0}%"),
+        })
     }
 
     fn span(&self) -> String {
