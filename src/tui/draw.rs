@@ -75,7 +75,7 @@ pub fn draw_buffer(app: &App, view: &View, ctx: &DrawContext, area: Rect, buf: &
         help::render(app, t, area, buf);
     } else {
         if app.whatif.shown {
-            super::whatif::render(&app.whatif, t, area, buf);
+            super::whatif_draw::render(&app.whatif, t, area, buf);
         }
         dialog::render(app, view, t, area, buf);
     }

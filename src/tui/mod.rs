@@ -53,6 +53,7 @@ pub mod theme_file;
 pub mod wall;
 mod wall_font;
 pub mod whatif;
+mod whatif_draw;
 
 pub use app::{App, Control};
 pub use context::DrawContext;

@@ -396,7 +396,7 @@ mod tests {
             tx.send(key('W')).await.unwrap();
             let ask = thread_side.recv().await.expect("the ask reaches the thread");
             updates_tx.send(WhatIfUpdate::Progress { stage: "re-running under drf".into(), done: 0.4 }).await.unwrap();
-            updates_tx.send(WhatIfUpdate::Done(Box::new(super::super::whatif::demo_comparison()))).await.unwrap();
+            updates_tx.send(WhatIfUpdate::Done(Box::new(super::super::whatif_draw::demo_comparison()))).await.unwrap();
             tokio::time::sleep(FRAME * 3).await;
             tx.send(key('q')).await.unwrap();
             ask

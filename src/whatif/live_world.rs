@@ -92,7 +92,7 @@ impl Modeled {
             pending: BTreeMap::new(),
             seq: 0,
             executor: Executor::new(BTreeMap::new(), 0.0, 0.0, CHECKPOINT_MIB_PER_SEC, INCREMENTAL_SHARE_PER_STEP),
-            rng: ChaCha8Rng::seed_from_u64(0x57_4841_5449_46),
+            rng: ChaCha8Rng::seed_from_u64(0x5748_4154_4946),
             jobs,
             typical_job_secs,
             up: BTreeMap::new(),

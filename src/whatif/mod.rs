@@ -66,7 +66,7 @@ pub enum WhatIfError {
 
 /// How a scenario is re-run: the exact simulated world, or the live model.
 enum Rerunner<'a> {
-    Exact { config: SimConfig, traces: Traces, seed: u64, controls: Vec<(At, Event)> },
+    Exact { config: Box<SimConfig>, traces: Box<Traces>, seed: u64, controls: Vec<(At, Event)> },
     Live(&'a recorded::Recorded),
 }
 
@@ -75,7 +75,7 @@ impl Rerunner<'_> {
         let mut at_share = |at: At| report((at - first_at).num_seconds() as f64 / (horizon - first_at).num_seconds().max(1) as f64);
         Ok(match self {
             Rerunner::Exact { config, traces, seed, controls } => {
-                let sim = Simulation::new(config.clone(), traces, *seed).map_err(|e| WhatIfError::Setup(format!("the recorded simulated world: {e}")))?;
+                let sim = Simulation::new((**config).clone(), traces, *seed).map_err(|e| WhatIfError::Setup(format!("the recorded simulated world: {e}")))?;
                 rerun(sim_world::Rerun::new(sim, controls.clone()), &scenario.config, horizon, window, &mut at_share)
             }
             Rerunner::Live(recorded) => {
@@ -89,7 +89,7 @@ impl Rerunner<'_> {
 /// A word from a worker: a scenario's share done, or its outcome.
 enum Word {
     Share(usize, f64),
-    Done(usize, Result<Column, WhatIfError>),
+    Done(usize, Box<Result<Column, WhatIfError>>),
 }
 
 /// What the caller hears of the work: the log's reading (share 0) and each
@@ -110,7 +110,7 @@ impl Board<'_> {
             }
             Word::Done(i, column) => {
                 self.shares[i + 1] = 1.0;
-                self.done[i] = Some(column);
+                self.done[i] = Some(*column);
             }
         }
     }
@@ -139,7 +139,7 @@ fn rerun_all<R>(rerunner: &Rerunner<'_>, scenarios: &[Scenario], span: (At, At),
                         let _ = tx.send(Word::Share(i, share));
                     });
                     let column = outcome.map(|outcome| Column { name: scenario.name.clone(), outcome, wall_secs: wall.elapsed().as_secs_f64() });
-                    let _ = tx.send(Word::Done(i, column));
+                    let _ = tx.send(Word::Done(i, Box::new(column)));
                 }
             });
         }
@@ -175,6 +175,9 @@ pub fn compare(
     let no_events = || WhatIfError::Setup(format!("{log_name}: no events in the window asked"));
     let horizon = store.last_event_before(window.until)?.ok_or_else(no_events)?;
     let first_at = store.first_event_at()?.ok_or_else(no_events)?;
+    if window.from.is_some_and(|from| from > horizon) {
+        return Err(no_events());
+    }
     let span = (first_at, horizon);
     let mut board = Board { shares: vec![0.0; scenarios.len() + 1], stage: "reading the log".into(), done: (0..scenarios.len()).map(|_| None).collect(), progress };
     let wall = Instant::now();
@@ -188,7 +191,7 @@ pub fn compare(
                     controls.push((at, event));
                 }
             })?;
-            let exact = Rerunner::Exact { config, traces, seed: world.seed, controls };
+            let exact = Rerunner::Exact { config: Box::new(config), traces: Box::new(traces), seed: world.seed, controls };
             let recorded = rerun_all(&exact, scenarios, span, window, &mut board, |report| recorded::read(store, window, report));
             (recorded?, Some(world.seed))
         }
@@ -233,7 +236,7 @@ fn rerun<W: World>(mut world: W, config: &RoomConfig, horizon: At, window: Windo
         scorer.observe(at, &event, &effects, room.stats());
         world.handle(at, &effects);
         applied += 1;
-        if applied % 4096 == 0 {
+        if applied.is_multiple_of(4096) {
             report(at);
         }
     }

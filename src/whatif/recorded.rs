@@ -116,8 +116,6 @@ pub enum Logged {
 #[derive(Debug)]
 pub struct Recorded {
     pub actual: Outcome,
-    pub first_at: Option<At>,
-    pub last_at: Option<At>,
     pub events: u64,
     /// Events inside the window.
     pub in_window: u64,
@@ -178,8 +176,6 @@ pub fn read(store: &Store, window: Window, progress: &mut dyn FnMut(f64)) -> Res
     let mut scorer = Scorer::new(window);
     let mut rec = Recorded {
         actual: Outcome::default(),
-        first_at: None,
-        last_at: None,
         events: 0,
         in_window: 0,
         exogenous: Vec::new(),
@@ -199,11 +195,9 @@ pub fn read(store: &Store, window: Window, progress: &mut dyn FnMut(f64)) -> Res
         if until.is_some_and(|u| at >= u) {
             return;
         }
-        rec.first_at.get_or_insert(at);
-        rec.last_at = Some(at);
         rec.events += 1;
         rec.in_window += u64::from(window.holds(at));
-        if rec.events % 4096 == 0 {
+        if rec.events.is_multiple_of(4096) {
             progress(rec.events as f64 / total);
         }
         let effects = room.apply(at, &event);
