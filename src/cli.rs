@@ -206,6 +206,10 @@ pub enum Command {
         /// A queue discipline to try, on the recorded policy or on each --config (repeatable).
         #[arg(long = "discipline", value_name = "NAME", value_parser = parse_discipline)]
         disciplines: Vec<DisciplineKind>,
+        /// A simulated run only: another simulated cluster (TOML, as gpuroom sim --sim-config)
+        /// to re-run it on, the same jobs arriving (repeatable).
+        #[arg(long = "sim-config", value_name = "FILE")]
+        fleets: Vec<PathBuf>,
         /// Count from this time (YYYY-MM-DD or YYYY-MM-DDTHH:MM, UTC); default: the run's start.
         #[arg(long, value_parser = parse_time)]
         from: Option<chrono::DateTime<chrono::Utc>>,

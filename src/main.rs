@@ -57,9 +57,9 @@ fn run(cli: Cli) -> Result<()> {
         Some(Command::Replay { db, from_snapshot }) => runs::run_replay(&db, from_snapshot),
         Some(Command::Efficiency { db, week }) => runs::run_efficiency(&db, week),
         Some(Command::Mix { args }) => runs::run_mix(&args),
-        Some(Command::Whatif { db, configs, disciplines, from, until, format, out, live_model }) => {
+        Some(Command::Whatif { db, configs, disciplines, fleets, from, until, format, out, live_model }) => {
             let model = if live_model { Model::Live } else { Model::Auto };
-            let args = WhatIfArgs { db, configs, disciplines, window: Window { from, until }, model, format: format.map(|f| f.format()), out };
+            let args = WhatIfArgs { db, configs, disciplines, fleets, window: Window { from, until }, model, format: format.map(|f| f.format()), out };
             whatif::run_whatif(&args)
         }
         Some(Command::Export { db, format, month, out }) => runs::run_export(&db, format, &month, out.as_deref()),

@@ -24,8 +24,12 @@ fn bin() -> &'static str {
 /// A simulated run recorded to `db` in ten-minute batches, as the console
 /// steps; with an operator's discipline change at `switch_at_hour` if given.
 fn record(db: &Path, hours: i64, seed: u64, discipline: Option<DisciplineKind>, switch_at_hour: Option<i64>) {
+    record_on(db, None, hours, seed, discipline, switch_at_hour);
+}
+
+fn record_on(db: &Path, sim_config: Option<&str>, hours: i64, seed: u64, discipline: Option<DisciplineKind>, switch_at_hour: Option<i64>) {
     let traces = Traces::embedded().unwrap();
-    let world = WorldChoice { seed, sim_config: None };
+    let world = WorldChoice { seed, sim_config: sim_config.map(Into::into) };
     let policy = Policy { discipline, ..Policy::default() };
     let mut engine = runs::build(&world, &policy, Some(db), &traces).unwrap();
     let start = engine.world.config().start;
@@ -37,6 +41,20 @@ fn record(db: &Path, hours: i64, seed: u64, discipline: Option<DisciplineKind>, 
             assert!(outcome.is_ok(), "{outcome:?}");
         }
     }
+}
+
+/// A live-style log: the recorded events of `sim`, and no world to re-run exactly.
+fn live_copy(sim: &Path, live: &Path) -> RunMeta {
+    let source = Store::open_read_only(sim).unwrap();
+    let meta = RunMeta { world: None, source: "live test".into(), ..source.meta().unwrap() };
+    let mut copy = Store::create(live, &meta).unwrap();
+    copy.begin().unwrap();
+    source.for_each_event(0, |_, at, event| {
+        copy.append(at, &event).unwrap();
+    })
+    .unwrap();
+    copy.commit().unwrap();
+    meta
 }
 
 fn compare(db: &Path, scenarios: &[Scenario], model: Model) -> whatif::Comparison {
@@ -51,7 +69,7 @@ fn recorded_config(db: &Path) -> RoomConfig {
 fn with_discipline(db: &Path, d: DisciplineKind) -> Scenario {
     let mut config = recorded_config(db);
     config.sched.discipline = d;
-    Scenario { name: d.name().into(), config }
+    Scenario { name: d.name().into(), config, fleet: None }
 }
 
 #[test]
@@ -59,7 +77,7 @@ fn the_recorded_policy_gives_back_exactly_what_happened_operator_actions_include
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("run.db");
     record(&db, 30, 2, None, Some(8));
-    let own = Scenario { name: "same".into(), config: recorded_config(&db) };
+    let own = Scenario { name: "same".into(), config: recorded_config(&db), fleet: None };
     let c = compare(&db, &[own], Model::Auto);
     let (recorded, rerun) = (&c.columns[0].outcome, &c.columns[1].outcome);
     assert!(recorded.finished > 50 && recorded.spend().0 > 0 && !recorded.waits.is_empty(), "{recorded:?}");
@@ -83,6 +101,28 @@ fn another_discipline_gives_what_a_fresh_run_with_it_gives() {
     assert_ne!(c.columns[0].outcome, c.columns[2].outcome);
 }
 
+#[test]
+fn another_simulated_cluster_gives_what_a_fresh_run_on_it_gives() {
+    let dir = tempfile::tempdir().unwrap();
+    let (elastic, fixed) = (dir.path().join("elastic.db"), dir.path().join("static.db"));
+    record(&elastic, 24, 6, None, None);
+    record_on(&fixed, Some("fixtures/sim/static.toml"), 24, 6, None, None);
+    let static_fleet = gpuroom::sim::config::SimConfig::parse("static.toml", &std::fs::read_to_string("fixtures/sim/static.toml").unwrap()).unwrap();
+    let on_static = Scenario { name: "static".into(), config: recorded_config(&elastic), fleet: Some(Box::new(static_fleet)) };
+    let c = compare(&elastic, &[on_static.clone()], Model::Auto);
+    let fresh = compare(&fixed, &[], Model::Auto).columns.remove(0).outcome;
+    assert_eq!(c.columns[1].outcome, fresh);
+    // The same jobs arrive on either fleet; the fixed one pays for idle GPUs the elastic one gives back.
+    assert_eq!(c.columns[0].outcome.submitted, c.columns[1].outcome.submitted);
+    assert!(c.columns[1].outcome.idle_share() > c.columns[0].outcome.idle_share(), "{} vs {}", c.columns[1].outcome.idle_share(), c.columns[0].outcome.idle_share());
+    // A live log's fleet is what it was: another cluster is refused, plainly.
+    let live = dir.path().join("live.db");
+    live_copy(&elastic, &live);
+    let store = Store::open_read_only(&live).unwrap();
+    let err = whatif::compare(&store, "live", &[on_static], Window::default(), Model::Auto, &mut |_| {}).unwrap_err();
+    assert!(err.to_string().contains("a live run's fleet is the one it had"), "{err}");
+}
+
 /// The live model's error, stated: a live-style log re-run under its own
 /// policy lands within these of what really happened.
 const SPEND_TOLERANCE: f64 = 0.15;
@@ -98,19 +138,9 @@ fn a_live_style_log_re_run_under_its_own_policy_lands_within_tolerance() {
     let dir = tempfile::tempdir().unwrap();
     let sim = dir.path().join("sim.db");
     record(&sim, 72, 3, None, None);
-    // A live-style log: the recorded events, and no world to re-run exactly.
     let live = dir.path().join("live.db");
-    let source = Store::open_read_only(&sim).unwrap();
-    let meta = RunMeta { world: None, source: "live test".into(), ..source.meta().unwrap() };
-    let mut copy = Store::create(&live, &meta).unwrap();
-    copy.begin().unwrap();
-    source.for_each_event(0, |_, at, event| {
-        copy.append(at, &event).unwrap();
-    })
-    .unwrap();
-    copy.commit().unwrap();
-    drop(copy);
-    let own = Scenario { name: "same".into(), config: meta.room_config.clone() };
+    let meta = live_copy(&sim, &live);
+    let own = Scenario { name: "same".into(), config: meta.room_config.clone(), fleet: None };
     let c = compare(&live, &[own], Model::Auto);
     assert!(c.model.starts_with("live model"), "{}", c.model);
     let (r, m): (&Outcome, &Outcome) = (&c.columns[0].outcome, &c.columns[1].outcome);
@@ -121,7 +151,7 @@ fn a_live_style_log_re_run_under_its_own_policy_lands_within_tolerance() {
     assert_eq!(r.submitted, m.submitted, "every arrival is replayed");
     assert_eq!(r.failed, m.failed, "a recorded failure is replayed at its step");
     // The same log through `--live-model` gives the same columns as the live-style copy.
-    let forced = compare(&sim, &[Scenario { name: "same".into(), config: meta.room_config }], Model::Live);
+    let forced = compare(&sim, &[Scenario { name: "same".into(), config: meta.room_config.clone(), fleet: None }], Model::Live);
     assert_eq!(forced.columns[1].outcome, c.columns[1].outcome);
 }
 

@@ -215,7 +215,7 @@ fn compare_month(path: &Path, config: &RoomConfig) -> anyhow::Result<WhatIfFigur
     let store = Store::open_read_only(path)?;
     let mut other = config.clone();
     other.sched.discipline = crate::sched::DisciplineKind::Drf;
-    let scenario = crate::whatif::Scenario { name: "drf".into(), config: other };
+    let scenario = crate::whatif::Scenario { name: "drf".into(), config: other, fleet: None };
     let mut shown = -1;
     let c = crate::whatif::compare(&store, "bench", &[scenario], Default::default(), Default::default(), &mut |p| {
         let pct = (p.done * 10.0) as i32;

@@ -13,6 +13,7 @@ use crate::config::EngineConfig;
 use crate::domain::discipline::DisciplineKind;
 use crate::domain::text::for_terminal;
 use crate::room::RoomConfig;
+use crate::sim::config::SimConfig;
 use crate::store::Store;
 use crate::tui::whatif::{WhatIfAsk, WhatIfLink, WhatIfUpdate};
 use crate::whatif::{self, Format, Model, Scenario, Window};
@@ -23,6 +24,8 @@ pub struct WhatIfArgs {
     pub db: PathBuf,
     pub configs: Vec<PathBuf>,
     pub disciplines: Vec<DisciplineKind>,
+    /// Other simulated clusters (a simulated run only).
+    pub fleets: Vec<PathBuf>,
     pub window: Window,
     pub model: Model,
     pub format: Option<Format>,
@@ -36,30 +39,40 @@ fn file_label(path: &Path) -> String {
 }
 
 /// The scenarios: each configuration file (or, with none, the recorded
-/// policy), under each discipline asked (or its own). With neither, the
-/// recorded policy itself: the re-run's own error.
-pub fn scenarios(recorded: &RoomConfig, configs: &[PathBuf], disciplines: &[DisciplineKind]) -> Result<Vec<Scenario>> {
-    let mut bases: Vec<(String, RoomConfig)> = Vec::new();
+/// policy), under each discipline asked (or its own), on each simulated
+/// cluster asked (or the recorded one). With none of these, the recorded
+/// policy itself: the re-run's own error.
+pub fn scenarios(recorded: &RoomConfig, configs: &[PathBuf], disciplines: &[DisciplineKind], fleets: &[PathBuf]) -> Result<Vec<Scenario>> {
+    let mut policies: Vec<(Option<String>, RoomConfig)> = Vec::new();
     for path in configs {
         let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         let config = EngineConfig::parse(&path.display().to_string(), &text)?;
-        bases.push((file_label(path), config.room_config()));
+        policies.push((Some(file_label(path)), config.room_config()));
     }
-    let own = bases.is_empty();
-    if own {
-        bases.push(("same policy".to_string(), recorded.clone()));
+    if policies.is_empty() {
+        policies.push((None, recorded.clone()));
     }
+    let mut worlds: Vec<(Option<String>, Option<Box<SimConfig>>)> = Vec::new();
+    for path in fleets {
+        let sim = super::settings::load_sim(Some(path))?;
+        worlds.push((Some(file_label(path)), Some(Box::new(sim.config))));
+    }
+    if worlds.is_empty() {
+        worlds.push((None, None));
+    }
+    let kinds: Vec<Option<DisciplineKind>> = if disciplines.is_empty() { vec![None] } else { disciplines.iter().copied().map(Some).collect() };
     let mut out = Vec::new();
-    for (name, config) in bases {
-        if disciplines.is_empty() {
-            out.push(Scenario { name, config });
-            continue;
-        }
-        for d in disciplines {
-            let mut config = config.clone();
-            config.sched.discipline = *d;
-            let name = if own { d.name().to_string() } else { format!("{name} {}", d.name()) };
-            out.push(Scenario { name, config });
+    for (policy_name, policy) in &policies {
+        for d in &kinds {
+            for (world_name, fleet) in &worlds {
+                let mut config = policy.clone();
+                if let Some(d) = d {
+                    config.sched.discipline = *d;
+                }
+                let parts: Vec<&str> = [policy_name.as_deref(), d.map(DisciplineKind::name), world_name.as_deref()].into_iter().flatten().collect();
+                let name = if parts.is_empty() { "same policy".to_string() } else { parts.join(" ") };
+                out.push(Scenario { name, config, fleet: fleet.clone() });
+            }
         }
     }
     Ok(out)
@@ -85,7 +98,7 @@ pub fn run_whatif(args: &WhatIfArgs) -> Result<()> {
         eprintln!("gpuroom: {}", for_terminal(note));
     }
     let meta = store.meta()?;
-    let scenarios = scenarios(&meta.room_config, &args.configs, &args.disciplines)?;
+    let scenarios = scenarios(&meta.room_config, &args.configs, &args.disciplines, &args.fleets)?;
     let shown = super::runs::shown(&args.db);
     let mut last_shown = -1;
     let comparison = whatif::compare(&store, &shown, &scenarios, args.window, args.model, &mut |p| {
@@ -107,21 +120,24 @@ pub fn run_whatif(args: &WhatIfArgs) -> Result<()> {
     Ok(())
 }
 
-/// The scenarios of the console's words: discipline names, and anything
-/// else a configuration file; none, every discipline.
+/// The scenarios of the console's words: discipline names, `sim=FILE` for
+/// another simulated cluster, and anything else a configuration file;
+/// none, every discipline.
 fn scenarios_of_words(recorded: &RoomConfig, words: &[String]) -> Result<Vec<Scenario>> {
     let mut configs = Vec::new();
     let mut disciplines = Vec::new();
+    let mut fleets = Vec::new();
     for word in words {
-        match DisciplineKind::parse(&word.to_lowercase()) {
-            Some(d) => disciplines.push(d),
-            None => configs.push(PathBuf::from(word)),
+        match (DisciplineKind::parse(&word.to_lowercase()), word.strip_prefix("sim=")) {
+            (Some(d), _) => disciplines.push(d),
+            (None, Some(fleet)) => fleets.push(PathBuf::from(fleet)),
+            (None, None) => configs.push(PathBuf::from(word)),
         }
     }
     if words.is_empty() {
         disciplines = DisciplineKind::ALL.to_vec();
     }
-    scenarios(recorded, &configs, &disciplines)
+    scenarios(recorded, &configs, &disciplines, &fleets)
 }
 
 fn console_comparison(log: &Path, words: &[String], updates: &tokio::sync::mpsc::Sender<WhatIfUpdate>) -> Result<whatif::Comparison> {

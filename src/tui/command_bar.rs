@@ -13,7 +13,7 @@
 //! `slurm [JOBID] VERB [partition=NAME] [exclude=NODE,…]` (a verb on a Slurm
 //! job; `slurm` alone focuses the Slurm pane), `capacity approve [N]` (a
 //! capacity proposal, the oldest by default; `capacity` alone focuses the
-//! fleet), `whatif [FILE|DISCIPLINE]…` (the recorded run re-run under other
+//! fleet), `whatif [FILE|DISCIPLINE|sim=FILE]…` (the recorded run re-run under other
 //! policies, in the what-if pane), `pane NAME`, `help`, `quit`.
 
 use chrono::TimeDelta;

@@ -31,11 +31,14 @@ use crate::store::{Store, StoreError};
 pub use outcome::{Outcome, Window};
 pub use table::{Column, Comparison, Format};
 
-/// One policy to try: a name for its column and the room's configuration.
+/// One policy to try: a name for its column, the room's configuration,
+/// and (a simulated run only) another simulated cluster to run it on, the
+/// arrivals staying the same (they draw from a random stream of their own).
 #[derive(Clone, Debug)]
 pub struct Scenario {
     pub name: String,
     pub config: RoomConfig,
+    pub fleet: Option<Box<SimConfig>>,
 }
 
 /// How the re-runs are made.
@@ -75,8 +78,12 @@ impl Rerunner<'_> {
         let mut at_share = |at: At| report((at - first_at).num_seconds() as f64 / (horizon - first_at).num_seconds().max(1) as f64);
         Ok(match self {
             Rerunner::Exact { config, traces, seed, controls } => {
-                let sim = Simulation::new((**config).clone(), traces, *seed).map_err(|e| WhatIfError::Setup(format!("the recorded simulated world: {e}")))?;
+                let world = scenario.fleet.as_deref().unwrap_or(config);
+                let sim = Simulation::new(world.clone(), traces, *seed).map_err(|e| WhatIfError::Setup(format!("the simulated world of {}: {e}", scenario.name)))?;
                 rerun(sim_world::Rerun::new(sim, controls.clone()), &scenario.config, horizon, window, &mut at_share)
+            }
+            Rerunner::Live(_) if scenario.fleet.is_some() => {
+                return Err(WhatIfError::Setup(format!("{}: a live run's fleet is the one it had; another simulated cluster applies to simulated runs", scenario.name)));
             }
             Rerunner::Live(recorded) => {
                 let world = live_world::Modeled::new(recorded.exogenous.clone(), recorded.jobs.clone(), recorded.typical_job_secs, first_at);
