@@ -5,7 +5,8 @@
 //!   (`throughput::apply_rate`);
 //! * 30 simulated days of 1,000 GPUs and about 100,000 jobs end to end
 //!   through `engine::Engine`, without and with the SQLite event log
-//!   (`throughput::run_month`), against 30 s;
+//!   (`throughput::run_month`), against 30 s; the logged month then compared
+//!   under DRF by `whatif::compare`, per policy against 60 s;
 //! * `Room::view()` and whole-console frames at 1,000 GPUs and 10,000 jobs
 //!   against the 100 ms frame budget, and the memory the console process
 //!   then holds against 100 MB (`console`, in a child process).
