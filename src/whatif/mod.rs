@@ -21,7 +21,6 @@ use std::sync::mpsc;
 use std::time::Instant;
 
 use crate::domain::event::Event;
-use crate::domain::job::Phase;
 use crate::domain::units::At;
 use crate::engine::World;
 use crate::room::{Room, RoomConfig};
@@ -199,11 +198,11 @@ pub fn compare(
                 }
             })?;
             let exact = Rerunner::Exact { config: Box::new(config), traces: Box::new(traces), seed: world.seed, controls };
-            let recorded = rerun_all(&exact, scenarios, span, window, &mut board, |report| recorded::read(store, window, report));
+            let recorded = rerun_all(&exact, scenarios, span, window, &mut board, |report| recorded::read(store, window, false, report));
             (recorded?, Some(world.seed))
         }
         _ => {
-            let recorded = recorded::read(store, window, &mut |share| {
+            let recorded = recorded::read(store, window, true, &mut |share| {
                 board.shares[0] = share;
                 board.tell();
             })?;
@@ -247,8 +246,7 @@ fn rerun<W: World>(mut world: W, config: &RoomConfig, horizon: At, window: Windo
             report(at);
         }
     }
-    let queued = room.jobs().filter(|j| j.phase() == Phase::Queued).count() as u64;
-    scorer.finish(queued)
+    scorer.finish(&room)
 }
 
 fn live_model_note(recorded: &recorded::Recorded) -> String {

@@ -3,15 +3,18 @@
 //! another policy) and sums the same figures for both, over one window.
 //!
 //! Owns the figures and how each is counted; knows nothing of where the
-//! events come from, and never touches the room but to read its counters.
+//! events come from, and never touches the room but to read its counters
+//! and, at the end, its queue.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::domain::event::{Effect, Event};
 use crate::domain::ids::JobId;
+use crate::domain::job::Phase;
 use crate::domain::ledger::LineKind;
 use crate::domain::units::{At, Micros};
 use crate::room::journal::Stats;
+use crate::room::Room;
 
 /// The span the figures count: `[from, until)`; open ends take the run's.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -190,8 +193,10 @@ impl Scorer {
         }
     }
 
-    /// The figures, with the queue as the room left it at the window's end.
-    pub fn finish(mut self, queued_at_end: u64) -> Outcome {
+    /// The figures, with the queue as `room` (the room watched, at the
+    /// window's end) left it.
+    pub fn finish(mut self, room: &Room) -> Outcome {
+        let queued_at_end = room.jobs().filter(|j| j.phase() == Phase::Queued).count() as u64;
         let before = self.stats_before.unwrap_or_default();
         let after = &self.stats_in;
         let delta = |f: fn(&Stats) -> u64| f(after).saturating_sub(f(&before));

@@ -1,7 +1,7 @@
 //! The recorded run, read once: replayed under its own policy to score what
-//! really happened, and taken apart into what a re-run needs: the engine's
-//! own events (ticks and operator actions), the world's exogenous events,
-//! and what each job showed of its speed.
+//! really happened and, for the live model, taken apart into what it
+//! replays: the world's exogenous events, what the cloud said of the pools
+//! the room bought in, and what each job showed of its speed.
 //!
 //! Reads the log through `Store::for_each_event` and applies it to a `Room`;
 //! writes nothing and decides no policy.
@@ -10,10 +10,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::outcome::{Outcome, Scorer, Window};
 use crate::domain::capacity::LaunchFailure;
-use crate::domain::cluster::NodeSpec;
 use crate::domain::event::{Effect, Event};
 use crate::domain::ids::{JobId, NodeId};
-use crate::domain::job::{JobSpec, Phase, PoolTarget};
+use crate::domain::job::{JobSpec, PoolTarget};
 use crate::domain::units::At;
 use crate::room::Room;
 use crate::store::{Store, StoreError};
@@ -169,8 +168,130 @@ fn cloud_signal(at: At, event: &Event, bought: &mut BTreeMap<NodeId, PoolTarget>
     }
 }
 
-/// Reads the whole log, scoring it over `window`. `progress` hears the share read.
-pub fn read(store: &Store, window: Window, progress: &mut dyn FnMut(f64)) -> Result<Recorded, StoreError> {
+/// What the live model needs of the log, gathered as it is read: each
+/// job's runs and speed, the nodes the room bought and its launches, and
+/// the events it replays.
+#[derive(Default)]
+struct Gathering {
+    launched: BTreeSet<NodeId>,
+    speeds: BTreeMap<NodeId, f64>,
+    running: BTreeMap<JobId, Running>,
+    seen: BTreeMap<JobId, Progress>,
+    bought_pools: BTreeMap<NodeId, PoolTarget>,
+    request_pools: BTreeMap<u64, (PoolTarget, At)>,
+}
+
+impl Gathering {
+    fn gather(&mut self, at: At, event: Event, effects: &[Effect], rec: &mut Recorded) {
+        self.watch_progress(at, &event, effects, rec);
+        for effect in effects {
+            if let Effect::Launch { request } = effect {
+                self.request_pools.insert(request.id, (request.pool.clone(), at));
+            }
+        }
+        if let Some((when, cloud)) = cloud_signal(at, &event, &mut self.bought_pools, &self.request_pools) {
+            rec.exogenous.push((when, Logged::Cloud(cloud)));
+        }
+        match &event {
+            Event::Telemetry { .. } => rec.exogenous.push((at, Logged::Telemetry)),
+            e if caused_by_the_room(e, &self.launched) => *rec.left_out.entry(e.kind()).or_default() += 1,
+            _ => rec.exogenous.push((at, Logged::Event(event))),
+        }
+    }
+
+    /// Follows each job's runs to learn its speed: steps gained between
+    /// progress samples over the V100-seconds they took.
+    fn watch_progress(&mut self, at: At, event: &Event, effects: &[Effect], rec: &mut Recorded) {
+        let seen = &mut self.seen;
+        let mut advance = |job: JobId, run: &mut Running, step: u64, at: At| {
+            if let Some(since) = run.since
+                && step >= run.step
+            {
+                let p = seen.entry(job).or_default();
+                p.steps += step - run.step;
+                p.v100_secs += (at - since).num_milliseconds() as f64 / 1000.0 * run.speed;
+            }
+            run.step = run.step.max(step);
+            run.since = Some(at);
+        };
+        match event {
+            Event::NodeUp { spec } => {
+                self.speeds.insert(spec.id, gpu_speed(&spec.gpu_model));
+            }
+            Event::Launched { spec, .. } => {
+                self.launched.insert(spec.id);
+                self.speeds.insert(spec.id, gpu_speed(&spec.gpu_model));
+            }
+            Event::JobSubmitted { spec } => {
+                rec.jobs.entry(spec.id).or_insert_with(|| Observed { spec: spec.clone(), rate: None, failed_at_step: None, predicted_secs: None });
+            }
+            Event::JobStarted { job } => {
+                if let Some(run) = self.running.get_mut(job) {
+                    run.since = Some(at);
+                }
+            }
+            Event::Telemetry { progress, .. } => {
+                for (job, step) in progress {
+                    if let Some(run) = self.running.get_mut(job) {
+                        advance(*job, run, *step, at);
+                    }
+                }
+            }
+            Event::JobExited { job, ok, .. } => {
+                if let Some(mut run) = self.running.remove(job) {
+                    let total = rec.jobs.get(job).map_or(run.step, |o| o.spec.steps_total);
+                    if *ok {
+                        advance(*job, &mut run, total, at);
+                    } else if let Some(o) = rec.jobs.get_mut(job) {
+                        o.failed_at_step = Some(run.step.max(1));
+                    }
+                }
+            }
+            Event::JobStopped { job } => {
+                self.running.remove(job);
+            }
+            Event::NodeLost { node, .. } | Event::Released { node } => {
+                self.running.retain(|_, r| r.node != *node);
+            }
+            _ => {}
+        }
+        for effect in effects {
+            if let Effect::StartJob { job, node, resume_step, .. } = effect {
+                let speed = self.speeds.get(node).copied().unwrap_or(1.0);
+                self.running.insert(*job, Running { node: *node, speed, step: *resume_step, since: None });
+            }
+        }
+    }
+
+    /// Each job's rate, and a prediction for those that showed none; the
+    /// replayed events in time order.
+    fn finish(self, room: &Room, rec: &mut Recorded) {
+        // Launch answers went back to their launches' times: in time order
+        // again (stable, so what happened at one time keeps its order).
+        rec.exogenous.sort_by_key(|(at, _)| *at);
+        let mut job_secs = Vec::new();
+        for (id, o) in rec.jobs.iter_mut() {
+            if let Some(p) = self.seen.get(id).filter(|p| p.steps > 0 && p.v100_secs > 0.0) {
+                o.rate = Some(p.steps as f64 / p.v100_secs);
+                job_secs.push(o.spec.steps_total as f64 * p.v100_secs / p.steps as f64);
+            } else if let Some(job) = room.job(*id) {
+                o.predicted_secs = room.predictor.predict(job).map(|p| p.mean_secs).filter(|s| s.is_finite() && *s > 0.0);
+            }
+            if o.predicted_secs.is_none() {
+                o.predicted_secs = o.spec.est_runtime.map(|s| s.0 as f64).filter(|s| *s > 0.0);
+            }
+        }
+        if !job_secs.is_empty() {
+            job_secs.sort_by(f64::total_cmp);
+            rec.typical_job_secs = job_secs[job_secs.len() / 2];
+        }
+    }
+}
+
+/// Reads the whole log, scoring it over `window`; with `for_the_model`,
+/// also gathers what the live model replays (an exact re-run needs none of
+/// it). `progress` hears the share read.
+pub fn read(store: &Store, window: Window, for_the_model: bool, progress: &mut dyn FnMut(f64)) -> Result<Recorded, StoreError> {
     let total = store.event_count()?.max(1) as f64;
     let mut room = Room::new(store.meta()?.room_config);
     let mut scorer = Scorer::new(window);
@@ -183,13 +304,7 @@ pub fn read(store: &Store, window: Window, progress: &mut dyn FnMut(f64)) -> Res
         typical_job_secs: 3600.0,
         left_out: BTreeMap::new(),
     };
-    let mut launched: BTreeSet<NodeId> = BTreeSet::new();
-    let mut speeds: BTreeMap<NodeId, f64> = BTreeMap::new();
-    let mut running: BTreeMap<JobId, Running> = BTreeMap::new();
-    let mut seen: BTreeMap<JobId, Progress> = BTreeMap::new();
-    let mut queued_at_end = 0;
-    let mut bought_pools: BTreeMap<NodeId, PoolTarget> = BTreeMap::new();
-    let mut request_pools: BTreeMap<u64, (PoolTarget, At)> = BTreeMap::new();
+    let mut gathering = for_the_model.then(Gathering::default);
     let until = window.until;
     store.for_each_event(0, |_, at, event| {
         if until.is_some_and(|u| at >= u) {
@@ -202,121 +317,14 @@ pub fn read(store: &Store, window: Window, progress: &mut dyn FnMut(f64)) -> Res
         }
         let effects = room.apply(at, &event);
         scorer.observe(at, &event, &effects, room.stats());
-        watch_progress(at, &event, &effects, &mut speeds, &mut running, &mut seen, &mut rec, &mut launched);
-        for effect in &effects {
-            if let Effect::Launch { request } = effect {
-                request_pools.insert(request.id, (request.pool.clone(), at));
-            }
-        }
-        if let Some((when, cloud)) = cloud_signal(at, &event, &mut bought_pools, &request_pools) {
-            rec.exogenous.push((when, Logged::Cloud(cloud)));
-        }
-        match &event {
-            Event::Telemetry { .. } => rec.exogenous.push((at, Logged::Telemetry)),
-            e if caused_by_the_room(e, &launched) => *rec.left_out.entry(e.kind()).or_default() += 1,
-            _ => rec.exogenous.push((at, Logged::Event(event))),
+        if let Some(gathering) = gathering.as_mut() {
+            gathering.gather(at, event, &effects, &mut rec);
         }
     })?;
-    // Launch answers went back to their launches' times: in time order again
-    // (stable, so what happened at one time keeps its order).
-    rec.exogenous.sort_by_key(|(at, _)| *at);
-    for job in room.jobs() {
-        if job.phase() == Phase::Queued {
-            queued_at_end += 1;
-        }
+    if let Some(gathering) = gathering {
+        gathering.finish(&room, &mut rec);
     }
-    // Each job's rate, and a prediction for those that showed none.
-    let mut job_secs = Vec::new();
-    for (id, o) in rec.jobs.iter_mut() {
-        if let Some(p) = seen.get(id).filter(|p| p.steps > 0 && p.v100_secs > 0.0) {
-            o.rate = Some(p.steps as f64 / p.v100_secs);
-            job_secs.push(o.spec.steps_total as f64 * p.v100_secs / p.steps as f64);
-        } else if let Some(job) = room.job(*id) {
-            o.predicted_secs = room.predictor.predict(job).map(|p| p.mean_secs).filter(|s| s.is_finite() && *s > 0.0);
-        }
-        if o.predicted_secs.is_none() {
-            o.predicted_secs = o.spec.est_runtime.map(|s| s.0 as f64).filter(|s| *s > 0.0);
-        }
-    }
-    if !job_secs.is_empty() {
-        job_secs.sort_by(f64::total_cmp);
-        rec.typical_job_secs = job_secs[job_secs.len() / 2];
-    }
-    rec.actual = scorer.finish(queued_at_end);
+    rec.actual = scorer.finish(&room);
     progress(1.0);
     Ok(rec)
-}
-
-/// Follows each job's runs to learn its speed: steps gained between
-/// progress samples over the V100-seconds they took.
-#[allow(clippy::too_many_arguments)]
-fn watch_progress(
-    at: At,
-    event: &Event,
-    effects: &[Effect],
-    speeds: &mut BTreeMap<NodeId, f64>,
-    running: &mut BTreeMap<JobId, Running>,
-    seen: &mut BTreeMap<JobId, Progress>,
-    rec: &mut Recorded,
-    launched: &mut BTreeSet<NodeId>,
-) {
-    let speed_of = |spec: &NodeSpec| gpu_speed(&spec.gpu_model);
-    let mut advance = |job: JobId, run: &mut Running, step: u64, at: At| {
-        if let Some(since) = run.since
-            && step >= run.step
-        {
-            let p = seen.entry(job).or_default();
-            p.steps += step - run.step;
-            p.v100_secs += (at - since).num_milliseconds() as f64 / 1000.0 * run.speed;
-        }
-        run.step = run.step.max(step);
-        run.since = Some(at);
-    };
-    match event {
-        Event::NodeUp { spec } => {
-            speeds.insert(spec.id, speed_of(spec));
-        }
-        Event::Launched { spec, .. } => {
-            launched.insert(spec.id);
-            speeds.insert(spec.id, speed_of(spec));
-        }
-        Event::JobSubmitted { spec } => {
-            rec.jobs.entry(spec.id).or_insert_with(|| Observed { spec: spec.clone(), rate: None, failed_at_step: None, predicted_secs: None });
-        }
-        Event::JobStarted { job } => {
-            if let Some(run) = running.get_mut(job) {
-                run.since = Some(at);
-            }
-        }
-        Event::Telemetry { progress, .. } => {
-            for (job, step) in progress {
-                if let Some(run) = running.get_mut(job) {
-                    advance(*job, run, *step, at);
-                }
-            }
-        }
-        Event::JobExited { job, ok, .. } => {
-            if let Some(mut run) = running.remove(job) {
-                let total = rec.jobs.get(job).map_or(run.step, |o| o.spec.steps_total);
-                if *ok {
-                    advance(*job, &mut run, total, at);
-                } else if let Some(o) = rec.jobs.get_mut(job) {
-                    o.failed_at_step = Some(run.step.max(1));
-                }
-            }
-        }
-        Event::JobStopped { job } => {
-            running.remove(job);
-        }
-        Event::NodeLost { node, .. } | Event::Released { node } => {
-            running.retain(|_, r| r.node != *node);
-        }
-        _ => {}
-    }
-    for effect in effects {
-        if let Effect::StartJob { job, node, resume_step, .. } = effect {
-            let speed = speeds.get(node).copied().unwrap_or(1.0);
-            running.insert(*job, Running { node: *node, speed, step: *resume_step, since: None });
-        }
-    }
 }
