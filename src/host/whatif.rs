@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-use crate::config::EngineConfig;
 use crate::domain::discipline::DisciplineKind;
 use crate::domain::text::for_terminal;
 use crate::room::RoomConfig;
@@ -45,9 +44,8 @@ fn file_label(path: &Path) -> String {
 pub fn scenarios(recorded: &RoomConfig, configs: &[PathBuf], disciplines: &[DisciplineKind], fleets: &[PathBuf]) -> Result<Vec<Scenario>> {
     let mut policies: Vec<(Option<String>, RoomConfig)> = Vec::new();
     for path in configs {
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let config = EngineConfig::parse(&path.display().to_string(), &text)?;
-        policies.push((Some(file_label(path)), config.room_config()));
+        let policy = super::settings::Policy { config: Some(path.clone()), ..Default::default() };
+        policies.push((Some(file_label(path)), super::settings::room_config(&policy)?));
     }
     if policies.is_empty() {
         policies.push((None, recorded.clone()));
