@@ -4,6 +4,8 @@
 //!
 //! Reads the pane's state (`whatif::WhatIfPane`); changes nothing.
 
+use std::cmp::Ordering;
+
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -14,12 +16,8 @@ use super::whatif::{PaneState, WhatIfPane};
 use crate::whatif::Comparison;
 
 fn table_lines<'a>(c: &Comparison, t: &Theme, width: usize) -> Vec<Line<'a>> {
-    let rows = c.rows();
-    let shown: Vec<Vec<String>> = rows.iter().map(|r| c.shown_cells(r)).collect();
-    let label_w = rows.iter().map(|r| fmt::width(&r.label)).max().unwrap_or(0);
-    let col_w: Vec<usize> = (0..c.columns.len())
-        .map(|i| shown.iter().map(|cells| fmt::width(&cells[i])).chain([fmt::width(&c.columns[i].name)]).max().unwrap_or(0))
-        .collect();
+    let grid = c.grid();
+    let (label_w, col_w) = grid.widths(fmt::width);
     let mut lines = Vec::new();
     let wrapped = |text: &str, style, lines: &mut Vec<Line<'a>>| {
         for part in fmt::wrap(text, width.max(20)) {
@@ -29,23 +27,20 @@ fn table_lines<'a>(c: &Comparison, t: &Theme, width: usize) -> Vec<Line<'a>> {
     let span = format!("{} events, {}", c.events, c.model);
     wrapped(&span, t.dim, &mut lines);
     let mut head = vec![Span::raw(" ".repeat(label_w))];
-    for (col, w) in c.columns.iter().zip(&col_w) {
-        head.push(Span::styled(format!("  {}", fmt::right(&col.name, *w)), t.heading));
+    for (name, w) in grid.names.iter().zip(&col_w) {
+        head.push(Span::styled(format!("  {}", fmt::right(name, *w)), t.heading));
     }
     lines.push(Line::from(head));
-    for (row, cells) in rows.iter().zip(&shown) {
-        let mut spans = vec![Span::styled(fmt::left(&row.label, label_w), t.text)];
-        for (i, (cell, w)) in cells.iter().zip(&col_w).enumerate() {
-            // Better or worse than what happened, where more is worse and
-            // the change is worth a colour.
-            let moved = Comparison::change(row.cells[0].1, row.cells[i].1).is_some_and(|c| c != "=" && c != "≈");
-            let style = match (i, row.change && moved, row.cells[0].1, row.cells[i].1) {
-                (0, ..) | (_, false, ..) => t.figure,
-                (_, true, Some(a), Some(b)) if b < a => t.ok,
-                (_, true, Some(a), Some(b)) if b > a => t.warn,
+    for (label, cells) in &grid.rows {
+        let mut spans = vec![Span::styled(fmt::left(label, label_w), t.text)];
+        for (cell, w) in cells.iter().zip(&col_w) {
+            // Better or worse than what happened.
+            let style = match cell.moved {
+                Some(Ordering::Less) => t.ok,
+                Some(Ordering::Greater) => t.warn,
                 _ => t.figure,
             };
-            spans.push(Span::styled(format!("  {}", fmt::right(cell, *w)), style));
+            spans.push(Span::styled(format!("  {}", fmt::right(&cell.text, *w)), style));
         }
         lines.push(Line::from(spans));
     }

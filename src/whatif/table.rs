@@ -52,6 +52,32 @@ pub struct Row {
     pub change: bool,
 }
 
+/// A cell as shown, and which way its figure moved against the recorded
+/// one where more is worse and the change is worth marking (`Less`: better).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cell {
+    pub text: String,
+    pub moved: Option<std::cmp::Ordering>,
+}
+
+/// The table as shown: the columns' names and each row's label and cells.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Grid {
+    pub names: Vec<String>,
+    pub rows: Vec<(String, Vec<Cell>)>,
+}
+
+impl Grid {
+    /// The label column's width and each column's, as `measure` counts text.
+    pub fn widths(&self, measure: impl Fn(&str) -> usize) -> (usize, Vec<usize>) {
+        let label = self.rows.iter().map(|(l, _)| measure(l)).max().unwrap_or(0);
+        let columns = (0..self.names.len())
+            .map(|i| self.rows.iter().map(|(_, cells)| measure(&cells[i].text)).chain([measure(&self.names[i])]).max().unwrap_or(0))
+            .collect();
+        (label, columns)
+    }
+}
+
 fn money(m: Micros) -> (String, Option<f64>) {
     (m.to_string(), Some(m.as_f64()))
 }
@@ -139,37 +165,48 @@ impl Comparison {
         }
     }
 
-    /// Each cell with the change against the recorded column, where it says something.
-    pub fn shown_cells(&self, row: &Row) -> Vec<String> {
-        let recorded = row.cells.first().and_then(|c| c.1);
-        row.cells
-            .iter()
-            .enumerate()
-            .map(|(i, (text, value))| match (i, row.change.then(|| Self::change(recorded, *value)).flatten()) {
-                (0, _) | (_, None) => text.clone(),
-                (_, Some(change)) => format!("{text} ({change})"),
+    /// The table as shown: each cell with its change against the recorded
+    /// column where that says something, and which way it moved.
+    pub fn grid(&self) -> Grid {
+        let rows = self
+            .rows()
+            .into_iter()
+            .map(|row| {
+                let recorded = row.cells.first().and_then(|c| c.1);
+                let cells = row
+                    .cells
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (text, value))| {
+                        let change = (i > 0 && row.change).then(|| Self::change(recorded, *value)).flatten();
+                        let moved = change.as_deref().filter(|c| *c != "=" && *c != "≈").and(recorded.zip(*value)).map(|(a, b)| b.total_cmp(&a));
+                        let text = match change {
+                            Some(change) => format!("{text} ({change})"),
+                            None => text.clone(),
+                        };
+                        Cell { text, moved }
+                    })
+                    .collect();
+                (row.label, cells)
             })
-            .collect()
+            .collect();
+        Grid { names: self.columns.iter().map(|c| c.name.clone()).collect(), rows }
     }
 
     fn text(&self) -> String {
-        let rows = self.rows();
-        let shown: Vec<Vec<String>> = rows.iter().map(|r| self.shown_cells(r)).collect();
-        let label_w = rows.iter().map(|r| r.label.chars().count()).max().unwrap_or(0).max(6);
-        let widths: Vec<usize> = (0..self.columns.len())
-            .map(|i| shown.iter().map(|c| c[i].chars().count()).chain([self.columns[i].name.chars().count()]).max().unwrap_or(0))
-            .collect();
+        let grid = self.grid();
+        let (label_w, widths) = grid.widths(|s| s.chars().count());
         let mut out = String::new();
         let _ = writeln!(out, "what if: {} ({} events, {}), {}", self.log, self.events, self.span(), self.model);
         let _ = write!(out, "{:<label_w$}", "");
-        for (c, w) in self.columns.iter().zip(&widths) {
-            let _ = write!(out, "  {:>w$}", c.name);
+        for (name, w) in grid.names.iter().zip(&widths) {
+            let _ = write!(out, "  {name:>w$}");
         }
         out.push('\n');
-        for (row, cells) in rows.iter().zip(&shown) {
-            let _ = write!(out, "{:<label_w$}", row.label);
+        for (label, cells) in &grid.rows {
+            let _ = write!(out, "{label:<label_w$}");
             for (cell, w) in cells.iter().zip(&widths) {
-                let _ = write!(out, "  {cell:>w$}");
+                let _ = write!(out, "  {:>w$}", cell.text);
             }
             out.push('\n');
         }
@@ -182,16 +219,15 @@ impl Comparison {
     }
 
     fn markdown(&self) -> String {
-        let rows = self.rows();
         let cell = |s: &str| s.replace('|', "\\|");
         let mut out = String::new();
         let _ = writeln!(out, "What if: `{}` ({} events, {}), {}.\n", cell(&self.log), self.events, self.span(), self.model);
         let names: Vec<String> = self.columns.iter().map(|c| cell(&c.name)).collect();
         let _ = writeln!(out, "| | {} |", names.join(" | "));
         let _ = writeln!(out, "|---|{}", "---:|".repeat(self.columns.len()));
-        for row in &rows {
-            let cells: Vec<String> = self.shown_cells(row).iter().map(|c| cell(c)).collect();
-            let _ = writeln!(out, "| {} | {} |", cell(row.label.trim()), cells.join(" | "));
+        for (label, cells) in &self.grid().rows {
+            let cells: Vec<String> = cells.iter().map(|c| cell(&c.text)).collect();
+            let _ = writeln!(out, "| {} | {} |", cell(label.trim()), cells.join(" | "));
         }
         for note in &self.notes {
             let _ = writeln!(out, "\n*{}*", cell(note));
