@@ -109,7 +109,7 @@ fn another_simulated_cluster_gives_what_a_fresh_run_on_it_gives() {
     record_on(&fixed, Some("fixtures/sim/static.toml"), 24, 6, None, None);
     let static_fleet = gpuroom::sim::config::SimConfig::parse("static.toml", &std::fs::read_to_string("fixtures/sim/static.toml").unwrap()).unwrap();
     let on_static = Scenario { name: "static".into(), config: recorded_config(&elastic), fleet: Some(Box::new(static_fleet)) };
-    let c = compare(&elastic, &[on_static.clone()], Model::Auto);
+    let c = compare(&elastic, std::slice::from_ref(&on_static), Model::Auto);
     let fresh = compare(&fixed, &[], Model::Auto).columns.remove(0).outcome;
     assert_eq!(c.columns[1].outcome, fresh);
     // The same jobs arrive on either fleet; the fixed one pays for idle GPUs the elastic one gives back.
