@@ -129,13 +129,19 @@ impl CheckpointPolicy {
     /// Due when the interval has passed since the last save, or since the start
     /// of this attempt if it has not saved yet, and there is new progress.
     pub fn is_due(&self, job: &Job, interval: Secs, now: At) -> bool {
-        let since = match (job.last_checkpoint_at, job.started_at) {
-            (Some(saved), Some(started)) => saved.max(started),
-            (Some(saved), None) => saved,
-            (None, Some(started)) => started,
-            (None, None) => return false,
-        };
+        let Some(since) = Self::since(job) else { return false };
         now - since >= interval.delta() && job.steps_done > job.steps_saved
+    }
+
+    /// Where a job's interval counts from: its last save, or the start of
+    /// this attempt if that is later or it has not saved yet.
+    pub fn since(job: &Job) -> Option<At> {
+        match (job.last_checkpoint_at, job.started_at) {
+            (Some(saved), Some(started)) => Some(saved.max(started)),
+            (Some(saved), None) => Some(saved),
+            (None, Some(started)) => Some(started),
+            (None, None) => None,
+        }
     }
 
     /// Interval for a job on stable capacity.

@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
+use super::derived::{Derived, TenantHolding};
 use super::journal::Stats;
 use crate::ckpt::CheckpointPolicy;
 use crate::domain::cluster::{BillingMode, Gpu, Node};
@@ -38,6 +39,10 @@ pub struct Fleet {
     /// Finished jobs on their way out of memory, and what is left of those gone.
     #[serde(default)]
     pub retired: super::retired::Retired,
+    /// Per-tenant holdings and the next checkpoint's time, kept up to date
+    /// instead of recounted on every event (see `derived`).
+    #[serde(skip)]
+    pub derived: Derived,
 }
 
 impl Fleet {
@@ -70,6 +75,39 @@ impl Fleet {
         }
     }
 
+    /// The job now holds GPUs.
+    pub fn hold(&mut self, id: JobId) {
+        if self.holding.insert(id)
+            && let Some(job) = self.jobs.get(&id)
+        {
+            self.derived.hold(&job.spec);
+        }
+    }
+
+    /// The job no longer holds GPUs.
+    pub fn unhold(&mut self, id: JobId) {
+        if self.holding.remove(&id) {
+            match self.jobs.get(&id) {
+                Some(job) => self.derived.unhold(&job.spec),
+                None => self.derived.holdings = None,
+            }
+        }
+    }
+
+    /// Builds what is derived if a restore (or a test) left it unbuilt.
+    pub fn build_derived(&mut self) {
+        if self.derived.holdings.is_none() {
+            let mut map: BTreeMap<TenantId, TenantHolding> = BTreeMap::new();
+            for job in self.holding.iter().filter_map(|id| self.jobs.get(id)) {
+                let entry = map.entry(job.spec.tags.tenant.clone()).or_default();
+                entry.jobs += 1;
+                entry.resources.add(Resources::of(&job.spec));
+                entry.held.add(Held::of(&job.spec));
+            }
+            self.derived.holdings = Some(map);
+        }
+    }
+
     /// Moves a job to `state`, refusing moves the life cycle does not allow.
     pub fn transition(&mut self, id: JobId, state: JobState) -> Result<(), String> {
         let job = self.job_mut(id)?;
@@ -78,6 +116,10 @@ impl Fleet {
             return Err(format!("job {id} cannot go from {} to {}", from.label(), to.label()));
         }
         job.state = state;
+        // A job that runs again may be due a checkpoint before the last scan's horizon.
+        if to == crate::domain::job::Phase::Running {
+            self.derived.wake_checkpoints();
+        }
         Ok(())
     }
 
@@ -107,8 +149,8 @@ impl Fleet {
     /// Frees the job's GPUs, CPUs and host memory (no state change). The
     /// node must be charged up to now first (`Costs::settle_node`).
     pub fn free(&mut self, id: JobId) {
+        self.unhold(id);
         let Some(job) = self.jobs.get_mut(&id) else { return };
-        self.holding.remove(&id);
         if let Some(placement) = job.placement.take()
             && let Some(node) = self.nodes.get_mut(&placement.node)
         {
@@ -204,21 +246,27 @@ impl Fleet {
 
     /// What each tenant holds now, in DRF's four dimensions and in quota terms.
     pub fn holdings(&self) -> (BTreeMap<TenantId, Resources>, BTreeMap<TenantId, Held>) {
+        if let Some(map) = &self.derived.holdings {
+            let resources = map.iter().map(|(t, h)| (t.clone(), h.resources)).collect();
+            let held = map.iter().map(|(t, h)| (t.clone(), h.held)).collect();
+            return (resources, held);
+        }
         let mut resources: BTreeMap<TenantId, Resources> = BTreeMap::new();
         let mut held: BTreeMap<TenantId, Held> = BTreeMap::new();
         for job in self.holding.iter().filter_map(|id| self.jobs.get(id)) {
             let tenant = &job.spec.tags.tenant;
-            // A tenant's name is cloned once, not once per job (every pass runs this).
-            match resources.get_mut(tenant) {
-                Some(r) => r.add(Resources::of(&job.spec)),
-                None => resources.entry(tenant.clone()).or_default().add(Resources::of(&job.spec)),
-            }
-            match held.get_mut(tenant) {
-                Some(h) => h.add(Held::of(&job.spec)),
-                None => held.entry(tenant.clone()).or_default().add(Held::of(&job.spec)),
-            }
+            resources.entry(tenant.clone()).or_default().add(Resources::of(&job.spec));
+            held.entry(tenant.clone()).or_default().add(Held::of(&job.spec));
         }
         (resources, held)
+    }
+
+    /// Whether any job runs on borrowed capacity: some tenant holds more
+    /// than its quota (its last-placed jobs are then borrowed, see
+    /// `quota::borrowed`), or holds GPUs with no quota at all.
+    pub fn any_borrowed(&self) -> bool {
+        let (_, held) = self.holdings();
+        held.iter().any(|(tenant, h)| self.tenants.get(tenant).is_none_or(|spec| !h.within(spec)))
     }
 
     /// What the nodes that take work offer, in DRF's dimensions.

@@ -40,7 +40,7 @@ pub fn finish(fleet: &mut Fleet, books: &mut Books, journal: &mut Journal, max_w
     books.record_done_output(&tenant, cost, requests, tokens);
     fleet.active.remove(&id);
     fleet.queued.remove(&id);
-    fleet.holding.remove(&id);
+    fleet.unhold(id);
     fleet.rates.remove(&id);
     fleet.retired.finished(at, id);
     // The effect of a clear is not needed: the alarm list is the state.
@@ -113,6 +113,10 @@ pub fn record_progress(fleet: &mut Fleet, at: At, progress: &[(JobId, u64)]) -> 
         if matches!(job.phase(), Phase::Running | Phase::Checkpointing) {
             let steps = (*steps).min(job.spec.steps_total);
             if steps >= job.steps_done {
+                // New work past the last save: a save may now be due.
+                if job.steps_done <= job.steps_saved && steps > job.steps_saved {
+                    fleet.derived.wake_checkpoints();
+                }
                 job.steps_done = steps;
                 fleet.rates.entry(*id).or_default().observe(at, steps);
             }

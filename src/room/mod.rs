@@ -17,6 +17,7 @@ pub mod budget;
 pub mod capacity;
 pub mod config;
 pub mod cost;
+pub mod derived;
 pub mod fleet;
 pub mod forecast;
 pub mod journal;
@@ -228,6 +229,7 @@ impl Room {
     /// Applies one event at time `at` and returns what the outside world must do.
     pub fn apply(&mut self, at: At, event: &Event) -> Vec<Effect> {
         self.journal.stats.events += 1;
+        self.fleet.build_derived();
         if let Some(now) = self.now
             && at < now
         {
@@ -265,8 +267,9 @@ impl Room {
             Event::PriceTick { zone, instance_type, price } => self.on_price(at, zone, instance_type, *price, &mut effects),
             Event::InterruptionNotice { node, deadline } => self.on_notice(at, *node, *deadline, &mut effects),
             Event::Operator { actor, action } => {
-                // The operator acts on figures as of now.
+                // The operator acts on figures as of now, and may change the policy.
                 self.settle_all(at);
+                self.fleet.derived.wake_checkpoints();
                 self.on_operator(at, actor, action, &mut effects)
             }
             Event::SpotLifetimes { instance_type, lifetimes } => spot::on_lifetimes(&mut self.hazard, &mut self.journal, self.now, instance_type, lifetimes),

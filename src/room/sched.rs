@@ -194,7 +194,7 @@ impl Pass<'_> {
         job.placement = Some(Placement { node: plan.node, gpus: gpus.clone() });
         let resume_step = job.steps_saved;
         self.fleet.queued.remove(&id);
-        self.fleet.holding.insert(id);
+        self.fleet.hold(id);
         self.journal.stats.placements += 1;
         self.journal.stats.wait_secs_sum += waited;
         self.journal.stats.wait_count += 1;
@@ -213,7 +213,7 @@ impl Pass<'_> {
         self.state.queue_dirty = false;
         self.schedule_queue(at, effects);
         let mut headroom = Headroom::measure(&self.fleet.nodes, self.config.sched.time_sharing);
-        headroom.any_borrowed = !self.fleet.borrowed().is_empty();
+        headroom.any_borrowed = self.fleet.any_borrowed();
         headroom.stop_pending = self.fleet.scheduler_stop_pending();
         headroom.held = self.fleet.holdings().1;
         headroom.at = Some(at);
@@ -434,19 +434,30 @@ pub fn arrival_may_start(state: &SchedState, config: &SchedConfig, tenants: &BTr
 
 /// Running jobs whose checkpoint interval has passed start saving.
 pub fn checkpoints_due(policy: &CheckpointPolicy, fleet: &mut Fleet, at: At, effects: &mut Vec<Effect>) {
-    // Every interval a job can have is its risk's, the spot maximum or the
-    // stable one; a job not due at the shortest of those is not due, and
-    // skips the node lookup (this runs on every event).
-    let shortest = policy.max_interval.min(policy.stable_interval);
-    let due: Vec<JobId> = fleet
-        .holding
-        .iter()
-        .filter_map(|id| fleet.jobs.get(id))
-        .filter(|job| job.phase() == Phase::Running)
-        .filter(|job| policy.is_due(job, job.risk.as_ref().map_or(shortest, |r| r.interval.min(shortest)), at))
-        .filter(|job| checkpoint_interval(fleet, policy, job.spec.id).is_some_and(|interval| policy.is_due(job, interval, at)))
-        .map(|job| job.spec.id)
-        .collect();
+    // The last scan found nothing due before `checkpoint_scan_at`, and
+    // nothing since could have made a save due sooner (each such change
+    // wakes the scan): this runs on every event, so most skip it.
+    if fleet.derived.checkpoint_scan_at.is_some_and(|next| at < next) {
+        return;
+    }
+    let mut due = Vec::new();
+    let mut next = At::MAX_UTC;
+    for job in fleet.holding.iter().filter_map(|id| fleet.jobs.get(id)) {
+        // A job with nothing new since its last save waits for progress,
+        // which wakes the scan (`record_progress`).
+        if job.phase() != Phase::Running || job.steps_done <= job.steps_saved {
+            continue;
+        }
+        let Some(interval) = checkpoint_interval(fleet, policy, job.spec.id) else { continue };
+        let Some(since) = CheckpointPolicy::since(job) else { continue };
+        let when = since.checked_add_signed(interval.delta()).unwrap_or(At::MAX_UTC);
+        if at >= when {
+            due.push(job.spec.id);
+        } else {
+            next = next.min(when);
+        }
+    }
+    fleet.derived.checkpoint_scan_at = Some(next);
     for id in due {
         let kind = fleet.jobs.get(&id).map(|j| policy.kind(u64::from(j.checkpoints)));
         if let (Some(job), Some(kind)) = (fleet.jobs.get_mut(&id), kind) {

@@ -126,8 +126,13 @@ impl Watch<'_> {
         let interval = self.config.checkpoint.spot_interval(p, cost, self.journal.stats.notice_miss_share(), secs_to_cap);
         let verdict = bid.map(|b| b.verdict).unwrap_or(Verdict::Stay);
         if let Some(job) = self.fleet.jobs.get_mut(&id) {
+            // A shorter interval may bring the next save before the scan's horizon.
+            let moved = job.risk.as_ref().is_none_or(|r| r.interval != interval.secs);
             job.risk =
                 Some(Box::new(JobRisk { at, p_next_minute: p, interval: interval.secs, shortened: interval.shortened, bid, base }));
+            if moved {
+                self.fleet.derived.wake_checkpoints();
+            }
         }
         verdict
     }

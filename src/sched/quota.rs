@@ -28,7 +28,7 @@ impl Held {
         self.gpu_mem += other.gpu_mem;
     }
 
-    fn within(&self, tenant: &TenantSpec) -> bool {
+    pub fn within(&self, tenant: &TenantSpec) -> bool {
         self.gpus <= tenant.quota_gpus && (tenant.quota_gpu_mem.0 == 0 || self.gpu_mem <= u64::from(tenant.quota_gpu_mem.0))
     }
 }

@@ -1,0 +1,81 @@
+//! What the fleet's per-event checks would otherwise recompute from every
+//! job holding GPUs: what each tenant holds, and when the next checkpoint
+//! can fall due. Kept up to date at the few places that move jobs, so that
+//! an event costs the same with 100 or 10,000 jobs running (issue 19).
+//!
+//! Derived, never a source of truth: it is not serialized (a room restored
+//! from a snapshot rebuilds it on its first event), it never takes part in
+//! a room's equality, and every figure it gives is the one a full recount
+//! would give, so replays stay byte-identical.
+
+use std::collections::BTreeMap;
+
+use crate::domain::ids::TenantId;
+use crate::domain::job::JobSpec;
+use crate::domain::units::At;
+use crate::sched::quota::Held;
+use crate::sched::Resources;
+
+/// One tenant's running total over its jobs holding GPUs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TenantHolding {
+    pub jobs: u32,
+    pub resources: Resources,
+    pub held: Held,
+}
+
+/// The fleet's derived indices (see the module's doc).
+#[derive(Clone, Debug, Default)]
+pub struct Derived {
+    /// Per tenant, over the jobs in `Fleet::holding`; `None` until built.
+    pub holdings: Option<BTreeMap<TenantId, TenantHolding>>,
+    /// No running job can be due a checkpoint before this time, unless
+    /// something wakes the scan first (`None`: scan on the next event).
+    pub checkpoint_scan_at: Option<At>,
+}
+
+impl PartialEq for Derived {
+    /// Derived state never makes two rooms differ: it is a cache of theirs.
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Derived {
+    /// A job started holding GPUs.
+    pub fn hold(&mut self, spec: &JobSpec) {
+        if let Some(map) = &mut self.holdings {
+            let entry = map.entry(spec.tags.tenant.clone()).or_default();
+            entry.jobs += 1;
+            entry.resources.add(Resources::of(spec));
+            entry.held.add(Held::of(spec));
+        }
+    }
+
+    /// A job let its GPUs go. Every figure is a whole number well inside
+    /// f64's exact range, so subtracting gives what a recount would.
+    pub fn unhold(&mut self, spec: &JobSpec) {
+        let Some(map) = &mut self.holdings else { return };
+        let Some(entry) = map.get_mut(&spec.tags.tenant) else {
+            self.holdings = None;
+            return;
+        };
+        let (r, h) = (Resources::of(spec), Held::of(spec));
+        entry.jobs = entry.jobs.saturating_sub(1);
+        entry.resources.gpus -= r.gpus;
+        entry.resources.gpu_mem -= r.gpu_mem;
+        entry.resources.cpus -= r.cpus;
+        entry.resources.host_mem -= r.host_mem;
+        entry.held.gpus = entry.held.gpus.saturating_sub(h.gpus);
+        entry.held.gpu_mem = entry.held.gpu_mem.saturating_sub(h.gpu_mem);
+        if entry.jobs == 0 {
+            map.remove(&spec.tags.tenant);
+        }
+    }
+
+    /// Something may have made a checkpoint due sooner than the last scan
+    /// found: the next event scans the running jobs again.
+    pub fn wake_checkpoints(&mut self) {
+        self.checkpoint_scan_at = None;
+    }
+}
