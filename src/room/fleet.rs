@@ -94,6 +94,16 @@ impl Fleet {
         }
     }
 
+    /// Something about job `id` changed that may bring its next save before
+    /// the checkpoint scan's horizon (it runs again, its interval moved, it
+    /// made progress past its last save): the horizon comes down to it.
+    pub fn note_checkpoint_due(&mut self, policy: &CheckpointPolicy, id: JobId) {
+        let due = self.jobs.get(&id).and_then(|job| super::sched::checkpoint_due_at(self, policy, job));
+        if let (Some(due), Some(horizon)) = (due, &mut self.derived.checkpoint_scan_at) {
+            *horizon = (*horizon).min(due);
+        }
+    }
+
     /// Builds what is derived if a restore (or a test) left it unbuilt.
     pub fn build_derived(&mut self) {
         if self.derived.holdings.is_none() {
@@ -116,10 +126,6 @@ impl Fleet {
             return Err(format!("job {id} cannot go from {} to {}", from.label(), to.label()));
         }
         job.state = state;
-        // A job that runs again may be due a checkpoint before the last scan's horizon.
-        if to == crate::domain::job::Phase::Running {
-            self.derived.wake_checkpoints();
-        }
         Ok(())
     }
 

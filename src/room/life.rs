@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 use super::fleet::Fleet;
 use super::journal::{Journal, Stats};
 use super::waits;
+use crate::ckpt::CheckpointPolicy;
 use crate::cost::Books;
 use crate::domain::cluster::Node;
 use crate::domain::event::GpuSample;
@@ -103,7 +104,7 @@ pub fn record_samples(fleet: &mut Fleet, at: At, gpus: &[GpuSample]) -> (Vec<(Gp
 
 /// Step counters of running jobs (they only grow) and their progress rates;
 /// returns how many named no job.
-pub fn record_progress(fleet: &mut Fleet, at: At, progress: &[(JobId, u64)]) -> usize {
+pub fn record_progress(fleet: &mut Fleet, policy: &CheckpointPolicy, at: At, progress: &[(JobId, u64)]) -> usize {
     let mut unknown = 0usize;
     for (id, steps) in progress {
         let Some(job) = fleet.jobs.get_mut(id) else {
@@ -113,12 +114,13 @@ pub fn record_progress(fleet: &mut Fleet, at: At, progress: &[(JobId, u64)]) -> 
         if matches!(job.phase(), Phase::Running | Phase::Checkpointing) {
             let steps = (*steps).min(job.spec.steps_total);
             if steps >= job.steps_done {
-                // New work past the last save: a save may now be due.
-                if job.steps_done <= job.steps_saved && steps > job.steps_saved {
-                    fleet.derived.wake_checkpoints();
-                }
+                // The first work past the last save: a save may now be due.
+                let crossed = job.steps_done <= job.steps_saved && steps > job.steps_saved;
                 job.steps_done = steps;
                 fleet.rates.entry(*id).or_default().observe(at, steps);
+                if crossed {
+                    fleet.note_checkpoint_due(policy, *id);
+                }
             }
         }
     }

@@ -567,6 +567,7 @@ impl Room {
         job.started_at = Some(at);
         self.fleet.rates.entry(id).or_default().reset();
         self.watch().refresh_risk(at, id);
+        self.fleet.note_checkpoint_due(&self.config.checkpoint, id);
         Ok(())
     }
 
@@ -578,6 +579,7 @@ impl Room {
             AfterCheckpoint::Continue => {
                 self.fleet.transition(id, JobState::Running)?;
                 self.watch().refresh_risk(at, id);
+                self.fleet.note_checkpoint_due(&self.config.checkpoint, id);
                 Ok(())
             }
             AfterCheckpoint::Stop(reason) => {
@@ -648,7 +650,7 @@ impl Room {
             let stop = IdleStop { now: self.now, checkpoint: &self.config.checkpoint };
             sched::track_idle(&self.config.sched, stop, &mut self.fleet, &mut self.journal, at, gpu_ref, util, effects);
         }
-        unknown += life::record_progress(&mut self.fleet, at, progress);
+        unknown += life::record_progress(&mut self.fleet, &self.config.checkpoint, at, progress);
         let on_spot: Vec<JobId> = progress
             .iter()
             .map(|(id, _)| *id)

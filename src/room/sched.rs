@@ -434,23 +434,16 @@ pub fn arrival_may_start(state: &SchedState, config: &SchedConfig, tenants: &BTr
 
 /// Running jobs whose checkpoint interval has passed start saving.
 pub fn checkpoints_due(policy: &CheckpointPolicy, fleet: &mut Fleet, at: At, effects: &mut Vec<Effect>) {
-    // The last scan found nothing due before `checkpoint_scan_at`, and
-    // nothing since could have made a save due sooner (each such change
-    // wakes the scan): this runs on every event, so most skip it.
+    // The last scan found nothing due before `checkpoint_scan_at`, and each
+    // change since that could bring a save sooner lowered it
+    // (`Fleet::note_checkpoint_due`): this runs on every event, most skip it.
     if fleet.derived.checkpoint_scan_at.is_some_and(|next| at < next) {
         return;
     }
     let mut due = Vec::new();
     let mut next = At::MAX_UTC;
     for job in fleet.holding.iter().filter_map(|id| fleet.jobs.get(id)) {
-        // A job with nothing new since its last save waits for progress,
-        // which wakes the scan (`record_progress`).
-        if job.phase() != Phase::Running || job.steps_done <= job.steps_saved {
-            continue;
-        }
-        let Some(interval) = checkpoint_interval(fleet, policy, job.spec.id) else { continue };
-        let Some(since) = CheckpointPolicy::since(job) else { continue };
-        let when = since.checked_add_signed(interval.delta()).unwrap_or(At::MAX_UTC);
+        let Some(when) = checkpoint_due_at(fleet, policy, job) else { continue };
         if at >= when {
             due.push(job.spec.id);
         } else {
@@ -466,6 +459,18 @@ pub fn checkpoints_due(policy: &CheckpointPolicy, fleet: &mut Fleet, at: At, eff
             effects.push(Effect::Checkpoint { job: id, kind });
         }
     }
+}
+
+/// When a running job's next save falls due, if it has anything new to save
+/// (one with nothing new since its last save waits for progress, which then
+/// lowers the scan's horizon: `life::record_progress`).
+pub fn checkpoint_due_at(fleet: &Fleet, policy: &CheckpointPolicy, job: &Job) -> Option<At> {
+    if job.phase() != Phase::Running || job.steps_done <= job.steps_saved {
+        return None;
+    }
+    let interval = checkpoint_interval(fleet, policy, job)?;
+    let since = CheckpointPolicy::since(job)?;
+    Some(since.checked_add_signed(interval.delta()).unwrap_or(At::MAX_UTC))
 }
 
 /// After a telemetry sample: a GPU whose jobs all run below the idle

@@ -20,7 +20,7 @@ use crate::ckpt::CheckpointPolicy;
 use crate::domain::cluster::BillingMode;
 use crate::domain::event::Effect;
 use crate::domain::ids::{JobId, PoolKey};
-use crate::domain::job::{Avoid, JobRisk, Phase, StopReason};
+use crate::domain::job::{Avoid, Job, JobRisk, Phase, StopReason};
 use crate::domain::text::clean;
 use crate::domain::units::{At, MicrosPerHour, Secs};
 use crate::market::bid::{BidInput, Verdict, rebase};
@@ -58,9 +58,8 @@ pub fn steer_after_stop(policy: AfterInterruption, fleet: &mut Fleet, stats: &mu
 }
 
 /// The interval a running job saves at: risk-driven on spot, fixed otherwise.
-pub fn checkpoint_interval(fleet: &Fleet, policy: &CheckpointPolicy, id: JobId) -> Option<Secs> {
-    let job = fleet.jobs.get(&id)?;
-    let node = fleet.job_node(id)?;
+pub fn checkpoint_interval(fleet: &Fleet, policy: &CheckpointPolicy, job: &Job) -> Option<Secs> {
+    let node = fleet.nodes.get(&job.placement.as_ref()?.node)?;
     match node.spec.billing {
         BillingMode::Spot => Some(job.risk.as_ref().map(|r| r.interval).unwrap_or(policy.max_interval)),
         mode => policy.stable(mode),
@@ -131,7 +130,7 @@ impl Watch<'_> {
             job.risk =
                 Some(Box::new(JobRisk { at, p_next_minute: p, interval: interval.secs, shortened: interval.shortened, bid, base }));
             if moved {
-                self.fleet.derived.wake_checkpoints();
+                self.fleet.note_checkpoint_due(&self.config.checkpoint, id);
             }
         }
         verdict
