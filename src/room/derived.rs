@@ -8,9 +8,9 @@
 //! a room's equality, and every figure it gives is the one a full recount
 //! would give, so replays stay byte-identical.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-use crate::domain::ids::TenantId;
+use crate::domain::ids::{JobId, TenantId};
 use crate::domain::job::JobSpec;
 use crate::domain::units::At;
 use crate::sched::quota::Held;
@@ -27,11 +27,16 @@ pub struct TenantHolding {
 /// The fleet's derived indices (see the module's doc).
 #[derive(Clone, Debug, Default)]
 pub struct Derived {
-    /// Per tenant, over the jobs in `Fleet::holding`; `None` until built.
+    /// Per tenant, over the jobs in `Fleet::holding`; `None` until built
+    /// (then `scheduler_stops` is rebuilt too).
     pub holdings: Option<BTreeMap<TenantId, TenantHolding>>,
     /// No running job can be due a checkpoint before this time, unless
     /// something wakes the scan first (`None`: scan on the next event).
     pub checkpoint_scan_at: Option<At>,
+    /// Jobs the scheduler asked to stop (to give capacity back or let a job
+    /// of a higher queue in): a superset of those still stopping, which
+    /// `Fleet::scheduler_stop_pending` checks one by one.
+    pub scheduler_stops: BTreeSet<JobId>,
 }
 
 impl PartialEq for Derived {

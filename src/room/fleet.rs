@@ -107,6 +107,7 @@ impl Fleet {
     /// Builds what is derived if a restore (or a test) left it unbuilt.
     pub fn build_derived(&mut self) {
         if self.derived.holdings.is_none() {
+            self.derived.scheduler_stops = self.holding.iter().copied().filter(|id| self.jobs.get(id).is_some_and(is_scheduler_stop)).collect();
             let mut map: BTreeMap<TenantId, TenantHolding> = BTreeMap::new();
             for job in self.holding.iter().filter_map(|id| self.jobs.get(id)) {
                 let entry = map.entry(job.spec.tags.tenant.clone()).or_default();
@@ -195,6 +196,9 @@ impl Fleet {
     /// Asks a running job to stop: with a save first where `save` and possible.
     pub fn stop_job(&mut self, now: Option<At>, policy: &CheckpointPolicy, id: JobId, reason: StopReason, save: bool, effects: &mut Vec<Effect>) {
         let Some(job) = self.jobs.get_mut(&id) else { return };
+        if matches!(&reason, StopReason::Scheduler(s) if !matches!(s, SchedStop::Idle | SchedStop::Consolidate { .. })) {
+            self.derived.scheduler_stops.insert(id);
+        }
         match (&mut job.state, save) {
             (JobState::Running, true) => {
                 job.state = JobState::Checkpointing { then: AfterCheckpoint::Stop(reason) };
@@ -325,14 +329,25 @@ impl Fleet {
     /// Whether a scheduler preemption is still in flight (one batch at a time,
     /// so a pass never preempts twice for the same need).
     pub fn scheduler_stop_pending(&self) -> bool {
-        self.holding.iter().filter_map(|id| self.jobs.get(id)).any(|j| {
-            matches!(
-                &j.state,
-                JobState::Preempted { reason: StopReason::Scheduler(s) } | JobState::Checkpointing { then: AfterCheckpoint::Stop(StopReason::Scheduler(s)) }
-                    if !matches!(s, SchedStop::Idle | SchedStop::Consolidate { .. })
-            )
-        })
+        self.derived.scheduler_stops.iter().any(|id| self.holding.contains(id) && self.jobs.get(id).is_some_and(is_scheduler_stop))
     }
+
+    /// Forgets the scheduler's stops that are over (called once per event).
+    pub fn prune_scheduler_stops(&mut self) {
+        if !self.derived.scheduler_stops.is_empty() {
+            let (holding, jobs) = (&self.holding, &self.jobs);
+            self.derived.scheduler_stops.retain(|id| holding.contains(id) && jobs.get(id).is_some_and(is_scheduler_stop));
+        }
+    }
+}
+
+/// A job stopping because the scheduler asked (not for idleness or consolidation).
+fn is_scheduler_stop(job: &Job) -> bool {
+    matches!(
+        &job.state,
+        JobState::Preempted { reason: StopReason::Scheduler(s) } | JobState::Checkpointing { then: AfterCheckpoint::Stop(StopReason::Scheduler(s)) }
+            if !matches!(s, SchedStop::Idle | SchedStop::Consolidate { .. })
+    )
 }
 
 /// What is left of a job's own run-time estimate, scaled by its saved progress.

@@ -230,6 +230,7 @@ impl Room {
     pub fn apply(&mut self, at: At, event: &Event) -> Vec<Effect> {
         self.journal.stats.events += 1;
         self.fleet.build_derived();
+        self.fleet.prune_scheduler_stops();
         if let Some(now) = self.now
             && at < now
         {

@@ -491,9 +491,10 @@ pub fn track_idle(config: &SchedConfig, stop: IdleStop<'_>, fleet: &mut Fleet, j
     }
     let threshold = config.idle_util_pct;
     let Some(gpu) = fleet.nodes.get(&gpu_ref.node).and_then(|n| n.gpus.get(usize::from(gpu_ref.index))) else { return };
-    let jobs: Vec<JobId> = gpu.allocations.iter().map(|a| a.job).collect();
-    let all_running = !jobs.is_empty() && jobs.iter().all(|j| fleet.jobs.get(j).is_some_and(|j| j.phase() == Phase::Running));
-    let idle = all_running && util < threshold;
+    // Busy or empty GPUs (most samples) are told apart without looking up their jobs.
+    let idle = util < threshold
+        && !gpu.allocations.is_empty()
+        && gpu.allocations.iter().all(|a| fleet.jobs.get(&a.job).is_some_and(|j| j.phase() == Phase::Running));
     let since = match (idle, gpu.idle_since) {
         (false, _) => None,
         (true, Some(since)) => Some(since),
@@ -505,6 +506,7 @@ pub fn track_idle(config: &SchedConfig, stop: IdleStop<'_>, fleet: &mut Fleet, j
         && at - since >= window.delta()
     {
         gpu.idle_since = None;
+        let jobs: Vec<JobId> = gpu.allocations.iter().map(|a| a.job).collect();
         journal.stats.idle_reclaims += jobs.len() as u64;
         let node = fleet.node_name(gpu_ref.node);
         for job in jobs {
