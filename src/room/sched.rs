@@ -211,8 +211,10 @@ impl Pass<'_> {
     /// The scheduling pass.
     pub fn schedule(&mut self, at: At, effects: &mut Vec<Effect>) {
         self.state.queue_dirty = false;
-        self.schedule_queue(at, effects);
-        let mut headroom = Headroom::measure(&self.fleet.nodes, self.config.sched.time_sharing);
+        // The queue's pass measures the nodes after its last placement; stops
+        // it asks for free nothing yet, so that measure still holds.
+        let measured = self.schedule_queue(at, effects);
+        let mut headroom = measured.unwrap_or_else(|| Headroom::measure(&self.fleet.nodes, self.config.sched.time_sharing));
         headroom.any_borrowed = self.fleet.any_borrowed();
         headroom.stop_pending = self.fleet.scheduler_stop_pending();
         headroom.held = self.fleet.holdings().1;
@@ -220,9 +222,10 @@ impl Pass<'_> {
         self.state.headroom = Some(headroom);
     }
 
-    fn schedule_queue(&mut self, at: At, effects: &mut Vec<Effect>) {
+    /// The pass over the queue; returns the free capacity it last measured.
+    fn schedule_queue(&mut self, at: At, effects: &mut Vec<Effect>) -> Option<Headroom> {
         if self.fleet.queued.is_empty() {
-            return;
+            return None;
         }
         let order: Vec<JobId> = self.fleet.ordered_queue(&self.config.sched, at).iter().map(|j| j.spec.id).collect();
         // The shapes fragmentation is measured for: what is queued and running now.
@@ -286,7 +289,7 @@ impl Pass<'_> {
         };
         // Borrowing uses idle capacity only: never while an owner waits for room.
         if preempting {
-            return;
+            return Some(headroom);
         }
         for id in borrowers {
             let Some(job) = self.fleet.jobs.get(&id) else { continue };
@@ -301,6 +304,7 @@ impl Pass<'_> {
                 headroom = Headroom::measure(&self.fleet.nodes, self.config.sched.time_sharing);
             }
         }
+        Some(headroom)
     }
 
     /// A place for job `id` now that respects the reservation, if any.

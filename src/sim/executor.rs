@@ -253,9 +253,15 @@ impl Executor {
 
     /// GPU samples for every GPU of the up nodes, and progress of running jobs.
     pub fn telemetry(&self, at: At, nodes: &[&NodeSpec], rng: &mut ChaCha8Rng) -> (Vec<GpuSample>, Vec<(JobId, u64)>) {
-        // Summed in the runs' order whatever the map, so a hash map gives the same figures.
-        let mut per_gpu: HashMap<GpuRef, (f64, f64)> = HashMap::with_capacity(self.runs.len() * 2);
         let t = at.timestamp() as f64;
+        // One slot per GPU of the up nodes, in the order the samples go out.
+        let mut first_slot: HashMap<NodeId, (usize, u8)> = HashMap::with_capacity(nodes.len());
+        let mut slots = 0usize;
+        for node in nodes {
+            first_slot.insert(node.id, (slots, node.gpu_count));
+            slots += usize::from(node.gpu_count);
+        }
+        let mut per_gpu = vec![(0.0f64, 0.0f64); slots];
         for (job, run) in &self.runs {
             let Some(sim) = self.jobs.get(job) else { continue };
             let (util, mem_frac) = if run.hung {
@@ -273,17 +279,20 @@ impl Executor {
                 };
                 (util, mem)
             };
-            for gpu in &run.gpus {
-                let e = per_gpu.entry(GpuRef { node: run.node, index: *gpu }).or_default();
+            // A run on a node that is not up (or a GPU it does not have) is not sampled.
+            let Some(&(first, count)) = first_slot.get(&run.node) else { continue };
+            for gpu in run.gpus.iter().filter(|g| **g < count) {
+                let e = &mut per_gpu[first + usize::from(*gpu)];
                 e.0 += util;
                 e.1 += f64::from(sim.spec.gpu_mem.0) * mem_frac;
             }
         }
-        let mut samples = Vec::with_capacity(nodes.iter().map(|n| usize::from(n.gpu_count)).sum());
+        let mut samples = Vec::with_capacity(slots);
         for node in nodes {
+            let (first, _) = first_slot[&node.id];
             for index in 0..node.gpu_count {
                 let gpu = GpuRef { node: node.id, index };
-                let (util, mem) = per_gpu.get(&gpu).copied().unwrap_or((0.0, 0.0));
+                let (util, mem) = per_gpu[first + usize::from(index)];
                 let mem = Mib((mem.round() as u32).min(node.gpu_memory.0));
                 samples.push(GpuSample(gpu, (util.min(100.0) * 10.0).round() as f32 / 10.0, mem));
             }
