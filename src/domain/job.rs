@@ -252,9 +252,15 @@ pub struct Job {
     pub lost_steps: u64,
     pub checkpoints: u32,
     pub checkpoint_bytes: u64,
-    /// Attained service: GPUs × milliseconds run (the MLFQ's measure).
+    /// Attained service: GPUs × milliseconds run (the MLFQ's measure), up
+    /// to `service_from` while it runs (see `attained_gpu_ms`).
     #[serde(default)]
     pub service_gpu_ms: i64,
+    /// While it runs on its GPUs: since when service accrues that is not yet
+    /// in `service_gpu_ms`. Accrued when it stops or is read, not on every
+    /// event, so an event's cost does not grow with the jobs running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_from: Option<At>,
     /// Waited past its class's limit: ordered first, and a spot-only job may
     /// use any capacity.
     #[serde(default)]
@@ -355,6 +361,7 @@ impl Job {
             checkpoints: 0,
             checkpoint_bytes: 0,
             service_gpu_ms: 0,
+            service_from: None,
             escalated: false,
             risk: None,
             checkpoint_secs: None,
@@ -369,6 +376,33 @@ impl Job {
 
     pub fn phase(&self) -> Phase {
         self.state.phase()
+    }
+
+    /// Attained service as of `now`: GPUs × milliseconds run.
+    pub fn attained_gpu_ms(&self, now: At) -> i64 {
+        let open = self.service_from.map_or(0, |from| i64::from(self.spec.gpus) * (now - from).num_milliseconds().max(0));
+        self.service_gpu_ms + open
+    }
+
+    /// Moves to `state` at `now`: a job that starts running starts accruing
+    /// service, one that stops running has its span added.
+    pub fn set_state(&mut self, state: JobState, now: Option<At>) {
+        let (was, will) = (self.phase() == Phase::Running, state.phase() == Phase::Running);
+        self.state = state;
+        if was && !will {
+            self.close_service(now);
+        } else if will && !was {
+            self.service_from = now;
+        }
+    }
+
+    /// Adds the service accrued since `service_from` (the job no longer
+    /// runs, or no longer holds its GPUs).
+    pub fn close_service(&mut self, now: Option<At>) {
+        if let (Some(now), Some(_)) = (now, self.service_from) {
+            self.service_gpu_ms = self.attained_gpu_ms(now);
+        }
+        self.service_from = None;
     }
 
     pub fn progress(&self) -> f64 {

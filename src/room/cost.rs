@@ -18,7 +18,6 @@ use crate::cost::ledger::{add_to, LedgerLine, LineKind, OpenPeriod};
 use crate::cost::{split_exact, Accrual, Books};
 use crate::domain::cluster::{BillingMode, Node};
 use crate::domain::ids::{JobId, NodeId, TenantId};
-use crate::domain::job::Phase;
 use crate::domain::units::{At, Micros, MicrosPerHour};
 use crate::market::Market;
 
@@ -79,7 +78,6 @@ impl Costs {
             // charged up to its clock.
             self.settled_at = Some(from);
         }
-        add_service(fleet, from, to);
         while from < to {
             let next_hour = crate::domain::units::start_of_next_hour(from);
             if next_hour > to {
@@ -317,21 +315,6 @@ impl Costs {
 /// every price change causes): its rate, or its list price if higher.
 pub fn rate_bound(fleet: &Fleet, market: &Market, id: NodeId) -> i64 {
     fleet.nodes.get(&id).map_or(0, |node| rate_of(market, node).map_or(0, |r| r.0).max(node.spec.on_demand_price.0).max(0))
-}
-
-/// Attained service for the running jobs over `[from, to)`.
-fn add_service(fleet: &mut Fleet, from: At, to: At) {
-    let millis = (to - from).num_milliseconds();
-    if millis <= 0 {
-        return;
-    }
-    for id in &fleet.holding {
-        if let Some(job) = fleet.jobs.get_mut(id)
-            && job.phase() == Phase::Running
-        {
-            job.service_gpu_ms += i64::from(job.spec.gpus) * millis;
-        }
-    }
 }
 
 /// A node's hourly price: its contract, or its pool's spot price. The pool

@@ -84,11 +84,14 @@ impl Fleet {
         }
     }
 
-    /// The job no longer holds GPUs.
-    pub fn unhold(&mut self, id: JobId) {
+    /// The job no longer holds GPUs (nor accrues service) as of `now`.
+    pub fn unhold(&mut self, id: JobId, now: Option<At>) {
         if self.holding.remove(&id) {
-            match self.jobs.get(&id) {
-                Some(job) => self.derived.unhold(&job.spec),
+            match self.jobs.get_mut(&id) {
+                Some(job) => {
+                    job.close_service(now);
+                    self.derived.unhold(&job.spec);
+                }
                 None => self.derived.holdings = None,
             }
         }
@@ -105,7 +108,7 @@ impl Fleet {
     }
 
     /// Builds what is derived if a restore (or a test) left it unbuilt.
-    pub fn build_derived(&mut self) {
+    pub fn build_derived(&mut self, now: Option<At>) {
         if self.derived.holdings.is_none() {
             self.derived.scheduler_stops = self.holding.iter().copied().filter(|id| self.jobs.get(id).is_some_and(is_scheduler_stop)).collect();
             let mut map: BTreeMap<TenantId, TenantHolding> = BTreeMap::new();
@@ -116,17 +119,27 @@ impl Fleet {
                 entry.held.add(Held::of(&job.spec));
             }
             self.derived.holdings = Some(map);
+            // A room restored from a snapshot taken before service was accrued
+            // lazily had its running jobs' service counted up to its clock.
+            for id in &self.holding {
+                if let Some(job) = self.jobs.get_mut(id)
+                    && job.phase() == crate::domain::job::Phase::Running
+                    && job.service_from.is_none()
+                {
+                    job.service_from = now;
+                }
+            }
         }
     }
 
     /// Moves a job to `state`, refusing moves the life cycle does not allow.
-    pub fn transition(&mut self, id: JobId, state: JobState) -> Result<(), String> {
+    pub fn transition(&mut self, at: At, id: JobId, state: JobState) -> Result<(), String> {
         let job = self.job_mut(id)?;
         let (from, to) = (job.phase(), state.phase());
         if !from.can_become(to) {
             return Err(format!("job {id} cannot go from {} to {}", from.label(), to.label()));
         }
-        job.state = state;
+        job.set_state(state, Some(at));
         Ok(())
     }
 
@@ -155,8 +168,8 @@ impl Fleet {
 
     /// Frees the job's GPUs, CPUs and host memory (no state change). The
     /// node must be charged up to now first (`Costs::settle_node`).
-    pub fn free(&mut self, id: JobId) {
-        self.unhold(id);
+    pub fn free(&mut self, now: Option<At>, id: JobId) {
+        self.unhold(id, now);
         let Some(job) = self.jobs.get_mut(&id) else { return };
         if let Some(placement) = job.placement.take()
             && let Some(node) = self.nodes.get_mut(&placement.node)
@@ -180,7 +193,7 @@ impl Fleet {
         let lost = job.steps_done.saturating_sub(job.steps_saved);
         job.lost_steps += lost;
         job.steps_done = job.steps_saved;
-        job.state = JobState::Queued;
+        job.set_state(JobState::Queued, Some(at));
         job.placement = None;
         job.queued_since = at;
         job.started_at = None;
@@ -201,14 +214,14 @@ impl Fleet {
         }
         match (&mut job.state, save) {
             (JobState::Running, true) => {
-                job.state = JobState::Checkpointing { then: AfterCheckpoint::Stop(reason) };
+                job.set_state(JobState::Checkpointing { then: AfterCheckpoint::Stop(reason) }, now);
                 job.checkpoint_asked_at = now;
                 let kind = policy.kind(u64::from(job.checkpoints));
                 effects.push(Effect::Checkpoint { job: id, kind });
             }
             (JobState::Checkpointing { then }, true) => *then = AfterCheckpoint::Stop(reason),
             (JobState::Running | JobState::Checkpointing { .. } | JobState::Placed, _) => {
-                job.state = JobState::Preempted { reason };
+                job.set_state(JobState::Preempted { reason }, now);
                 effects.push(Effect::StopJob { job: id });
             }
             (JobState::Preempted { reason: current }, _) => {

@@ -29,7 +29,7 @@ pub fn jobs_on(node: &Node) -> BTreeSet<JobId> {
 #[allow(clippy::too_many_arguments)]
 pub fn finish(fleet: &mut Fleet, books: &mut Books, journal: &mut Journal, max_wait: &MaxWait, at: At, id: JobId, state: JobState) -> Result<(), String> {
     let done = state.phase() == Phase::Done;
-    fleet.transition(id, state)?;
+    fleet.transition(at, id, state)?;
     let job = fleet.job_mut(id)?;
     job.finished_at = Some(at);
     let job_submitted = job.submitted_at;
@@ -41,7 +41,7 @@ pub fn finish(fleet: &mut Fleet, books: &mut Books, journal: &mut Journal, max_w
     books.record_done_output(&tenant, cost, requests, tokens);
     fleet.active.remove(&id);
     fleet.queued.remove(&id);
-    fleet.unhold(id);
+    fleet.unhold(id, Some(at));
     fleet.rates.remove(&id);
     fleet.retired.finished(at, id);
     // The effect of a clear is not needed: the alarm list is the state.

@@ -229,7 +229,7 @@ impl Room {
     /// Applies one event at time `at` and returns what the outside world must do.
     pub fn apply(&mut self, at: At, event: &Event) -> Vec<Effect> {
         self.journal.stats.events += 1;
-        self.fleet.build_derived();
+        self.fleet.build_derived(self.now);
         self.fleet.prune_scheduler_stops();
         if let Some(now) = self.now
             && at < now
@@ -389,7 +389,7 @@ impl Room {
             self.costs.settle_node(self.now, &mut self.fleet, &self.market, node);
         }
         if self.fleet.jobs.contains_key(&id) {
-            self.fleet.free(id);
+            self.fleet.free(self.now, id);
             self.sched.queue_dirty = true;
         }
     }
@@ -563,7 +563,7 @@ impl Room {
     }
 
     fn on_started(&mut self, at: At, id: JobId) -> Result<(), String> {
-        self.fleet.transition(id, JobState::Running)?;
+        self.fleet.transition(at, id, JobState::Running)?;
         let job = self.fleet.job_mut(id)?;
         job.started_at = Some(at);
         self.fleet.rates.entry(id).or_default().reset();
@@ -578,7 +578,7 @@ impl Room {
         self.costs.charge_service(at, &mut self.fleet, id, LineKind::CheckpointIo, bytes, io);
         match then {
             AfterCheckpoint::Continue => {
-                self.fleet.transition(id, JobState::Running)?;
+                self.fleet.transition(at, id, JobState::Running)?;
                 self.watch().refresh_risk(at, id);
                 self.fleet.note_checkpoint_due(&self.config.checkpoint, id);
                 Ok(())
@@ -587,7 +587,7 @@ impl Room {
                 if reason == StopReason::Interruption {
                     self.journal.stats.notice_saves_in_time += 1;
                 }
-                self.fleet.transition(id, JobState::Preempted { reason })?;
+                self.fleet.transition(at, id, JobState::Preempted { reason })?;
                 effects.push(Effect::StopJob { job: id });
                 Ok(())
             }

@@ -178,7 +178,7 @@ impl Pass<'_> {
         let waited = (at - job.queued_since).num_seconds().max(0);
         job.waited_secs += waited;
         job.attempts += 1;
-        job.state = JobState::Placed;
+        job.set_state(JobState::Placed, Some(at));
         job.placed_at = Some(at);
         job.escalated = false;
         if let Some(Avoid::Pool(left)) = job.avoid.as_deref() {
@@ -385,7 +385,7 @@ impl Pass<'_> {
             .filter_map(|h| self.fleet.jobs.get(h))
             .filter(|j| j.phase() == Phase::Running)
             .filter(|j| j.started_at.is_some_and(|s| at - s >= config.mlfq_quantum.delta()))
-            .map(|j| (Mlfq::level(j, &config.mlfq_thresholds), j))
+            .map(|j| (Mlfq::level(j, &config.mlfq_thresholds, at), j))
             .filter(|(l, _)| *l > level)
             .collect();
         lower.sort_by_key(|(l, j)| std::cmp::Reverse((*l, j.started_at, j.spec.id)));
@@ -458,7 +458,7 @@ pub fn checkpoints_due(policy: &CheckpointPolicy, fleet: &mut Fleet, at: At, eff
     for id in due {
         let kind = fleet.jobs.get(&id).map(|j| policy.kind(u64::from(j.checkpoints)));
         if let (Some(job), Some(kind)) = (fleet.jobs.get_mut(&id), kind) {
-            job.state = JobState::Checkpointing { then: AfterCheckpoint::Continue };
+            job.set_state(JobState::Checkpointing { then: AfterCheckpoint::Continue }, Some(at));
             job.checkpoint_asked_at = Some(at);
             effects.push(Effect::Checkpoint { job: id, kind });
         }

@@ -162,13 +162,13 @@ pub struct Mlfq;
 
 impl Mlfq {
     /// The queue a job's attained service puts it in, before promotion.
-    pub fn level(job: &Job, thresholds: &[i64]) -> usize {
-        let service_secs = job.service_gpu_ms / 1000;
+    pub fn level(job: &Job, thresholds: &[i64], now: At) -> usize {
+        let service_secs = job.attained_gpu_ms(now) / 1000;
         thresholds.iter().filter(|t| service_secs >= **t).count()
     }
 
     pub fn effective_level(job: &Job, ctx_now: At, config: &SchedConfig) -> usize {
-        let level = Mlfq::level(job, &config.mlfq_thresholds);
+        let level = Mlfq::level(job, &config.mlfq_thresholds, ctx_now);
         let promote = config.mlfq_promote_after.0.max(1);
         let lifted = (job.wait_secs(ctx_now) / promote) as usize;
         level.saturating_sub(lifted)
@@ -289,7 +289,7 @@ mod tests {
         let fresh = Job::new(job_spec(2, "a", 1), t(100)); // queue 0
         let mut mid = Job::new(job_spec(3, "a", 1), t(50));
         mid.service_gpu_ms = 5_000 * 1000; // queue 1
-        assert_eq!((Mlfq::level(&old, &config.mlfq_thresholds), Mlfq::level(&mid, &config.mlfq_thresholds)), (2, 1));
+        assert_eq!((Mlfq::level(&old, &config.mlfq_thresholds, t(200)), Mlfq::level(&mid, &config.mlfq_thresholds, t(200))), (2, 1));
         let mut queue = vec![&old, &fresh, &mid];
         Mlfq.order(&mut queue, &ctx(&config, &held, Resources::default(), 200));
         assert_eq!(ids(&queue), vec![2, 3, 1]);
