@@ -238,6 +238,7 @@ impl Pass<'_> {
         let mut spare_left = 0u32;
         let mut blocked: Option<JobId> = None;
         let mut borrowers = Vec::new();
+        let mut unplaceable = Unplaceable::default();
         let any_over_budget = self.budgets.any_limited();
         for id in order {
             let Some(job) = self.fleet.jobs.get(&id) else { continue };
@@ -254,11 +255,12 @@ impl Pass<'_> {
                 }
                 Admission::WithinQuota => {}
             }
-            match self.try_place(at, id, &headroom, &reservation, &mut spare_left, workload) {
+            match self.try_place(at, id, &headroom, &reservation, &mut spare_left, workload, &mut unplaceable) {
                 Some(plan) => {
                     let spec_held = Held::of(&job.spec);
                     held.entry(tenant.clone()).or_default().add(spec_held);
                     self.allocate(at, id, plan, effects);
+                    unplaceable.clear();
                     headroom = Headroom::measure(&self.fleet.nodes, self.config.sched.time_sharing);
                 }
                 None => {
@@ -297,10 +299,11 @@ impl Pass<'_> {
             if quota::admit(&job.spec, held.get(&tenant).copied().unwrap_or_default(), self.fleet.tenants.get(&tenant)) != Admission::Borrow {
                 continue;
             }
-            if let Some(plan) = self.try_place(at, id, &headroom, &reservation, &mut spare_left, workload) {
+            if let Some(plan) = self.try_place(at, id, &headroom, &reservation, &mut spare_left, workload, &mut unplaceable) {
                 let spec_held = Held::of(&job.spec);
                 held.entry(tenant).or_default().add(spec_held);
                 self.allocate(at, id, plan, effects);
+                unplaceable.clear();
                 headroom = Headroom::measure(&self.fleet.nodes, self.config.sched.time_sharing);
             }
         }
@@ -308,7 +311,17 @@ impl Pass<'_> {
     }
 
     /// A place for job `id` now that respects the reservation, if any.
-    fn try_place(&self, at: At, id: JobId, headroom: &Headroom, reservation: &Option<Reservation>, spare_left: &mut u32, workload: Option<&Workload>) -> Option<Plan> {
+    #[allow(clippy::too_many_arguments)]
+    fn try_place(
+        &self,
+        at: At,
+        id: JobId,
+        headroom: &Headroom,
+        reservation: &Option<Reservation>,
+        spare_left: &mut u32,
+        workload: Option<&Workload>,
+        unplaceable: &mut Unplaceable,
+    ) -> Option<Plan> {
         let job = self.fleet.jobs.get(&id)?;
         if !headroom.may_fit(&job.spec, job.escalated) {
             return None;
@@ -320,6 +333,10 @@ impl Pass<'_> {
         }
         let spot_only = !self.budget_allows(tenant, false);
         let keep_off = self.costly.keeps_off(job);
+        let shape = shape_of(job, keep_off, spot_only);
+        if unplaceable.rules_out(&shape) {
+            return None;
+        }
         let allowed = |node: &Node| match job.avoid.as_deref() {
             _ if keep_off && self.costly.nodes.contains(&node.spec.id) => false,
             _ if spot_only && node.spec.billing != BillingMode::Spot => false,
@@ -335,7 +352,11 @@ impl Pass<'_> {
         let plan = placement::place_where(&self.fleet.nodes, &job.spec, job.escalated, &opts, allowed).or_else(|| {
             let budget_ok = |node: &Node| (!spot_only || node.spec.billing == BillingMode::Spot) && !(keep_off && self.costly.nodes.contains(&node.spec.id));
             matches!(job.avoid.as_deref(), Some(Avoid::Pool(_))).then(|| placement::place_where(&self.fleet.nodes, &job.spec, job.escalated, &opts, budget_ok)).flatten()
-        })?;
+        });
+        let Some(plan) = plan else {
+            unplaceable.record(shape);
+            return None;
+        };
         let Some(r) = reservation else { return Some(plan) };
         if plan.node != r.node {
             return Some(plan);
@@ -409,6 +430,78 @@ impl Pass<'_> {
     /// Whether the budget lets this tenant's work be placed (on spot only, or anywhere).
     fn budget_allows(&self, tenant: &TenantId, on_spot: bool) -> bool {
         self.budgets.allows(self.config.cost.budget.at_limit, tenant, on_spot)
+    }
+}
+
+/// Whether a job fits on some node it may use depends on what it asks
+/// (`Ask`) and on where it may run (`Leave`). A job that will go where an
+/// operator sent it, or that avoids a pool, is always tried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Leave {
+    exclusive: bool,
+    pool: u8,
+    escalated: bool,
+    keep_off: bool,
+    spot_only: bool,
+}
+
+/// What a job asks of one node. Fitting is monotone in each: a job that
+/// asks at least as much of everything as one that fits nowhere fits
+/// nowhere either (more GPUs also rule MIG slices out, never in).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Ask {
+    gpus: u8,
+    gpu_mem: u32,
+    cpus: u32,
+    host_mem: u32,
+}
+
+impl Ask {
+    fn covers(&self, other: &Ask) -> bool {
+        self.gpus >= other.gpus && self.gpu_mem >= other.gpu_mem && self.cpus >= other.cpus && self.host_mem >= other.host_mem
+    }
+}
+
+fn shape_of(job: &Job, keep_off: bool, spot_only: bool) -> Option<(Leave, Ask)> {
+    let s = &job.spec;
+    // A job of no GPUs fits nowhere, which says nothing of the others.
+    if job.target.is_some() || job.avoid.is_some() || s.gpus == 0 {
+        return None;
+    }
+    let pool = match s.pool {
+        PoolPreference::Any => 0,
+        PoolPreference::NoSpot => 1,
+        PoolPreference::SpotOnly => 2,
+    };
+    let leave = Leave { exclusive: s.exclusive, pool, escalated: job.escalated, keep_off, spot_only };
+    Some((leave, Ask { gpus: s.gpus, gpu_mem: s.gpu_mem.0, cpus: s.cpus, host_mem: s.host_mem.0 }))
+}
+
+/// The smallest asks found to fit nowhere in this pass since its last
+/// placement: the nodes have not changed, so a queued job that asks as
+/// much or more is not tried on every node again. This keeps a pass over
+/// 10,000 queued jobs on a full cluster from costing the queue times the
+/// fleet (EASY backfill looks at every job while any GPU is free).
+#[derive(Default)]
+struct Unplaceable(std::collections::HashMap<Leave, Vec<Ask>>);
+
+impl Unplaceable {
+    fn rules_out(&self, shape: &Option<(Leave, Ask)>) -> bool {
+        shape.as_ref().is_some_and(|(leave, ask)| self.0.get(leave).is_some_and(|failed| failed.iter().any(|f| ask.covers(f))))
+    }
+
+    fn record(&mut self, shape: Option<(Leave, Ask)>) {
+        if let Some((leave, ask)) = shape {
+            let failed = self.0.entry(leave).or_default();
+            // Only the smallest asks are kept: one this one is below says nothing more.
+            failed.retain(|f| !f.covers(&ask));
+            failed.push(ask);
+        }
+    }
+
+    /// Something was placed: the nodes changed, so every job is tried again.
+    fn clear(&mut self) {
+        self.0.clear();
     }
 }
 
