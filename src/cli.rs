@@ -266,6 +266,10 @@ pub enum Command {
         /// Where to write the report page (default: docs/benchmarks.md, not written with --quick).
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
+        /// Skip timing a clean `cargo build --release` of the source tree (the
+        /// first-build row; it takes minutes and both cores).
+        #[arg(long = "no-build")]
+        no_build: bool,
         /// The console measurement's child process (started by the bench itself).
         #[arg(long = "probe-memory", hide = true)]
         probe_memory: bool,

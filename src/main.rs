@@ -69,7 +69,7 @@ fn run(cli: Cli) -> Result<()> {
         }
         Some(Command::Doctor { policy, dcgm }) => runs::run_doctor(&policy.policy(), dcgm),
         Some(Command::Bench { what: Some(cli::BenchWhat::Placement { seeds, quick, pods, out }), .. }) => runs::run_placement_bench(seeds, quick, pods, out),
-        Some(Command::Bench { what: None, quick, out, probe_memory }) => runs::run_bench(quick, out, probe_memory),
+        Some(Command::Bench { what: None, quick, out, no_build, probe_memory }) => runs::run_bench(quick, out, !no_build, probe_memory),
         Some(Command::Engine { db, world, policy, speed, until_hours, step_minutes }) => {
             let factor = match speed {
                 Pace::Factor(f) => Some(f),

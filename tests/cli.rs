@@ -137,7 +137,7 @@ fn the_quick_bench_prints_figures_and_writes_its_page() {
     let out = gpuroom(&["bench", "--quick", "--out", page.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
-    for needle in ["Room::apply", "events/s", "simulated day", "frame 120×40", "VmRSS", "ratio", "child process that does nothing else"] {
+    for needle in ["Room::apply", "events/s", "simulated day", "event log on disk", "console's room", "frame 120×40", "VmRSS", "per event", "first cargo build --release", "release binary size", "ratio", "child process that does nothing else"] {
         assert!(text.contains(needle), "bench output lacks {needle:?}:\n{text}");
     }
     let md = std::fs::read_to_string(&page).expect("the page was written");

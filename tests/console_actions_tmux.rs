@@ -240,7 +240,7 @@ fn the_live_console_runs_a_real_job_and_names_failed_sources() {
     assert!(audit.iter().any(|a| a.user == "e2e-ana" && a.verb == "preempt" && a.outcome == "done"), "{audit:?}");
     let mut kinds = Vec::new();
     store.for_each_event(0, |_, _, e| kinds.push(e.kind())).expect("the events");
-    for kind in ["node-up", "submit", "started", "checkpoint-done", "stopped", "source"] {
+    for kind in ["node-up", "submit-batch", "started", "checkpoint-done", "stopped", "source"] {
         assert!(kinds.contains(&kind), "no {kind} event in the live log: {kinds:?}");
     }
 }

@@ -45,7 +45,7 @@ fn check_month(m: &MonthFigures) {
 fn quick_bench_reports_every_figure_and_a_markdown_page() {
     let dir = std::env::temp_dir().join(format!("gpuroom-bench-test-{}", std::process::id()));
     let out = dir.join("benchmarks.md");
-    let report = run_with(&BenchOptions { quick: true, out: Some(out.clone()) }, &test_probe(true)).unwrap();
+    let report = run_with(&BenchOptions { quick: true, out: Some(out.clone()), build: true }, &test_probe(true)).unwrap();
 
     let a = &report.apply;
     assert!(a.events > 0 && a.reps >= 1);
@@ -81,6 +81,16 @@ fn quick_bench_reports_every_figure_and_a_markdown_page() {
         positive("rss", m.rss_mb);
         assert!(m.hwm_mb >= m.rss_mb);
     }
+    // The per-event cost at two queue sizes, the larger queue the longer.
+    assert_eq!(report.per_event.len(), 2);
+    for p in &report.per_event {
+        assert!(p.events > 0 && p.queued > 0, "{p:?}");
+        positive("per-event µs", p.micros_per_event);
+    }
+    assert!(report.per_event[1].queued > report.per_event[0].queued);
+    // A quick run never builds, and says so; a debug test binary is not the shipped one.
+    assert!(report.build.clean_build_secs.as_ref().is_err_and(|why| why.starts_with("not measured")));
+    assert!(report.build.binary.as_ref().is_err_and(|why| why.contains("debug build")));
     positive("total", report.total_secs);
 
     let md = std::fs::read_to_string(&out).unwrap();
@@ -91,7 +101,7 @@ fn quick_bench_reports_every_figure_and_a_markdown_page() {
     }
     assert!(md.contains("| measure | figure | target | ratio |\n|---|---|---|---|\n"));
     let rows = report.rows();
-    assert_eq!(rows.len(), 9, "apply, 2 months, the what-if, view, 2 frame sizes, RSS, HWM");
+    assert_eq!(rows.len(), 15, "apply, 2 months, the log, the what-if, the room's build, view, 2 frame sizes, RSS, HWM, 2 queue sizes, first build, binary");
     for r in &rows {
         assert!(md.contains(&format!("| {} | {} | {} | {} |", r.measure, r.figure, r.target, r.ratio)));
         assert!(!r.figure.is_empty());
@@ -146,7 +156,7 @@ fn full_bench() {
         return;
     }
     let out = std::env::temp_dir().join("gpuroom-benchmarks.md");
-    let report = run_with(&BenchOptions { quick: false, out: Some(out.clone()) }, &test_probe(false)).unwrap();
+    let report = run_with(&BenchOptions { quick: false, out: Some(out.clone()), build: true }, &test_probe(false)).unwrap();
     println!("{}", report.text());
     println!("markdown written to {}", out.display());
 }

@@ -108,6 +108,10 @@ pub enum Event {
     NodeLost { node: NodeId, reason: String },
     TenantDefined { spec: TenantSpec },
     JobSubmitted { spec: JobSpec },
+    /// Many jobs at once (a jobs file, a sweep, a job array): each is
+    /// checked and queued as `JobSubmitted` would be (a bad one is refused
+    /// alone), and one scheduling pass follows for all of them.
+    JobsSubmitted { specs: Vec<JobSpec> },
     /// The executor started the job's process(es).
     JobStarted { job: JobId },
     /// The executor finished writing a checkpoint at `step`.
@@ -155,6 +159,15 @@ pub enum Event {
 }
 
 impl Event {
+    /// The jobs this event submits (none for other events).
+    pub fn submitted(&self) -> &[JobSpec] {
+        match self {
+            Event::JobSubmitted { spec } => std::slice::from_ref(spec),
+            Event::JobsSubmitted { specs } => specs,
+            _ => &[],
+        }
+    }
+
     /// A short stable name, used as the `kind` column of the event log.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -162,6 +175,7 @@ impl Event {
             Event::NodeLost { .. } => "node-lost",
             Event::TenantDefined { .. } => "tenant",
             Event::JobSubmitted { .. } => "submit",
+            Event::JobsSubmitted { .. } => "submit-batch",
             Event::JobStarted { .. } => "started",
             Event::CheckpointDone { .. } => "checkpoint-done",
             Event::JobStopped { .. } => "stopped",

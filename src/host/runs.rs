@@ -203,12 +203,12 @@ pub fn run_placement_bench(seeds: u64, quick: bool, pods: Vec<std::path::PathBuf
 }
 
 /// `gpuroom bench`: the figures at scale (docs/benchmarks.md unless quick).
-pub fn run_bench(quick: bool, out: Option<std::path::PathBuf>, probe_memory: bool) -> Result<()> {
+pub fn run_bench(quick: bool, out: Option<std::path::PathBuf>, build: bool, probe_memory: bool) -> Result<()> {
     if probe_memory {
         return crate::bench::console_memory_probe(quick);
     }
     let out = out.or_else(|| (!quick).then(|| std::path::PathBuf::from("docs/benchmarks.md")));
-    let report = crate::bench::run(&crate::bench::BenchOptions { quick, out })?;
+    let report = crate::bench::run(&crate::bench::BenchOptions { quick, out, build })?;
     print!("{}", report.text());
     Ok(())
 }

@@ -252,11 +252,17 @@ impl Live {
         events.extend(self.pools.drain(..).map(|pool| Event::PoolDefined { pool }));
         if let Some(jobs) = jobs {
             events.extend(jobs.tenants().into_iter().map(|spec| Event::TenantDefined { spec }));
+            // The file's jobs go in together, as a job array does: one
+            // scheduling pass for all of them, however many there are.
+            let mut specs = Vec::new();
             for (spec, command) in jobs.jobs(1) {
                 if let Some(tx) = &self.engine.world.executor {
                     let _ = tx.try_send(ExecutorInput::Register { job: spec.id, command: command.clone() });
                 }
-                events.push(Event::JobSubmitted { spec });
+                specs.push(spec);
+            }
+            if !specs.is_empty() {
+                events.push(Event::JobsSubmitted { specs });
             }
         }
         self.push_all(now, events);

@@ -260,6 +260,14 @@ impl Room {
                 Ok(())
             }
             Event::JobSubmitted { spec } => self.on_submit(at, spec),
+            Event::JobsSubmitted { specs } => {
+                for spec in specs {
+                    if let Err(reason) = self.on_submit(at, spec) {
+                        effects.extend(self.journal.reject(at, reason));
+                    }
+                }
+                Ok(())
+            }
             Event::JobStarted { job } => self.on_started(at, *job),
             Event::CheckpointDone { job, step, bytes } => self.on_checkpoint_done(at, *job, *step, *bytes, &mut effects),
             Event::JobStopped { job } => self.on_stopped(at, *job),

@@ -18,6 +18,7 @@
 //! `Room::apply` and `Room::view` (and the read-only accessors).
 
 use std::collections::VecDeque;
+use std::time::{Duration, Instant};
 
 use crate::domain::cluster::{BillingMode, NodeSpec};
 use crate::domain::event::{GpuSample, TenantSpec};
@@ -46,7 +47,7 @@ const TENANTS: [TenantDef; 4] = [
     ("vision", 30, 70_000, ["detector", "segmentation", "ocr"], ["resnet50", "vit-b16", "yolov5"]),
     ("recsys", 20, 40_000, ["ranker", "ctr-eval", "retrieval"], ["dlrm", "two-tower", "din"]),
     // A small budget: past 80% within the six hours.
-    ("speech", 10, 150, ["asr", "tts", "diarize"], ["whisper-l", "conformer", "fastspeech2"]),
+    ("speech", 10, 110, ["asr", "tts", "diarize"], ["whisper-l", "conformer", "fastspeech2"]),
 ];
 
 /// (instance type, GPU model, GPUs, GPU MiB, CPUs, host MiB, on-demand $/h,
@@ -74,11 +75,15 @@ fn unit(seed: u64, a: u64, b: u64) -> f64 {
 
 /// Feeds `event` at `at` and plays the executor for every effect: starts
 /// what is placed, saves at once what is asked to save, stops what is asked
-/// to stop.
-fn feed(room: &mut Room, at: At, event: Event) {
+/// to stop. Returns the time spent in `Room::apply` (for the benchmarks).
+fn feed(room: &mut Room, at: At, event: Event) -> Duration {
     let mut pending = VecDeque::from([event]);
+    let mut applying = Duration::ZERO;
     while let Some(event) = pending.pop_front() {
-        for effect in room.apply(at, &event) {
+        let started = Instant::now();
+        let effects = room.apply(at, &event);
+        applying += started.elapsed();
+        for effect in effects {
             match effect {
                 Effect::StartJob { job, .. } => pending.push_back(Event::JobStarted { job }),
                 Effect::Checkpoint { job, .. } => {
@@ -90,6 +95,7 @@ fn feed(room: &mut Room, at: At, event: Event) {
             }
         }
     }
+    applying
 }
 
 /// How long a job really runs: its estimate × 0.5–1.3 (from its id), so
@@ -117,7 +123,8 @@ fn base_util(job: JobId, class: JobClass) -> f64 {
 /// One telemetry round at `at`: every GPU of the up nodes (utilization moving
 /// ±6 points with `k`, memory in use swinging like training does) and the
 /// progress of every running job; jobs whose work is done exit first.
-fn round(room: &mut Room, at: At, dt: f64, k: u64) {
+fn round(room: &mut Room, at: At, dt: f64, k: u64) -> Duration {
+    let mut applying = Duration::ZERO;
     let mut exits = Vec::new();
     let mut progress = Vec::new();
     for job in room.jobs() {
@@ -133,7 +140,7 @@ fn round(room: &mut Room, at: At, dt: f64, k: u64) {
     }
     for (job, ok) in exits {
         let message = if ok { String::new() } else { "CUDA out of memory".into() };
-        feed(room, at, Event::JobExited { job, ok, message });
+        applying += feed(room, at, Event::JobExited { job, ok, message });
     }
     let mut gpus = Vec::new();
     let phase = at.timestamp() as f64 / 600.0;
@@ -154,7 +161,7 @@ fn round(room: &mut Room, at: At, dt: f64, k: u64) {
         }
     }
     progress.retain(|(id, _)| room.job(*id).is_some_and(|j| matches!(j.phase(), Phase::Running | Phase::Checkpointing)));
-    feed(room, at, Event::Telemetry { gpus, progress });
+    applying + feed(room, at, Event::Telemetry { gpus, progress })
 }
 
 fn node(id: u32, ty: &TypeDef, billing: BillingMode, zone: &str, max_price: Option<i64>) -> NodeSpec {
@@ -300,13 +307,15 @@ pub fn large_room(gpus: usize, jobs: usize, seed: u64) -> Room {
     let first = jobs / 10;
     let per_round = (jobs - first).div_ceil(rounds as usize).max(1);
     let mut next = 1u64;
+    // Each round's arrivals come as one batch, the way a sweep is submitted.
     let mut submit = |room: &mut Room, at: At, count: usize| {
-        for _ in 0..count {
-            if next as usize > jobs {
-                break;
-            }
-            feed(room, at, Event::JobSubmitted { spec: job(seed, next) });
+        let mut specs = Vec::with_capacity(count);
+        while specs.len() < count && next as usize <= jobs {
+            specs.push(job(seed, next));
             next += 1;
+        }
+        if !specs.is_empty() {
+            feed(room, at, Event::JobsSubmitted { specs });
         }
     };
     submit(&mut room, t(60), first);
@@ -330,15 +339,17 @@ pub fn large_view(gpus: usize, jobs: usize, seed: u64) -> View {
 /// Moves the room on by `STEP_SECS`: jobs whose work is done exit (and the
 /// queue moves), then one telemetry event with utilizations changed by `k`
 /// and every running job's progress. A spot price moves every 20th step.
-pub fn telemetry_step(room: &mut Room, k: u64) {
+/// Returns the time spent in `Room::apply`, not in making the events.
+pub fn telemetry_step(room: &mut Room, k: u64) -> Duration {
     let at = room.now().unwrap_or_else(|| t(0)) + chrono::TimeDelta::seconds(STEP_SECS);
     if k.is_multiple_of(20) {
         let pool = (k / 20 % 6) as usize;
         let ty = [&P3_16XL, &P2_8XL, &P3_2XL][pool % 3];
         let r = HOURS * 3600 / ROUND_SECS + (k / 20) as i64;
-        feed(room, at, Event::PriceTick { zone: ZONES[pool / 3].into(), instance_type: ty.0.into(), price: spot_price(7, pool, r) });
+        let price = Event::PriceTick { zone: ZONES[pool / 3].into(), instance_type: ty.0.into(), price: spot_price(7, pool, r) };
+        return feed(room, at, price) + round(room, at, STEP_SECS as f64, 1_000_000 + k);
     }
-    round(room, at, STEP_SECS as f64, 1_000_000 + k);
+    round(room, at, STEP_SECS as f64, 1_000_000 + k)
 }
 
 #[cfg(test)]

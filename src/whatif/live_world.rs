@@ -159,12 +159,14 @@ impl Modeled {
                 }
                 Some(Event::Telemetry { gpus, progress })
             }
-            Event::JobSubmitted { spec } => {
-                if let Some(o) = self.jobs.get(&spec.id) {
-                    let step_secs = o.step_secs(self.typical_job_secs);
-                    self.executor.know(SimJob { spec: spec.clone(), step_secs, util: COMPUTE_UTIL, fails_at_step: o.failed_at_step });
+            Event::JobSubmitted { .. } | Event::JobsSubmitted { .. } => {
+                for spec in event.submitted() {
+                    if let Some(o) = self.jobs.get(&spec.id) {
+                        let step_secs = o.step_secs(self.typical_job_secs);
+                        self.executor.know(SimJob { spec: spec.clone(), step_secs, util: COMPUTE_UTIL, fails_at_step: o.failed_at_step });
+                    }
                 }
-                Some(Event::JobSubmitted { spec })
+                Some(event)
             }
             Event::NodeUp { spec } => {
                 self.executor.set_speed(spec.id, self.speed_of(&spec));

@@ -122,8 +122,8 @@ impl Scorer {
     /// One event the room applied at `at`, the effects it gave, and the
     /// room's counters after it.
     pub fn observe(&mut self, at: At, event: &Event, effects: &[Effect], stats: &Stats) {
-        if let Event::JobSubmitted { spec } = event {
-            // Known before the window too: a wait that ends in it counts whole.
+        // Known before the window too: a wait that ends in it counts whole.
+        for spec in event.submitted() {
             self.submitted_at.entry(spec.id).or_insert(at);
         }
         let inside = self.window.holds(at);
@@ -147,7 +147,7 @@ impl Scorer {
     fn count(&mut self, at: At, event: &Event, effects: &[Effect]) {
         let out = &mut self.out;
         match event {
-            Event::JobSubmitted { .. } => out.submitted += 1,
+            Event::JobSubmitted { .. } | Event::JobsSubmitted { .. } => out.submitted += event.submitted().len() as u64,
             Event::JobExited { job, ok: true, .. } => {
                 out.finished += 1;
                 if let Some(&submitted) = self.submitted_at.get(job) {

@@ -222,8 +222,10 @@ impl Gathering {
                 self.launched.insert(spec.id);
                 self.speeds.insert(spec.id, gpu_speed(&spec.gpu_model));
             }
-            Event::JobSubmitted { spec } => {
-                rec.jobs.entry(spec.id).or_insert_with(|| Observed { spec: spec.clone(), rate: None, failed_at_step: None, predicted_secs: None });
+            Event::JobSubmitted { .. } | Event::JobsSubmitted { .. } => {
+                for spec in event.submitted() {
+                    rec.jobs.entry(spec.id).or_insert_with(|| Observed { spec: spec.clone(), rate: None, failed_at_step: None, predicted_secs: None });
+                }
             }
             Event::JobStarted { job } => {
                 if let Some(run) = self.running.get_mut(job) {
