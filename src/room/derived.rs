@@ -30,9 +30,12 @@ pub struct Derived {
     /// Per tenant, over the jobs in `Fleet::holding`; `None` until built
     /// (then `scheduler_stops` is rebuilt too).
     pub holdings: Option<BTreeMap<TenantId, TenantHolding>>,
-    /// No running job can be due a checkpoint before this time, unless
-    /// something wakes the scan first (`None`: scan on the next event).
-    pub checkpoint_scan_at: Option<At>,
+    /// When running jobs' next saves fall due, earliest first. An entry may
+    /// be stale (the job saved, stopped or changed since): it is checked when
+    /// its time comes. Every running job's due time has an entry at or before
+    /// it (`Fleet::note_checkpoint_due` adds one wherever it can come sooner);
+    /// `None`: rebuilt from every running job on the next event.
+    pub checkpoint_due: Option<BTreeSet<(At, JobId)>>,
     /// Jobs the scheduler asked to stop (to give capacity back or let a job
     /// of a higher queue in): a superset of those still stopping, which
     /// `Fleet::scheduler_stop_pending` checks one by one.
@@ -78,9 +81,9 @@ impl Derived {
         }
     }
 
-    /// Something may have made a checkpoint due sooner than the last scan
-    /// found: the next event scans the running jobs again.
+    /// Anything may have moved a save sooner (the policy changed): the next
+    /// event looks at every running job again.
     pub fn wake_checkpoints(&mut self) {
-        self.checkpoint_scan_at = None;
+        self.checkpoint_due = None;
     }
 }

@@ -97,13 +97,13 @@ impl Fleet {
         }
     }
 
-    /// Something about job `id` changed that may bring its next save before
-    /// the checkpoint scan's horizon (it runs again, its interval moved, it
-    /// made progress past its last save): the horizon comes down to it.
+    /// Something about job `id` changed that may bring its next save sooner
+    /// (it runs again, its interval moved, it made progress past its last
+    /// save): its due time goes into the checkpoint queue.
     pub fn note_checkpoint_due(&mut self, policy: &CheckpointPolicy, id: JobId) {
         let due = self.jobs.get(&id).and_then(|job| super::sched::checkpoint_due_at(self, policy, job));
-        if let (Some(due), Some(horizon)) = (due, &mut self.derived.checkpoint_scan_at) {
-            *horizon = (*horizon).min(due);
+        if let (Some(due), Some(queue)) = (due, &mut self.derived.checkpoint_due) {
+            queue.insert((due, id));
         }
     }
 

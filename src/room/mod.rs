@@ -663,7 +663,7 @@ impl Room {
         let on_spot: Vec<JobId> = progress
             .iter()
             .map(|(id, _)| *id)
-            .filter(|id| self.fleet.job_pool(*id).is_some_and(|(_, mode)| mode == BillingMode::Spot))
+            .filter(|id| self.fleet.job_node(*id).is_some_and(|n| n.spec.billing == BillingMode::Spot))
             .collect();
         self.watch().judge(at, on_spot, effects);
         if unknown > 0 {

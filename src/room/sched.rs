@@ -531,23 +531,31 @@ pub fn arrival_may_start(state: &SchedState, config: &SchedConfig, tenants: &BTr
 
 /// Running jobs whose checkpoint interval has passed start saving.
 pub fn checkpoints_due(policy: &CheckpointPolicy, fleet: &mut Fleet, at: At, effects: &mut Vec<Effect>) {
-    // The last scan found nothing due before `checkpoint_scan_at`, and each
-    // change since that could bring a save sooner lowered it
-    // (`Fleet::note_checkpoint_due`): this runs on every event, most skip it.
-    if fleet.derived.checkpoint_scan_at.is_some_and(|next| at < next) {
-        return;
-    }
-    let mut due = Vec::new();
-    let mut next = At::MAX_UTC;
-    for job in fleet.holding.iter().filter_map(|id| fleet.jobs.get(id)) {
-        let Some(when) = checkpoint_due_at(fleet, policy, job) else { continue };
-        if at >= when {
-            due.push(job.spec.id);
-        } else {
-            next = next.min(when);
+    // This runs on every event: the due times come off a queue ordered by
+    // time instead of from a look at every running job.
+    let mut queue = match fleet.derived.checkpoint_due.take() {
+        Some(queue) => queue,
+        None => fleet.holding.iter().filter_map(|id| fleet.jobs.get(id)).filter_map(|job| Some((checkpoint_due_at(fleet, policy, job)?, job.spec.id))).collect(),
+    };
+    // In id order, as a look at every running job would find them.
+    let mut due = BTreeSet::new();
+    while let Some(&(when, id)) = queue.first()
+        && when <= at
+    {
+        queue.pop_first();
+        // The entry may be stale: the job as it is now decides.
+        let now_due = if fleet.holding.contains(&id) { fleet.jobs.get(&id).and_then(|job| checkpoint_due_at(fleet, policy, job)) } else { None };
+        match now_due {
+            Some(when) if when <= at => {
+                due.insert(id);
+            }
+            Some(later) => {
+                queue.insert((later, id));
+            }
+            None => {}
         }
     }
-    fleet.derived.checkpoint_scan_at = Some(next);
+    fleet.derived.checkpoint_due = Some(queue);
     for id in due {
         let kind = fleet.jobs.get(&id).map(|j| policy.kind(u64::from(j.checkpoints)));
         if let (Some(job), Some(kind)) = (fleet.jobs.get_mut(&id), kind) {
@@ -560,7 +568,7 @@ pub fn checkpoints_due(policy: &CheckpointPolicy, fleet: &mut Fleet, at: At, eff
 
 /// When a running job's next save falls due, if it has anything new to save
 /// (one with nothing new since its last save waits for progress, which then
-/// lowers the scan's horizon: `life::record_progress`).
+/// queues its due time: `life::record_progress`).
 pub fn checkpoint_due_at(fleet: &Fleet, policy: &CheckpointPolicy, job: &Job) -> Option<At> {
     if job.phase() != Phase::Running || job.steps_done <= job.steps_saved {
         return None;

@@ -93,12 +93,13 @@ impl Watch<'_> {
             }
             return Verdict::Stay;
         }
-        let key = node.spec.pool();
         let age = Secs((at - node.up_since).num_seconds().max(0));
         let at_risk = at_risk.unwrap_or_else(|| self.fleet.spot_at_risk(&node.spec.instance_type)).max(1);
         let p = self.hazard.p_next_minute(&node.spec.instance_type, at, age, at_risk);
         let on_demand = node.spec.on_demand_price;
-        let pool = self.market.pools.get(&key);
+        // Found among the few pools without building a key (this runs for
+        // every spot job at every telemetry tick).
+        let pool = self.market.pools.iter().find(|(k, _)| k.zone == node.spec.zone && k.instance_type == node.spec.instance_type).map(|(_, p)| p);
         let market = pool.and_then(|p| p.price);
         let trend = pool.and_then(|p| p.trend.clone());
         let horizon = self.config.trend_horizon;
