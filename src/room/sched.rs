@@ -605,10 +605,15 @@ pub fn track_idle(config: &SchedConfig, stop: IdleStop<'_>, fleet: &mut Fleet, j
         (true, Some(since)) => Some(since),
         (true, None) => Some(at),
     };
+    // Most samples change nothing here: a busy GPU stays without a streak.
+    let reclaim = since.is_some_and(|since| at - since >= window.delta());
+    if since == gpu.idle_since && !reclaim {
+        return;
+    }
     let Some(gpu) = fleet.nodes.get_mut(&gpu_ref.node).and_then(|n| n.gpus.get_mut(usize::from(gpu_ref.index))) else { return };
     gpu.idle_since = since;
     if let Some(since) = since
-        && at - since >= window.delta()
+        && reclaim
     {
         gpu.idle_since = None;
         let jobs: Vec<JobId> = gpu.allocations.iter().map(|a| a.job).collect();

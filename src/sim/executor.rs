@@ -90,11 +90,7 @@ impl Executor {
 
     fn steps_at(&self, job: JobId, at: At) -> u64 {
         let (Some(run), Some(sim)) = (self.runs.get(&job), self.jobs.get(&job)) else { return 0 };
-        if !run.ready || run.saving || run.hung {
-            return run.base_step;
-        }
-        let secs = (at - run.base_at).num_milliseconds().max(0) as f64 / 1000.0;
-        (run.base_step + (secs * run.rate).floor() as u64).min(sim.spec.steps_total)
+        steps_of(run, sim, at)
     }
 
     fn schedule_finish(&mut self, job: JobId, out: &mut Vec<(At, Step)>) {
@@ -262,8 +258,15 @@ impl Executor {
             slots += usize::from(node.gpu_count);
         }
         let mut per_gpu = vec![(0.0f64, 0.0f64); slots];
+        // Progress of the runs that are ready, in the runs' order, read in
+        // the same pass (a job the executor does not know is at step 0).
+        let mut progress = Vec::with_capacity(self.runs.len());
         for (job, run) in &self.runs {
-            let Some(sim) = self.jobs.get(job) else { continue };
+            let sim = self.jobs.get(job);
+            if run.ready {
+                progress.push((*job, sim.map_or(0, |sim| steps_of(run, sim, at))));
+            }
+            let Some(sim) = sim else { continue };
             let (util, mem_frac) = if run.hung {
                 (rng.random_range(0.0..2.0), 0.6)
             } else if !run.ready {
@@ -297,7 +300,6 @@ impl Executor {
                 samples.push(GpuSample(gpu, (util.min(100.0) * 10.0).round() as f32 / 10.0, mem));
             }
         }
-        let progress = self.runs.iter().filter(|(_, r)| r.ready).map(|(job, _)| (*job, self.steps_at(*job, at))).collect();
         (samples, progress)
     }
 
@@ -316,6 +318,15 @@ impl Executor {
             .collect()
     }
 }
+/// The step a run has reached at `at`.
+fn steps_of(run: &Run, sim: &SimJob, at: At) -> u64 {
+    if !run.ready || run.saving || run.hung {
+        return run.base_step;
+    }
+    let secs = (at - run.base_at).num_milliseconds().max(0) as f64 / 1000.0;
+    (run.base_step + (secs * run.rate).floor() as u64).min(sim.spec.steps_total)
+}
+
 /// `secs` after `at`, rounded up to the millisecond (never before `at`).
 pub(crate) fn after(at: At, secs: f64) -> At {
     at + chrono::TimeDelta::milliseconds((secs.max(0.0) * 1000.0).ceil() as i64)
