@@ -270,10 +270,12 @@ impl Report {
             s,
             "`cargo run --release -- bench` runs every measurement and prints this table; \
              `cargo run --release -- bench --out docs/benchmarks.md` also writes this page, and \
-             `--quick` runs tiny sizes in seconds (a smoke test, not figures). The console's \
-             view, frames and memory are measured in a child process (`gpuroom bench \
-             --probe-memory`) so that its memory is the console's alone. Run it on a quiet \
-             machine in a release build; the bench asserts nothing about time."
+             `--quick` runs tiny sizes in seconds (a smoke test, not figures), and `--no-build` \
+             skips the clean `cargo build --release` (minutes, both cores; it builds this \
+             source tree into a temporary folder with the crates already fetched). The \
+             console's view, frames and memory are measured in a child process (`gpuroom \
+             bench --probe-memory`) so that its memory is the console's alone. Run it on a \
+             quiet machine in a release build; the bench asserts nothing about time."
         );
         s
     }

@@ -97,11 +97,32 @@ impl Fleet {
         }
     }
 
+    /// The interval a running job saves at: risk-driven on spot, fixed otherwise.
+    pub fn checkpoint_interval(&self, policy: &CheckpointPolicy, job: &Job) -> Option<Secs> {
+        let node = self.nodes.get(&job.placement.as_ref()?.node)?;
+        match node.spec.billing {
+            BillingMode::Spot => Some(job.risk.as_ref().map(|r| r.interval).unwrap_or(policy.max_interval)),
+            mode => policy.stable(mode),
+        }
+    }
+
+    /// When a running job's next save falls due, if it has anything new to
+    /// save (one with nothing new since its last save waits for progress,
+    /// which then queues its due time: `life::record_progress`).
+    pub fn checkpoint_due_at(&self, policy: &CheckpointPolicy, job: &Job) -> Option<At> {
+        if job.phase() != crate::domain::job::Phase::Running || job.steps_done <= job.steps_saved {
+            return None;
+        }
+        let interval = self.checkpoint_interval(policy, job)?;
+        let since = CheckpointPolicy::since(job)?;
+        Some(since.checked_add_signed(interval.delta()).unwrap_or(At::MAX_UTC))
+    }
+
     /// Something about job `id` changed that may bring its next save sooner
     /// (it runs again, its interval moved, it made progress past its last
     /// save): its due time goes into the checkpoint queue.
     pub fn note_checkpoint_due(&mut self, policy: &CheckpointPolicy, id: JobId) {
-        let due = self.jobs.get(&id).and_then(|job| super::sched::checkpoint_due_at(self, policy, job));
+        let due = self.jobs.get(&id).and_then(|job| self.checkpoint_due_at(policy, job));
         if let (Some(due), Some(queue)) = (due, &mut self.derived.checkpoint_due) {
             queue.insert((due, id));
         }

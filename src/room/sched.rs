@@ -18,7 +18,6 @@ use super::config::RoomConfig;
 use super::cost::Costs;
 use super::fleet::{remaining_estimate, Fleet};
 use super::journal::{Journal, Severity};
-use super::spot::checkpoint_interval;
 use super::waits;
 use crate::ckpt::CheckpointPolicy;
 use crate::domain::cluster::{Allocation, BillingMode, Node, NodeSpec};
@@ -535,7 +534,7 @@ pub fn checkpoints_due(policy: &CheckpointPolicy, fleet: &mut Fleet, at: At, eff
     // time instead of from a look at every running job.
     let mut queue = match fleet.derived.checkpoint_due.take() {
         Some(queue) => queue,
-        None => fleet.holding.iter().filter_map(|id| fleet.jobs.get(id)).filter_map(|job| Some((checkpoint_due_at(fleet, policy, job)?, job.spec.id))).collect(),
+        None => fleet.holding.iter().filter_map(|id| fleet.jobs.get(id)).filter_map(|job| Some((fleet.checkpoint_due_at(policy, job)?, job.spec.id))).collect(),
     };
     // In id order, as a look at every running job would find them.
     let mut due = BTreeSet::new();
@@ -544,7 +543,7 @@ pub fn checkpoints_due(policy: &CheckpointPolicy, fleet: &mut Fleet, at: At, eff
     {
         queue.pop_first();
         // The entry may be stale: the job as it is now decides.
-        let now_due = if fleet.holding.contains(&id) { fleet.jobs.get(&id).and_then(|job| checkpoint_due_at(fleet, policy, job)) } else { None };
+        let now_due = if fleet.holding.contains(&id) { fleet.jobs.get(&id).and_then(|job| fleet.checkpoint_due_at(policy, job)) } else { None };
         match now_due {
             Some(when) if when <= at => {
                 due.insert(id);
@@ -564,18 +563,6 @@ pub fn checkpoints_due(policy: &CheckpointPolicy, fleet: &mut Fleet, at: At, eff
             effects.push(Effect::Checkpoint { job: id, kind });
         }
     }
-}
-
-/// When a running job's next save falls due, if it has anything new to save
-/// (one with nothing new since its last save waits for progress, which then
-/// queues its due time: `life::record_progress`).
-pub fn checkpoint_due_at(fleet: &Fleet, policy: &CheckpointPolicy, job: &Job) -> Option<At> {
-    if job.phase() != Phase::Running || job.steps_done <= job.steps_saved {
-        return None;
-    }
-    let interval = checkpoint_interval(fleet, policy, job)?;
-    let since = CheckpointPolicy::since(job)?;
-    Some(since.checked_add_signed(interval.delta()).unwrap_or(At::MAX_UTC))
 }
 
 /// After a telemetry sample: a GPU whose jobs all run below the idle

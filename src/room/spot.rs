@@ -16,11 +16,10 @@ use super::config::{AfterInterruption, RoomConfig};
 use super::fleet::Fleet;
 use super::journal::{Journal, Severity, Stats};
 use super::predict::Predictor;
-use crate::ckpt::CheckpointPolicy;
 use crate::domain::cluster::BillingMode;
 use crate::domain::event::Effect;
 use crate::domain::ids::{JobId, PoolKey};
-use crate::domain::job::{Avoid, Job, JobRisk, Phase, StopReason};
+use crate::domain::job::{Avoid, JobRisk, Phase, StopReason};
 use crate::domain::text::clean;
 use crate::domain::units::{At, MicrosPerHour, Secs};
 use crate::market::bid::{BidInput, Verdict, rebase};
@@ -55,15 +54,6 @@ pub fn steer_after_stop(policy: AfterInterruption, fleet: &mut Fleet, stats: &mu
         job.avoid = avoid.map(Box::new);
     }
     job.risk = None;
-}
-
-/// The interval a running job saves at: risk-driven on spot, fixed otherwise.
-pub fn checkpoint_interval(fleet: &Fleet, policy: &CheckpointPolicy, job: &Job) -> Option<Secs> {
-    let node = fleet.nodes.get(&job.placement.as_ref()?.node)?;
-    match node.spec.billing {
-        BillingMode::Spot => Some(job.risk.as_ref().map(|r| r.interval).unwrap_or(policy.max_interval)),
-        mode => policy.stable(mode),
-    }
 }
 
 /// The pieces one judgement of spot jobs reads and writes.
