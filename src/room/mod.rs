@@ -30,6 +30,8 @@ pub mod slurm;
 #[cfg(test)]
 mod capacity_tests;
 #[cfg(test)]
+mod derived_tests;
+#[cfg(test)]
 mod slurm_tests;
 pub mod sources;
 pub mod spot;

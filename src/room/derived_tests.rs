@@ -1,0 +1,98 @@
+//! The derived state (`derived`) against a recount, event by event, over a
+//! simulated day under each discipline; and a batch of submissions, bad
+//! ones among them.
+
+use std::collections::BTreeMap;
+
+use crate::domain::cluster::BillingMode;
+use crate::domain::event::{Effect, Event};
+use crate::domain::ids::JobId;
+use crate::domain::job::{AfterCheckpoint, JobState, Phase, SchedStop, StopReason};
+use crate::domain::testkit::{job_spec, node_spec, t, tenant_spec};
+use crate::room::{Room, RoomConfig};
+use crate::sched::quota::Held;
+use crate::sched::{DisciplineKind, Resources};
+use crate::sim::config::SimConfig;
+use crate::sim::{Simulation, Traces};
+
+/// Everything `derived` keeps, recounted from the jobs; panics on a difference.
+fn check_against_a_recount(room: &Room, what: &str) {
+    let fleet = &room.fleet;
+    let at = room.now.expect("the room has a clock");
+    let mut resources: BTreeMap<_, Resources> = BTreeMap::new();
+    let mut held: BTreeMap<_, Held> = BTreeMap::new();
+    for job in fleet.holding.iter().filter_map(|id| fleet.jobs.get(id)) {
+        resources.entry(job.spec.tags.tenant.clone()).or_default().add(Resources::of(&job.spec));
+        held.entry(job.spec.tags.tenant.clone()).or_default().add(Held::of(&job.spec));
+    }
+    assert_eq!(fleet.holdings(), (resources, held), "{what}: holdings");
+    assert_eq!(fleet.any_borrowed(), !fleet.borrowed().is_empty(), "{what}: borrowing");
+    let stopping = fleet.holding.iter().filter_map(|id| fleet.jobs.get(id)).any(|j| {
+        matches!(&j.state,
+            JobState::Preempted { reason: StopReason::Scheduler(s) } | JobState::Checkpointing { then: AfterCheckpoint::Stop(StopReason::Scheduler(s)) }
+                if !matches!(s, SchedStop::Idle | SchedStop::Consolidate { .. }))
+    });
+    assert_eq!(fleet.scheduler_stop_pending(), stopping, "{what}: scheduler stops");
+    for job in fleet.jobs.values() {
+        let accruing = job.phase() == Phase::Running && fleet.holding.contains(&job.spec.id);
+        assert_eq!(job.service_from.is_some(), accruing, "{what}: job {} accrues service only while it runs", job.spec.id);
+        if fleet.holding.contains(&job.spec.id) {
+            let due = fleet.checkpoint_due_at(&room.config.checkpoint, job);
+            assert!(due.is_none_or(|due| due > at), "{what}: job {} was due a save at {due:?} and was not asked", job.spec.id);
+        }
+    }
+}
+
+#[test]
+fn derived_state_matches_a_recount_after_every_event_of_a_simulated_day() {
+    let traces = Traces::embedded().unwrap();
+    for discipline in [DisciplineKind::Fifo, DisciplineKind::Drf, DisciplineKind::Mlfq] {
+        let config = SimConfig::default_embedded();
+        let end = config.start + chrono::TimeDelta::hours(24);
+        let mut world = Simulation::new(config, &traces, 2).unwrap();
+        let mut room_config = RoomConfig::default();
+        room_config.sched.discipline = discipline;
+        let mut room = Room::new(room_config);
+        let mut events = 0;
+        while let Some((at, event)) = world.next_event(end) {
+            let effects = room.apply(at, &event);
+            check_against_a_recount(&room, &format!("{discipline:?}, event {events} ({})", event.kind()));
+            world.handle(at, &effects);
+            events += 1;
+        }
+        assert!(room.stats().checkpoints > 0 && room.stats().done > 0, "{discipline:?}: the day ran jobs and saved them");
+        // A room restored from its snapshot builds the same derived state.
+        let mut restored: Room = serde_json::from_str(&serde_json::to_string(&room).unwrap()).unwrap();
+        assert_eq!(restored, room);
+        let next = room.now.unwrap() + chrono::TimeDelta::seconds(1);
+        assert_eq!(restored.apply(next, &Event::Tick), room.apply(next, &Event::Tick));
+        check_against_a_recount(&restored, "restored");
+        assert_eq!(restored.view(), room.view());
+    }
+}
+
+#[test]
+fn a_batch_is_checked_job_by_job_and_placed_in_one_pass() {
+    let mut room = Room::default();
+    room.apply(t(0), &Event::TenantDefined { spec: tenant_spec("a", 8) });
+    room.apply(t(0), &Event::NodeUp { spec: node_spec(1, BillingMode::Reserved, 8) });
+    let mut no_gpus = job_spec(2, "a", 1);
+    no_gpus.gpus = 0;
+    let specs = vec![job_spec(1, "a", 2), no_gpus, job_spec(1, "a", 1), job_spec(3, "a", 4), job_spec(4, "nobody", 1), job_spec(5, "a", 4)];
+    let placements_before = room.stats().placements;
+    let effects = room.apply(t(10), &Event::JobsSubmitted { specs });
+    let rejected: Vec<&str> = effects.iter().filter_map(|e| if let Effect::Rejected { reason } = e { Some(reason.as_str()) } else { None }).collect();
+    assert_eq!(rejected.len(), 3, "{rejected:?}");
+    assert!(rejected[0].contains("job j2") && rejected[0].contains("asks 0 GPUs"), "{rejected:?}");
+    assert!(rejected[1].contains("job j1") && rejected[1].contains("already exists"), "{rejected:?}");
+    assert!(rejected[2].contains("job j4") && rejected[2].contains("unknown tenant"), "{rejected:?}");
+    // The good ones went in, and one pass placed what fits: 2 + 4 GPUs of 8.
+    let started: Vec<JobId> = effects.iter().filter_map(|e| if let Effect::StartJob { job, .. } = e { Some(*job) } else { None }).collect();
+    assert_eq!(started, vec![JobId(1), JobId(3)]);
+    assert_eq!(room.stats().placements - placements_before, 2);
+    assert_eq!(room.stats().submitted, 3);
+    assert_eq!(room.job(JobId(5)).map(|j| j.phase()), Some(Phase::Queued), "job 5 waits for room");
+    assert_eq!(room.job(JobId(1)).map(|j| j.spec.gpus), Some(2), "the first job 1 is kept, not the duplicate");
+    assert!(room.job(JobId(2)).is_none() && room.job(JobId(4)).is_none());
+    assert_eq!(Event::JobsSubmitted { specs: vec![] }.kind(), "submit-batch");
+}
