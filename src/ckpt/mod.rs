@@ -126,22 +126,21 @@ impl CheckpointPolicy {
         ((interval.0 as f64 / secs_per_step).floor() as u64).max(1)
     }
 
-    /// Due when the interval has passed since the last save, or since the start
-    /// of this attempt if it has not saved yet, and there is new progress.
-    pub fn is_due(&self, job: &Job, interval: Secs, now: At) -> bool {
-        let Some(since) = Self::since(job) else { return false };
-        now - since >= interval.delta() && job.steps_done > job.steps_saved
-    }
-
-    /// Where a job's interval counts from: its last save, or the start of
-    /// this attempt if that is later or it has not saved yet.
-    pub fn since(job: &Job) -> Option<At> {
-        match (job.last_checkpoint_at, job.started_at) {
-            (Some(saved), Some(started)) => Some(saved.max(started)),
-            (Some(saved), None) => Some(saved),
-            (None, Some(started)) => Some(started),
-            (None, None) => None,
+    /// When a save at `interval` falls due: the interval after the last
+    /// save, or after the start of this attempt if that is later or it has
+    /// not saved yet. `None` while there is nothing new to save (or it never
+    /// started).
+    pub fn due_at(job: &Job, interval: Secs) -> Option<At> {
+        if job.steps_done <= job.steps_saved {
+            return None;
         }
+        let since = match (job.last_checkpoint_at, job.started_at) {
+            (Some(saved), Some(started)) => saved.max(started),
+            (Some(saved), None) => saved,
+            (None, Some(started)) => started,
+            (None, None) => return None,
+        };
+        Some(since.checked_add_signed(interval.delta()).unwrap_or(At::MAX_UTC))
     }
 
     /// Interval for a job on stable capacity.
@@ -218,10 +217,11 @@ mod tests {
         let mut job = Job::new(job_spec(1, "a", 1), t(0));
         job.started_at = Some(t(0));
         job.steps_done = 10;
-        assert!(!policy.is_due(&job, Secs(600), t(599)));
-        assert!(policy.is_due(&job, Secs(600), t(600)));
+        let due = CheckpointPolicy::due_at(&job, Secs(600));
+        assert!(due.is_some_and(|due| t(599) < due), "not due before the interval");
+        assert!(due.is_some_and(|due| t(600) >= due), "due once it has passed");
         job.steps_saved = 10;
-        assert!(!policy.is_due(&job, Secs(600), t(3 * 3600)), "nothing new to save");
+        assert_eq!(CheckpointPolicy::due_at(&job, Secs(600)), None, "nothing new to save");
         assert_eq!(policy.stable(BillingMode::Spot), None);
         assert_eq!(policy.stable(BillingMode::Reserved), Some(Secs(7200)));
     }

@@ -1,7 +1,8 @@
 //! What the fleet's per-event checks would otherwise recompute from every
-//! job holding GPUs: what each tenant holds, and when the next checkpoint
-//! can fall due. Kept up to date at the few places that move jobs, so that
-//! an event costs the same with 100 or 10,000 jobs running (issue 19).
+//! job holding GPUs: what each tenant holds, when running jobs' saves fall
+//! due, and which jobs the scheduler asked to stop. Kept up to date at the
+//! few places that move jobs, so that an event costs the same with 100 or
+//! 10,000 jobs running (issue 19).
 //!
 //! Derived, never a source of truth: it is not serialized (a room restored
 //! from a snapshot rebuilds it on its first event), it never takes part in
@@ -22,6 +23,27 @@ pub struct TenantHolding {
     pub jobs: u32,
     pub resources: Resources,
     pub held: Held,
+}
+
+impl TenantHolding {
+    pub fn add(&mut self, spec: &JobSpec) {
+        self.jobs += 1;
+        self.resources.add(Resources::of(spec));
+        self.held.add(Held::of(spec));
+    }
+
+    /// Every figure is a whole number well inside f64's exact range, so
+    /// subtracting gives what a recount would.
+    fn remove(&mut self, spec: &JobSpec) {
+        let (r, h) = (Resources::of(spec), Held::of(spec));
+        self.jobs = self.jobs.saturating_sub(1);
+        self.resources.gpus -= r.gpus;
+        self.resources.gpu_mem -= r.gpu_mem;
+        self.resources.cpus -= r.cpus;
+        self.resources.host_mem -= r.host_mem;
+        self.held.gpus = self.held.gpus.saturating_sub(h.gpus);
+        self.held.gpu_mem = self.held.gpu_mem.saturating_sub(h.gpu_mem);
+    }
 }
 
 /// The fleet's derived indices (see the module's doc).
@@ -53,29 +75,18 @@ impl Derived {
     /// A job started holding GPUs.
     pub fn hold(&mut self, spec: &JobSpec) {
         if let Some(map) = &mut self.holdings {
-            let entry = map.entry(spec.tags.tenant.clone()).or_default();
-            entry.jobs += 1;
-            entry.resources.add(Resources::of(spec));
-            entry.held.add(Held::of(spec));
+            map.entry(spec.tags.tenant.clone()).or_default().add(spec);
         }
     }
 
-    /// A job let its GPUs go. Every figure is a whole number well inside
-    /// f64's exact range, so subtracting gives what a recount would.
+    /// A job let its GPUs go.
     pub fn unhold(&mut self, spec: &JobSpec) {
         let Some(map) = &mut self.holdings else { return };
         let Some(entry) = map.get_mut(&spec.tags.tenant) else {
             self.holdings = None;
             return;
         };
-        let (r, h) = (Resources::of(spec), Held::of(spec));
-        entry.jobs = entry.jobs.saturating_sub(1);
-        entry.resources.gpus -= r.gpus;
-        entry.resources.gpu_mem -= r.gpu_mem;
-        entry.resources.cpus -= r.cpus;
-        entry.resources.host_mem -= r.host_mem;
-        entry.held.gpus = entry.held.gpus.saturating_sub(h.gpus);
-        entry.held.gpu_mem = entry.held.gpu_mem.saturating_sub(h.gpu_mem);
+        entry.remove(spec);
         if entry.jobs == 0 {
             map.remove(&spec.tags.tenant);
         }

@@ -39,8 +39,8 @@ pub struct Fleet {
     /// Finished jobs on their way out of memory, and what is left of those gone.
     #[serde(default)]
     pub retired: super::retired::Retired,
-    /// Per-tenant holdings and the next checkpoint's time, kept up to date
-    /// instead of recounted on every event (see `derived`).
+    /// Per-tenant holdings, the checkpoint queue and the scheduler's stops,
+    /// kept up to date instead of recounted on every event (see `derived`).
     #[serde(skip)]
     pub derived: Derived,
 }
@@ -110,12 +110,10 @@ impl Fleet {
     /// save (one with nothing new since its last save waits for progress,
     /// which then queues its due time: `life::record_progress`).
     pub fn checkpoint_due_at(&self, policy: &CheckpointPolicy, job: &Job) -> Option<At> {
-        if job.phase() != crate::domain::job::Phase::Running || job.steps_done <= job.steps_saved {
+        if job.phase() != crate::domain::job::Phase::Running {
             return None;
         }
-        let interval = self.checkpoint_interval(policy, job)?;
-        let since = CheckpointPolicy::since(job)?;
-        Some(since.checked_add_signed(interval.delta()).unwrap_or(At::MAX_UTC))
+        CheckpointPolicy::due_at(job, self.checkpoint_interval(policy, job)?)
     }
 
     /// Something about job `id` changed that may bring its next save sooner
@@ -132,14 +130,7 @@ impl Fleet {
     pub fn build_derived(&mut self, now: Option<At>) {
         if self.derived.holdings.is_none() {
             self.derived.scheduler_stops = self.holding.iter().copied().filter(|id| self.jobs.get(id).is_some_and(is_scheduler_stop)).collect();
-            let mut map: BTreeMap<TenantId, TenantHolding> = BTreeMap::new();
-            for job in self.holding.iter().filter_map(|id| self.jobs.get(id)) {
-                let entry = map.entry(job.spec.tags.tenant.clone()).or_default();
-                entry.jobs += 1;
-                entry.resources.add(Resources::of(&job.spec));
-                entry.held.add(Held::of(&job.spec));
-            }
-            self.derived.holdings = Some(map);
+            self.derived.holdings = Some(self.recount_holdings());
             // A room restored from a snapshot taken before service was accrued
             // lazily had its running jobs' service counted up to its clock.
             for id in &self.holding {
@@ -230,7 +221,7 @@ impl Fleet {
     /// Asks a running job to stop: with a save first where `save` and possible.
     pub fn stop_job(&mut self, now: Option<At>, policy: &CheckpointPolicy, id: JobId, reason: StopReason, save: bool, effects: &mut Vec<Effect>) {
         let Some(job) = self.jobs.get_mut(&id) else { return };
-        if matches!(&reason, StopReason::Scheduler(s) if !matches!(s, SchedStop::Idle | SchedStop::Consolidate { .. })) {
+        if holds_back_the_scheduler(&reason) {
             self.derived.scheduler_stops.insert(id);
         }
         match (&mut job.state, save) {
@@ -290,19 +281,27 @@ impl Fleet {
 
     /// What each tenant holds now, in DRF's four dimensions and in quota terms.
     pub fn holdings(&self) -> (BTreeMap<TenantId, Resources>, BTreeMap<TenantId, Held>) {
-        if let Some(map) = &self.derived.holdings {
-            let resources = map.iter().map(|(t, h)| (t.clone(), h.resources)).collect();
-            let held = map.iter().map(|(t, h)| (t.clone(), h.held)).collect();
-            return (resources, held);
-        }
-        let mut resources: BTreeMap<TenantId, Resources> = BTreeMap::new();
-        let mut held: BTreeMap<TenantId, Held> = BTreeMap::new();
-        for job in self.holding.iter().filter_map(|id| self.jobs.get(id)) {
-            let tenant = &job.spec.tags.tenant;
-            resources.entry(tenant.clone()).or_default().add(Resources::of(&job.spec));
-            held.entry(tenant.clone()).or_default().add(Held::of(&job.spec));
-        }
+        let recounted;
+        let map = match &self.derived.holdings {
+            Some(map) => map,
+            None => {
+                recounted = self.recount_holdings();
+                &recounted
+            }
+        };
+        let resources = map.iter().map(|(t, h)| (t.clone(), h.resources)).collect();
+        let held = map.iter().map(|(t, h)| (t.clone(), h.held)).collect();
         (resources, held)
+    }
+
+    /// What each tenant holds, counted from every job holding GPUs (before
+    /// the derived count is built, or where it was dropped).
+    fn recount_holdings(&self) -> BTreeMap<TenantId, TenantHolding> {
+        let mut map: BTreeMap<TenantId, TenantHolding> = BTreeMap::new();
+        for job in self.holding.iter().filter_map(|id| self.jobs.get(id)) {
+            map.entry(job.spec.tags.tenant.clone()).or_default().add(&job.spec);
+        }
+        map
     }
 
     /// Whether any job runs on borrowed capacity: some tenant holds more
@@ -377,11 +376,16 @@ impl Fleet {
 
 /// A job stopping because the scheduler asked (not for idleness or consolidation).
 fn is_scheduler_stop(job: &Job) -> bool {
-    matches!(
-        &job.state,
-        JobState::Preempted { reason: StopReason::Scheduler(s) } | JobState::Checkpointing { then: AfterCheckpoint::Stop(StopReason::Scheduler(s)) }
-            if !matches!(s, SchedStop::Idle | SchedStop::Consolidate { .. })
-    )
+    match &job.state {
+        JobState::Preempted { reason } | JobState::Checkpointing { then: AfterCheckpoint::Stop(reason) } => holds_back_the_scheduler(reason),
+        _ => false,
+    }
+}
+
+/// A stop the scheduler waits for before it preempts again: one it asked
+/// for to make room, not an idle reclaim or a consolidation.
+fn holds_back_the_scheduler(reason: &StopReason) -> bool {
+    matches!(reason, StopReason::Scheduler(s) if !matches!(s, SchedStop::Idle | SchedStop::Consolidate { .. }))
 }
 
 /// What is left of a job's own run-time estimate, scaled by its saved progress.
