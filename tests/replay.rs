@@ -77,15 +77,28 @@ fn a_recorded_run_is_never_overwritten() {
 fn a_damaged_log_is_reported_with_the_event_number() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("run.db");
-    record(&path, 1, 1, 0);
-    {
-        let conn = rusqlite::Connection::open(&path).unwrap();
-        conn.execute("UPDATE events SET body = '{\"JobStarted\":' WHERE seq = 42", []).unwrap();
+    record(&path, 3, 1, 0);
+    let pristine = std::fs::read(&path).unwrap();
+    // The n-th event of a kind: a JSON body, a telemetry frame coded against
+    // the one before it, and the key frame a later frame's chain starts at.
+    let nth = |sql: &str| -> i64 { rusqlite::Connection::open(&path).unwrap().query_row(sql, [], |r| r.get(0)).unwrap() };
+    let damages: [(&str, &str); 4] = [
+        ("SELECT seq FROM events WHERE packed IS NULL LIMIT 1 OFFSET 41", "UPDATE events SET body = '{\"JobStarted\":' WHERE seq = ?1"),
+        ("SELECT seq FROM events WHERE packed IS NOT NULL LIMIT 1 OFFSET 40", "UPDATE events SET packed = substr(packed, 1, length(packed) - 1) WHERE seq = ?1"),
+        ("SELECT seq FROM events WHERE packed IS NOT NULL LIMIT 1 OFFSET 40", "UPDATE events SET packed = x'07' WHERE seq = ?1"),
+        ("SELECT seq FROM events WHERE packed IS NOT NULL LIMIT 1 OFFSET 60", "UPDATE events SET packed = NULL, body = '\"Tick\"' WHERE seq = ?1"),
+    ];
+    for (find, damage) in damages {
+        std::fs::write(&path, &pristine).unwrap();
+        let seq = nth(find);
+        rusqlite::Connection::open(&path).unwrap().execute(damage, [seq]).unwrap();
+        let store = Store::open_read_only(&path).unwrap();
+        let err = replay(&store, false).expect_err("damaged");
+        let text = err.to_string();
+        // A frame whose base was replaced is reported at the frame that needs it.
+        let named = text.contains(&format!("event {seq}:")) || text.contains(&format!("event {}:", seq + 1));
+        assert!(text.contains("run.db") && named, "{damage} at {seq}: {text}");
     }
-    let store = Store::open_read_only(&path).unwrap();
-    let err = replay(&store, false).expect_err("damaged");
-    let text = err.to_string();
-    assert!(text.contains("run.db") && text.contains("event 42"), "{text}");
 }
 
 #[test]
@@ -103,4 +116,89 @@ fn files_that_are_not_event_logs_are_refused_clearly() {
 
     let missing = Store::open_read_only(&dir.path().join("missing.db")).err().expect("refused").to_string();
     assert!(missing.contains("no such file"), "{missing}");
+}
+
+/// Every event as its JSON, read from the log after event `after`.
+fn events_after(store: &Store, after: i64) -> Vec<(i64, String)> {
+    let mut out = Vec::new();
+    store.for_each_event(after, |seq, at, e| out.push((seq, format!("{} {}", at.to_rfc3339(), serde_json::to_string(&e).unwrap())))).unwrap();
+    out
+}
+
+#[test]
+fn telemetry_is_kept_as_compact_frames_that_read_back_the_same_from_any_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.db");
+    record(&path, 8, 3, 0);
+    let store = Store::open_read_only(&path).unwrap();
+    let all = events_after(&store, 0);
+    // Reading from the middle of a chain of frames (as a replay from a
+    // snapshot does) fetches the chain back to its key frame first.
+    for after in (1..all.len() as i64).step_by(37) {
+        assert_eq!(events_after(&store, after), all[after as usize..], "read after event {after}");
+    }
+    let telemetry_json: usize = all.iter().filter(|(_, e)| e.contains("{\"Telemetry\"")).map(|(_, e)| e.len()).sum();
+    let conn = rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+    let (frames, frame_bytes, json_bodies): (i64, i64, i64) = conn
+        .query_row("SELECT COUNT(*), SUM(LENGTH(packed)), SUM(LENGTH(body)) FROM events WHERE kind = 'telemetry'", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap();
+    assert_eq!(frames as usize, all.iter().filter(|(_, e)| e.contains("{\"Telemetry\"")).count());
+    assert_eq!(json_bodies, 0, "no telemetry kept as JSON");
+    assert!((frame_bytes as usize) * 5 < telemetry_json, "{frame_bytes} bytes of frames for {telemetry_json} of JSON");
+}
+
+/// A log written by gpuroom 0.x at schema 5 (telemetry as JSON), kept as it was.
+const V5_LOG: &str = "fixtures/logs/v5-default-4h-seed7.db";
+
+#[test]
+fn a_version_5_log_is_read_as_it_is_and_resumed_as_version_6() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v5.db");
+    std::fs::copy(V5_LOG, &path).unwrap();
+    let version = |path: &Path| -> String {
+        let conn = rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+        conn.query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0)).unwrap()
+    };
+    assert_eq!(version(&path), "5");
+    let (before, view_before) = {
+        let store = Store::open_read_only(&path).unwrap();
+        let (room, applied) = replay(&store, false).unwrap();
+        assert_eq!(applied, 825);
+        (events_after(&store, 0), room.view())
+    };
+    assert_eq!(version(&path), "5", "reading wrote nothing");
+    assert_eq!(std::fs::read(&path).unwrap(), std::fs::read(V5_LOG).unwrap(), "reading changed no byte");
+
+    // Resumed: the column is added, the old events stay as they were, and
+    // new telemetry is kept as frames, the first of them a key frame.
+    let telemetry: Vec<_> = before.iter().filter(|(_, e)| e.contains("{\"Telemetry\"")).collect();
+    assert!(telemetry.len() > 100);
+    {
+        let mut store = Store::open_for_writing(&path).unwrap();
+        assert_eq!(version(&path), "6");
+        let store_events = {
+            let mut out = Vec::new();
+            Store::open_read_only(Path::new(V5_LOG)).unwrap().for_each_event(0, |_, at, e| out.push((at, e))).unwrap();
+            out
+        };
+        store.begin().unwrap();
+        let later = chrono::TimeDelta::hours(4);
+        for (at, e) in store_events.iter().filter(|(_, e)| e.kind() == "telemetry").take(130) {
+            store.append(*at + later, e).unwrap();
+        }
+        store.commit().unwrap();
+    }
+    let store = Store::open_read_only(&path).unwrap();
+    let after = events_after(&store, 0);
+    assert_eq!(after[..before.len()], before[..], "the version-5 events read the same");
+    assert_eq!(after.len(), before.len() + 130);
+    for ((_, old), (_, new)) in telemetry.iter().zip(&after[before.len()..]) {
+        assert_eq!(old.split_once(' ').unwrap().1, new.split_once(' ').unwrap().1);
+    }
+    let conn = rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+    let packed: i64 = conn.query_row("SELECT COUNT(*) FROM events WHERE packed IS NOT NULL", [], |r| r.get(0)).unwrap();
+    let keys: i64 = conn.query_row("SELECT COUNT(*) FROM events WHERE substr(packed, 1, 1) = x'01'", [], |r| r.get(0)).unwrap();
+    assert_eq!((packed, keys), (130, 2), "a key frame first and one after 120 frames");
+    let (room, _) = replay(&Store::open_read_only(&path).unwrap(), false).unwrap();
+    assert_ne!(room.view(), view_before, "the new telemetry was applied");
 }

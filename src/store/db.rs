@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
-use crate::domain::event::Event;
-use crate::room::{Room, RoomConfig};
+use crate::room::RoomConfig;
 use crate::domain::units::At;
 use super::file::{self, Access, FileError};
+use super::events::FrameBases;
 use super::schema;
 
 /// What started a recorded run.
@@ -83,6 +83,9 @@ pub struct Store {
     pub(super) taken: Vec<PathBuf>,
     /// What a read-only open could not show.
     note: Option<String>,
+    /// Whether telemetry is kept as frames (`events.packed`, schema 6 on).
+    pub(super) packs_telemetry: bool,
+    pub(super) frames: FrameBases,
 }
 
 pub(super) fn at_text(at: At) -> String {
@@ -136,6 +139,7 @@ impl Store {
         file::publish(&tmp, path)?;
         let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE).map_err(|e| Self::wrap(path, e))?;
         let mut store = Store::with_conn(conn, path, 1);
+        store.packs_telemetry = true;
         store.pragmas()?;
         Ok(store)
     }
@@ -155,7 +159,17 @@ impl Store {
     }
 
     pub(super) fn with_conn(conn: Connection, path: &Path, next_seq: i64) -> Store {
-        Store { conn, path: path.to_path_buf(), in_tx: false, next_seq, failed: Default::default(), taken: Vec::new(), note: None }
+        Store {
+            conn,
+            path: path.to_path_buf(),
+            in_tx: false,
+            next_seq,
+            failed: Default::default(),
+            taken: Vec::new(),
+            note: None,
+            packs_telemetry: false,
+            frames: FrameBases::default(),
+        }
     }
 
     /// Opens an existing log for reading only (replay, wall display). Writes
@@ -167,7 +181,7 @@ impl Store {
         if !path.exists() {
             return Err(StoreError::Format { path: path.display().to_string(), message: "no such file".into() });
         }
-        let store = match file::read_only_mode(path) {
+        let mut store = match file::read_only_mode(path) {
             file::ReadOnlyOpen::Immutable => Self::open_immutable(path)?,
             file::ReadOnlyOpen::Shared => {
                 let shared = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(|e| Self::wrap(path, e));
@@ -185,7 +199,11 @@ impl Store {
             }
         };
         match store.schema_version()? {
-            schema::SCHEMA_VERSION => Ok(store),
+            schema::SCHEMA_VERSION => {
+                store.packs_telemetry = true;
+                Ok(store)
+            }
+            5 => Ok(store.with_legacy_tables(5)),
             4 => Ok(store.with_legacy_tables(4)),
             3 => Ok(store.with_legacy_tables(3)),
             2 => Ok(store.with_legacy_tables(2)),
@@ -224,7 +242,11 @@ impl Store {
         store.check_integrity()?;
         match version {
             schema::SCHEMA_VERSION => {}
-            4 => store.conn.execute_batch(&format!("BEGIN IMMEDIATE; {} COMMIT;", schema::MIGRATE_4_TO_5)).map_err(|e| store.sql_err(e))?,
+            5 => store.conn.execute_batch(&format!("BEGIN IMMEDIATE; {} COMMIT;", schema::MIGRATE_5_TO_6)).map_err(|e| store.sql_err(e))?,
+            4 => store
+                .conn
+                .execute_batch(&format!("BEGIN IMMEDIATE; {} {} COMMIT;", schema::MIGRATE_4_TO_5, schema::MIGRATE_5_TO_6))
+                .map_err(|e| store.sql_err(e))?,
             other => {
                 return Err(StoreError::Format {
                     path: shown,
@@ -232,6 +254,7 @@ impl Store {
                 });
             }
         }
+        store.packs_telemetry = true;
         store.pragmas()?;
         store.conn.execute_batch(schema::COMMANDS_GUARDS).map_err(|e| store.sql_err(e))?;
         let last: Option<i64> = store.conn.query_row("SELECT MAX(seq) FROM events", [], |r| r.get(0)).map_err(|e| store.sql_err(e))?;
@@ -332,115 +355,14 @@ impl Store {
                 self.in_tx = false;
                 // Their files stay in the inbox: the next batch takes them again.
                 self.taken.clear();
+                self.frames.rolled_back();
                 return Err(self.sql_err(e));
             }
             self.in_tx = false;
+            self.frames.committed();
             self.clear_taken();
         }
         Ok(())
-    }
-
-    /// Appends one event (inside the open transaction, if any) and returns its sequence number.
-    pub fn append(&mut self, at: At, event: &Event) -> Result<i64, StoreError> {
-        let body = serde_json::to_string(event).map_err(|e| StoreError::Format { path: self.path.display().to_string(), message: e.to_string() })?;
-        let seq = self.next_seq;
-        self.conn
-            .prepare_cached("INSERT INTO events (seq, at, at_ms, kind, body) VALUES (?1, ?2, ?3, ?4, ?5)")
-            .and_then(|mut stmt| stmt.execute(params![seq, at_text(at), at.timestamp_millis(), event.kind(), body]))
-            .map_err(|e| self.sql_err(e))?;
-        self.next_seq += 1;
-        Ok(seq)
-    }
-
-    /// Saves the whole room as of event `seq`.
-    pub fn snapshot(&mut self, seq: i64, room: &Room) -> Result<(), StoreError> {
-        let json = serde_json::to_string(room).map_err(|e| StoreError::Format { path: self.path.display().to_string(), message: e.to_string() })?;
-        let at = room.now().map(at_text).unwrap_or_default();
-        self.conn
-            .execute("INSERT OR REPLACE INTO snapshots (seq, at, room) VALUES (?1, ?2, ?3)", params![seq, at, json])
-            .map_err(|e| self.sql_err(e))?;
-        // Only the newest snapshot is ever read, and the log rebuilds any
-        // other; keeping every one grew a simulated month's log by gigabytes
-        // (the room holds every job it has seen). The one before stays too.
-        self.conn
-            .execute("DELETE FROM snapshots WHERE seq < (SELECT MIN(seq) FROM (SELECT seq FROM snapshots ORDER BY seq DESC LIMIT 2))", [])
-            .map_err(|e| self.sql_err(e))?;
-        Ok(())
-    }
-
-    /// When the first event happened, if there is one.
-    pub fn first_event_at(&self) -> Result<Option<At>, StoreError> {
-        let text: Option<String> =
-            self.conn.query_row("SELECT at FROM events ORDER BY seq LIMIT 1", [], |r| r.get(0)).optional().map_err(|e| self.sql_err(e))?;
-        text.map(|t| {
-            chrono::DateTime::parse_from_rfc3339(&t)
-                .map(|at| at.to_utc())
-                .map_err(|e| StoreError::Format { path: self.path.display().to_string(), message: format!("first event time {t:?}: {e}") })
-        })
-        .transpose()
-    }
-
-    pub fn event_count(&self) -> Result<i64, StoreError> {
-        self.conn.query_row("SELECT COUNT(*) FROM events", [], |r| r.get(0)).map_err(|e| self.sql_err(e))
-    }
-
-    /// The latest snapshot and the sequence number it covers.
-    pub fn latest_snapshot(&self) -> Result<Option<(i64, Room)>, StoreError> {
-        let row: Option<(i64, String)> = self
-            .conn
-            .query_row("SELECT seq, room FROM snapshots ORDER BY seq DESC LIMIT 1", [], |r| Ok((r.get(0)?, r.get(1)?)))
-            .optional()
-            .map_err(|e| self.sql_err(e))?;
-        row.map(|(seq, json)| {
-            serde_json::from_str(&json)
-                .map(|room| (seq, room))
-                .map_err(|e| StoreError::Format { path: self.path.display().to_string(), message: format!("snapshot {seq}: {e}") })
-        })
-        .transpose()
-    }
-
-    /// Calls `f` for every event after `after_seq`, in order, reading in pages.
-    pub fn for_each_event(&self, after_seq: i64, f: impl FnMut(i64, At, Event)) -> Result<u64, StoreError> {
-        self.each_event("SELECT seq, at, body FROM events WHERE seq > ?1 ORDER BY seq", params![after_seq], f)
-    }
-
-    /// Calls `f` for every event of these kinds (`Event::kind`), in order;
-    /// the others are not read.
-    pub fn for_each_event_of_kinds(&self, kinds: &[&str], f: impl FnMut(i64, At, Event)) -> Result<u64, StoreError> {
-        let kinds = serde_json::to_string(kinds).unwrap_or_else(|_| "[]".into());
-        self.each_event("SELECT seq, at, body FROM events WHERE kind IN (SELECT value FROM json_each(?1)) ORDER BY seq", params![kinds], f)
-    }
-
-    /// The time of the last event before `until` (of all, when `None`).
-    pub fn last_event_before(&self, until: Option<At>) -> Result<Option<At>, StoreError> {
-        let until_ms = until.map(|u| u.timestamp_millis());
-        let text: Option<String> = self
-            .conn
-            .query_row("SELECT at FROM events WHERE ?1 IS NULL OR at_ms < ?1 ORDER BY seq DESC LIMIT 1", params![until_ms], |row| row.get(0))
-            .optional()
-            .map_err(|e| self.sql_err(e))?;
-        text.map(|t| chrono::DateTime::parse_from_rfc3339(&t).map(|a| a.to_utc()).map_err(|e| StoreError::Format { path: self.path.display().to_string(), message: format!("time {t:?}: {e}") }))
-            .transpose()
-    }
-
-    fn each_event(&self, sql: &str, args: impl rusqlite::Params, mut f: impl FnMut(i64, At, Event)) -> Result<u64, StoreError> {
-        let path = self.path.display().to_string();
-        let mut stmt = self.conn.prepare(sql).map_err(|e| self.sql_err(e))?;
-        let mut rows = stmt.query(args).map_err(|e| Self::wrap(&self.path, e))?;
-        let mut count = 0;
-        while let Some(row) = rows.next().map_err(|e| Self::wrap(&self.path, e))? {
-            let seq: i64 = row.get(0).map_err(|e| Self::wrap(&self.path, e))?;
-            let at: String = row.get(1).map_err(|e| Self::wrap(&self.path, e))?;
-            let body: String = row.get(2).map_err(|e| Self::wrap(&self.path, e))?;
-            let at = chrono::DateTime::parse_from_rfc3339(&at)
-                .map_err(|e| StoreError::BadEvent { path: path.clone(), seq, message: format!("time {at:?}: {e}") })?
-                .to_utc();
-            let event: Event =
-                serde_json::from_str(&body).map_err(|e| StoreError::BadEvent { path: path.clone(), seq, message: format!("body: {e}") })?;
-            f(seq, at, event);
-            count += 1;
-        }
-        Ok(count)
     }
 }
 

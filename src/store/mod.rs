@@ -2,6 +2,8 @@
 //!
 //! * `events` — the append-only event log. Each event is written before it
 //!   is applied; replaying the log into a fresh `Room` rebuilds the state.
+//!   Telemetry, nearly all of a log's bytes, is kept as compact binary
+//!   frames, every other event as JSON (see `events`, `frames`).
 //! * `snapshots` — the whole `Room` every so often (the newest two kept), so
 //!   a replay can start from the latest one instead of the beginning.
 //! * `meta` — the `RoomConfig` the run started with and what produced it.
@@ -33,10 +35,12 @@
 pub mod audit;
 pub mod commands;
 mod db;
+mod events;
 pub mod file;
 pub mod inbox;
 pub mod lease;
 pub mod ledger;
+mod frames;
 mod schema;
 
 pub use commands::{Attached, CommandRow, CommandState, PendingCommand, Published};

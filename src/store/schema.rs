@@ -8,11 +8,14 @@
 /// 5 gave each command its inbox ticket and let only the engine's moves
 /// through (`COMMANDS_GUARDS`); a version-4 log is brought up to it when
 /// resumed (`MIGRATE_4_TO_5`).
-pub(super) const SCHEMA_VERSION: i64 = 5;
+/// 6 keeps telemetry as binary frames in `events.packed` (see `frames`); an
+/// older log is read as it is, and resumed with the column added
+/// (`MIGRATE_5_TO_6`), its older telemetry left as JSON.
+pub(super) const SCHEMA_VERSION: i64 = 6;
 
 /// The event log itself: the run's metadata, events and snapshots.
 pub(super) const LOG: &str = "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE events (seq INTEGER PRIMARY KEY, at TEXT NOT NULL, at_ms INTEGER NOT NULL, kind TEXT NOT NULL, body TEXT NOT NULL);
+CREATE TABLE events (seq INTEGER PRIMARY KEY, at TEXT NOT NULL, at_ms INTEGER NOT NULL, kind TEXT NOT NULL, body TEXT NOT NULL, packed BLOB);
 CREATE TABLE snapshots (seq INTEGER PRIMARY KEY, at TEXT NOT NULL, room TEXT NOT NULL);";
 
 const LEDGER_COLUMNS: &str = "(
@@ -95,6 +98,11 @@ pub(super) const MIGRATE_4_TO_5: &str = "
 ALTER TABLE commands ADD COLUMN ticket TEXT;
 CREATE UNIQUE INDEX IF NOT EXISTS commands_ticket ON commands (ticket);
 UPDATE meta SET value = '5' WHERE key = 'schema_version';";
+
+/// A version-5 log resumed by this version: telemetry from now on as frames.
+pub(super) const MIGRATE_5_TO_6: &str = "
+ALTER TABLE events ADD COLUMN packed BLOB;
+UPDATE meta SET value = '6' WHERE key = 'schema_version';";
 
 /// Logs from before version 4, opened read-only: empty temporary tables.
 pub(super) const LEGACY_COMMANDS: &str = "
