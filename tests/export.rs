@@ -113,7 +113,7 @@ fn the_ledger_is_append_only() {
     drop(Store::create(&path, &meta).unwrap());
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute(
-        "INSERT INTO ledger (start, start_ms, end, kind, node, node_name, billing, instance_type, zone, amount, list_amount, quantity) VALUES ('a', 0, 'b', 'idle', 1, 'n01', 'spot', 'x', 'z', 5, 5, 1)",
+        "INSERT INTO ledger (start, start_ms, end, kind, node, node_name, tenant, project, env, model, billing, instance_type, zone, amount, list_amount, quantity) VALUES ('a', 0, 'b', 'compute', 1, 'n01', 't', 'p', 'e', 'm', 'spot', 'x', 'z', 5, 5, 1)",
         [],
     )
     .unwrap();
@@ -121,4 +121,62 @@ fn the_ledger_is_append_only() {
     assert!(err.to_string().contains("append-only"), "{err}");
     let err = conn.execute("DELETE FROM ledger", []).unwrap_err();
     assert!(err.to_string().contains("append-only"), "{err}");
+    // Nor may the tables behind the view be rewritten.
+    for table in ["ledger_rows", "ledger_kinds", "ledger_places", "ledger_owners"] {
+        let err = conn.execute(&format!("DELETE FROM {table}"), []).unwrap_err();
+        assert!(err.to_string().contains("append-only"), "{table}: {err}");
+        let err = conn.execute(&format!("UPDATE {table} SET id = id + 100"), []).unwrap_err();
+        assert!(err.to_string().contains("append-only"), "{table}: {err}");
+    }
+    let (start, end): (String, String) = conn.query_row("SELECT start, end FROM ledger", [], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+    assert_eq!((start.as_str(), end.as_str()), ("a", "b"), "a hand-written line reads back as written");
+}
+
+#[test]
+fn ledger_lines_read_back_exactly_as_written() {
+    use gpuroom::domain::cluster::BillingMode;
+    use gpuroom::domain::ids::{JobId, NodeId, TenantId};
+    use gpuroom::domain::job::Tags;
+    use gpuroom::domain::ledger::LedgerLine;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.db");
+    let meta = RunMeta { room_config: RoomConfig::default(), source: "t".into(), created_with: "t".into(), world: None };
+    let mut store = Store::create(&path, &meta).unwrap();
+    let at = |text: &str| chrono::DateTime::parse_from_rfc3339(text).unwrap().to_utc();
+    let line = |start: &str, end: &str, kind, tags: Option<(&str, &str)>, node: u32, billing| LedgerLine {
+        start: at(start),
+        end: at(end),
+        kind,
+        node: NodeId(node),
+        node_name: format!("n{node:03}"),
+        unit: (kind == LineKind::Compute).then_some(3),
+        job: tags.map(|_| JobId(u64::from(node) * 1_000_000_007)),
+        tags: tags.map(|(tenant, model)| Tags { tenant: TenantId(tenant.into()), project: "p".into(), env: "prod".into(), model: model.into() }),
+        billing,
+        instance_type: "p3.16xlarge".into(),
+        zone: "us-west-2c".into(),
+        amount: Micros(-5 + i64::from(node)),
+        list_amount: Micros(i64::MAX),
+        quantity: 3_600_000,
+    };
+    // Whole seconds (kept as milliseconds, up to the year 9999), fractions
+    // down to the nanosecond and times before 1970 (kept as text), the same
+    // words again (filed once) and new ones.
+    let lines = vec![
+        line("2020-01-06T13:00:00Z", "2020-01-06T14:00:00Z", LineKind::Compute, Some(("nlp", "bert")), 1, BillingMode::Spot),
+        line("2020-01-06T13:00:00.25Z", "2020-01-06T13:59:59.123456789Z", LineKind::Idle, None, 1, BillingMode::Spot),
+        line("1969-12-31T23:59:59Z", "1970-01-01T00:00:01Z", LineKind::Storage, Some(("nlp", "bert")), 2, BillingMode::OnDemand),
+        line("2020-01-06T13:00:00Z", "9999-12-31T23:59:59Z", LineKind::Compute, Some(("vision", "vit")), 1, BillingMode::Reserved),
+        line("2020-01-06T14:00:00Z", "2020-01-06T15:00:00Z", LineKind::Compute, Some(("nlp", "bert")), 1, BillingMode::Spot),
+    ];
+    store.append_ledger(&lines).unwrap();
+    drop(store);
+    let store = Store::open_read_only(&path).unwrap();
+    let back = store.ledger_lines(chrono::DateTime::<chrono::Utc>::MIN_UTC, chrono::DateTime::<chrono::Utc>::MAX_UTC).unwrap();
+    assert_eq!(back, lines);
+    let conn = rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+    let count = |sql: &str| -> i64 { conn.query_row(sql, [], |r| r.get(0)).unwrap() };
+    assert_eq!(count("SELECT COUNT(*) FROM ledger_places"), 3, "one place per node and price");
+    assert_eq!(count("SELECT COUNT(*) FROM ledger_owners"), 2);
+    assert_eq!(count("SELECT COUNT(*) FROM ledger_rows WHERE start_text IS NULL AND end_text IS NULL"), 3);
 }

@@ -166,6 +166,13 @@ fn a_version_5_log_is_read_as_it_is_and_resumed_as_version_6() {
         assert_eq!(applied, 825);
         (events_after(&store, 0), room.view())
     };
+    let ledger = |path: &Path| {
+        let store = Store::open_read_only(path).unwrap();
+        let (from, to) = (chrono::DateTime::<chrono::Utc>::MIN_UTC, chrono::DateTime::<chrono::Utc>::MAX_UTC);
+        (store.ledger_lines(from, to).unwrap(), store.ledger_total().unwrap(), store.ledger_rollup(gpuroom::store::ledger::Level::Model, from, to).unwrap())
+    };
+    let ledger_before = ledger(&path);
+    assert_eq!(ledger_before.0.len(), 235);
     assert_eq!(version(&path), "5", "reading wrote nothing");
     assert_eq!(std::fs::read(&path).unwrap(), std::fs::read(V5_LOG).unwrap(), "reading changed no byte");
 
@@ -192,6 +199,7 @@ fn a_version_5_log_is_read_as_it_is_and_resumed_as_version_6() {
     let after = events_after(&store, 0);
     assert_eq!(after[..before.len()], before[..], "the version-5 events read the same");
     assert_eq!(after.len(), before.len() + 130);
+    assert_eq!(ledger(&path), ledger_before, "the ledger's lines moved into the schema-6 tables as they were");
     for ((_, old), (_, new)) in telemetry.iter().zip(&after[before.len()..]) {
         assert_eq!(old.split_once(' ').unwrap().1, new.split_once(' ').unwrap().1);
     }

@@ -86,6 +86,8 @@ pub struct Store {
     /// Whether telemetry is kept as frames (`events.packed`, schema 6 on).
     pub(super) packs_telemetry: bool,
     pub(super) frames: FrameBases,
+    /// The ledger's repeated words and the numbers they are filed under.
+    pub(super) ledger_words: std::collections::HashMap<String, i64>,
 }
 
 pub(super) fn at_text(at: At) -> String {
@@ -169,6 +171,7 @@ impl Store {
             note: None,
             packs_telemetry: false,
             frames: FrameBases::default(),
+            ledger_words: Default::default(),
         }
     }
 
@@ -242,10 +245,10 @@ impl Store {
         store.check_integrity()?;
         match version {
             schema::SCHEMA_VERSION => {}
-            5 => store.conn.execute_batch(&format!("BEGIN IMMEDIATE; {} COMMIT;", schema::MIGRATE_5_TO_6)).map_err(|e| store.sql_err(e))?,
+            5 => store.conn.execute_batch(&format!("BEGIN IMMEDIATE; {} COMMIT;", schema::migrate_5_to_6())).map_err(|e| store.sql_err(e))?,
             4 => store
                 .conn
-                .execute_batch(&format!("BEGIN IMMEDIATE; {} {} COMMIT;", schema::MIGRATE_4_TO_5, schema::MIGRATE_5_TO_6))
+                .execute_batch(&format!("BEGIN IMMEDIATE; {} {} COMMIT;", schema::MIGRATE_4_TO_5, schema::migrate_5_to_6()))
                 .map_err(|e| store.sql_err(e))?,
             other => {
                 return Err(StoreError::Format {
@@ -355,7 +358,9 @@ impl Store {
                 self.in_tx = false;
                 // Their files stay in the inbox: the next batch takes them again.
                 self.taken.clear();
+                // Nor did anything the batch filed.
                 self.frames.rolled_back();
+                self.ledger_words.clear();
                 return Err(self.sql_err(e));
             }
             self.in_tx = false;

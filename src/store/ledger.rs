@@ -1,10 +1,13 @@
-//! The ledger table: append-only cost lines, one per GPU (or service) per
-//! job per charge period, as the `Room` closes them. Triggers refuse UPDATE
-//! and DELETE, so a line once written stays as written.
+//! The ledger: append-only cost lines, one per GPU (or service) per job per
+//! charge period, as the `Room` closes them. Read through the `ledger` view;
+//! written as narrow rows naming their repeated words by number (see
+//! `schema`). Triggers refuse UPDATE and DELETE, so a line once written
+//! stays as written.
 //!
 //! Owns the ledger's SQL: appending, reading a month back, and roll-ups by
 //! attribution level. Knows nothing of export formats.
 
+use chrono::Datelike;
 use rusqlite::params;
 
 use super::db::{at_text, Store, StoreError};
@@ -45,37 +48,62 @@ fn billing_label(mode: BillingMode) -> &'static str {
     }
 }
 
+/// A repeated word of a ledger line, filed in its own table (see `schema`).
+enum Word<'a> {
+    Kind(&'a str),
+    Place(u32, &'a str, &'a str, &'a str, &'a str),
+    Owner([&'a str; 4]),
+}
+
+impl Word<'_> {
+    fn key(&self) -> String {
+        match self {
+            Word::Kind(label) => format!("k\u{1f}{label}"),
+            Word::Place(node, name, billing, instance_type, zone) => format!("p\u{1f}{node}\u{1f}{name}\u{1f}{billing}\u{1f}{instance_type}\u{1f}{zone}"),
+            Word::Owner(words) => format!("o\u{1f}{}", words.join("\u{1f}")),
+        }
+    }
+}
+
+/// A time of whole seconds in years the `ledger` view can write back
+/// exactly from its milliseconds is kept as those alone; any other, as text.
+fn text_unless_whole_seconds(at: At) -> Option<String> {
+    let whole = at.timestamp_subsec_nanos() == 0 && (1970..=9999).contains(&at.year());
+    (!whole).then(|| at_text(at))
+}
+
 fn billing_of(text: &str) -> Option<BillingMode> {
     [BillingMode::OnDemand, BillingMode::Reserved, BillingMode::Spot].into_iter().find(|m| billing_label(*m) == text)
 }
 
 impl Store {
-    /// Appends closed lines (inside the open transaction, if any).
+    /// Appends closed lines (inside the open transaction, if any). A log
+    /// from before schema 6 is never written (it is migrated when resumed).
     pub fn append_ledger(&mut self, lines: &[LedgerLine]) -> Result<(), StoreError> {
         for l in lines {
-            let tags = l.tags.as_ref();
+            let kind = self.ledger_word(Word::Kind(l.kind.label()))?;
+            let place = self.ledger_word(Word::Place(l.node.0, &l.node_name, billing_label(l.billing), &l.instance_type, &l.zone))?;
+            let owner = match &l.tags {
+                Some(t) => Some(self.ledger_word(Word::Owner([t.tenant.0.as_str(), &t.project, &t.env, &t.model]))?),
+                None => None,
+            };
+            let (start_ms, end_ms) = (l.start.timestamp_millis(), l.end.timestamp_millis());
             self.conn
                 .prepare_cached(
-                    "INSERT INTO ledger (start, start_ms, end, kind, node, node_name, unit, job, tenant, project, env, model, billing, instance_type, zone, amount, list_amount, quantity)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+                    "INSERT INTO ledger_rows (start_ms, start_text, span_ms, end_text, kind, place, unit, job, owner, amount, list_amount, quantity)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
                 )
                 .and_then(|mut stmt| {
                     stmt.execute(params![
-                        at_text(l.start),
-                        l.start.timestamp_millis(),
-                        at_text(l.end),
-                        l.kind.label(),
-                        l.node.0,
-                        l.node_name,
+                        start_ms,
+                        text_unless_whole_seconds(l.start),
+                        end_ms - start_ms,
+                        text_unless_whole_seconds(l.end),
+                        kind,
+                        place,
                         l.unit,
                         l.job.map(|j| j.0 as i64),
-                        tags.map(|t| t.tenant.0.as_str()),
-                        tags.map(|t| t.project.as_str()),
-                        tags.map(|t| t.env.as_str()),
-                        tags.map(|t| t.model.as_str()),
-                        billing_label(l.billing),
-                        l.instance_type,
-                        l.zone,
+                        owner,
                         l.amount.0,
                         l.list_amount.0,
                         l.quantity,
@@ -84,6 +112,36 @@ impl Store {
                 .map_err(|e| self.sql_err(e))?;
         }
         Ok(())
+    }
+
+    /// The number a repeated word of the ledger is filed under, filed now
+    /// if it is new (remembered, so a line costs no lookup in the file).
+    fn ledger_word(&mut self, word: Word) -> Result<i64, StoreError> {
+        let key = word.key();
+        if let Some(&id) = self.ledger_words.get(&key) {
+            return Ok(id);
+        }
+        let (insert, find, args): (&str, &str, Vec<&dyn rusqlite::ToSql>) = match &word {
+            Word::Kind(label) => ("INSERT OR IGNORE INTO ledger_kinds (label) VALUES (?1)", "SELECT id FROM ledger_kinds WHERE label = ?1", vec![label]),
+            Word::Place(node, name, billing, instance_type, zone) => (
+                "INSERT OR IGNORE INTO ledger_places (node, node_name, billing, instance_type, zone) VALUES (?1, ?2, ?3, ?4, ?5)",
+                "SELECT id FROM ledger_places WHERE node = ?1 AND node_name = ?2 AND billing = ?3 AND instance_type = ?4 AND zone = ?5",
+                vec![node, name, billing, instance_type, zone],
+            ),
+            Word::Owner([tenant, project, env, model]) => (
+                "INSERT OR IGNORE INTO ledger_owners (tenant, project, env, model) VALUES (?1, ?2, ?3, ?4)",
+                "SELECT id FROM ledger_owners WHERE tenant = ?1 AND project = ?2 AND env = ?3 AND model = ?4",
+                vec![tenant, project, env, model],
+            ),
+        };
+        let id = self
+            .conn
+            .prepare_cached(insert)
+            .and_then(|mut stmt| stmt.execute(args.as_slice()))
+            .and_then(|_| self.conn.prepare_cached(find)?.query_row(args.as_slice(), |r| r.get(0)))
+            .map_err(|e| self.sql_err(e))?;
+        self.ledger_words.insert(key, id);
+        Ok(id)
     }
 
     /// Lines whose period starts in `[from, to)`, in order.

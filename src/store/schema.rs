@@ -9,8 +9,9 @@
 /// through (`COMMANDS_GUARDS`); a version-4 log is brought up to it when
 /// resumed (`MIGRATE_4_TO_5`).
 /// 6 keeps telemetry as binary frames in `events.packed` (see `frames`); an
-/// older log is read as it is, and resumed with the column added
-/// (`MIGRATE_5_TO_6`), its older telemetry left as JSON.
+/// and its ledger as lines naming their repeated words by number (`ledger`);
+/// an older log is read as it is, and resumed brought up to it
+/// (`migrate_5_to_6`), its older telemetry left as JSON.
 pub(super) const SCHEMA_VERSION: i64 = 6;
 
 /// The event log itself: the run's metadata, events and snapshots.
@@ -26,12 +27,91 @@ const LEDGER_COLUMNS: &str = "(
     billing TEXT NOT NULL, instance_type TEXT NOT NULL, zone TEXT NOT NULL,
     amount INTEGER NOT NULL, list_amount INTEGER NOT NULL, quantity INTEGER NOT NULL)";
 
+/// The ledger from schema 6: each line's repeated words (its kind, where it
+/// ran and at what price, whom it is charged to) kept once in a small table
+/// and named by number, and a time that is whole seconds kept only as its
+/// milliseconds. The `ledger` view shows the lines with every column of the
+/// version-5 table, so every reader reads it as it did; inserting into it
+/// (the migration, a hand-written line) files the words, and the engine
+/// files them itself (`Store::append_ledger`). A month of the 1,000-GPU
+/// cluster's lines took 211 MB as one wide table.
+const LEDGER_TABLES: &str = "
+CREATE TABLE IF NOT EXISTS ledger_kinds (id INTEGER PRIMARY KEY, label TEXT NOT NULL UNIQUE);
+CREATE TABLE IF NOT EXISTS ledger_places (
+    id INTEGER PRIMARY KEY, node INTEGER NOT NULL, node_name TEXT NOT NULL,
+    billing TEXT NOT NULL, instance_type TEXT NOT NULL, zone TEXT NOT NULL,
+    UNIQUE (node, node_name, billing, instance_type, zone));
+CREATE TABLE IF NOT EXISTS ledger_owners (id INTEGER PRIMARY KEY, tenant TEXT, project TEXT, env TEXT, model TEXT, UNIQUE (tenant, project, env, model));
+CREATE TABLE IF NOT EXISTS ledger_rows (
+    id INTEGER PRIMARY KEY,
+    start_ms INTEGER NOT NULL, start_text TEXT, span_ms INTEGER NOT NULL, end_text TEXT,
+    kind INTEGER NOT NULL, place INTEGER NOT NULL, unit INTEGER, job INTEGER, owner INTEGER,
+    amount INTEGER NOT NULL, list_amount INTEGER NOT NULL, quantity INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS ledger_rows_start ON ledger_rows (start_ms);
+CREATE VIEW IF NOT EXISTS ledger AS SELECT
+    r.id AS id,
+    COALESCE(r.start_text, strftime('%Y-%m-%dT%H:%M:%SZ', r.start_ms / 1000, 'unixepoch')) AS start,
+    r.start_ms AS start_ms,
+    COALESCE(r.end_text, strftime('%Y-%m-%dT%H:%M:%SZ', (r.start_ms + r.span_ms) / 1000, 'unixepoch')) AS end,
+    k.label AS kind, p.node AS node, p.node_name AS node_name, r.unit AS unit, r.job AS job,
+    o.tenant AS tenant, o.project AS project, o.env AS env, o.model AS model,
+    p.billing AS billing, p.instance_type AS instance_type, p.zone AS zone,
+    r.amount AS amount, r.list_amount AS list_amount, r.quantity AS quantity
+    FROM ledger_rows r
+    LEFT JOIN ledger_kinds k ON k.id = r.kind
+    LEFT JOIN ledger_places p ON p.id = r.place
+    LEFT JOIN ledger_owners o ON o.id = r.owner;
+CREATE TRIGGER IF NOT EXISTS ledger_insert INSTEAD OF INSERT ON ledger BEGIN
+    INSERT OR IGNORE INTO ledger_kinds (label) VALUES (NEW.kind);
+    INSERT OR IGNORE INTO ledger_places (node, node_name, billing, instance_type, zone) VALUES (NEW.node, NEW.node_name, NEW.billing, NEW.instance_type, NEW.zone);
+    INSERT INTO ledger_owners (tenant, project, env, model)
+        SELECT NEW.tenant, NEW.project, NEW.env, NEW.model
+        WHERE NOT (NEW.tenant IS NULL AND NEW.project IS NULL AND NEW.env IS NULL AND NEW.model IS NULL)
+          AND NOT EXISTS (SELECT 1 FROM ledger_owners WHERE tenant IS NEW.tenant AND project IS NEW.project AND env IS NEW.env AND model IS NEW.model);
+    INSERT INTO ledger_rows (id, start_ms, start_text, span_ms, end_text, kind, place, unit, job, owner, amount, list_amount, quantity) VALUES (
+        NEW.id, NEW.start_ms, NEW.start, 0, NEW.end,
+        (SELECT id FROM ledger_kinds WHERE label = NEW.kind),
+        (SELECT id FROM ledger_places WHERE node = NEW.node AND node_name = NEW.node_name AND billing = NEW.billing AND instance_type = NEW.instance_type AND zone = NEW.zone),
+        NEW.unit, NEW.job,
+        (SELECT id FROM ledger_owners WHERE tenant IS NEW.tenant AND project IS NEW.project AND env IS NEW.env AND model IS NEW.model),
+        NEW.amount, NEW.list_amount, NEW.quantity);
+END;
+CREATE TRIGGER IF NOT EXISTS ledger_no_update INSTEAD OF UPDATE ON ledger BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS ledger_no_delete INSTEAD OF DELETE ON ledger BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;";
+
+/// Each of the ledger's tables refuses UPDATE and DELETE.
+fn ledger_guards() -> String {
+    ["ledger_kinds", "ledger_places", "ledger_owners", "ledger_rows"]
+        .iter()
+        .map(|t| {
+            format!(
+                "CREATE TRIGGER IF NOT EXISTS {t}_no_update BEFORE UPDATE ON {t} BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;
+                 CREATE TRIGGER IF NOT EXISTS {t}_no_delete BEFORE DELETE ON {t} BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;"
+            )
+        })
+        .collect()
+}
+
 pub(super) fn ledger() -> String {
+    format!("{LEDGER_TABLES}\n{}", ledger_guards())
+}
+
+/// A version-5 log resumed by this version: telemetry from now on as frames,
+/// and the ledger's lines moved, as they are, into the schema-6 tables.
+pub(super) fn migrate_5_to_6() -> String {
     format!(
-        "CREATE TABLE IF NOT EXISTS ledger {LEDGER_COLUMNS};
-         CREATE INDEX IF NOT EXISTS ledger_start ON ledger (start_ms);
-         CREATE TRIGGER IF NOT EXISTS ledger_no_update BEFORE UPDATE ON ledger BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;
-         CREATE TRIGGER IF NOT EXISTS ledger_no_delete BEFORE DELETE ON ledger BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;"
+        "ALTER TABLE events ADD COLUMN packed BLOB;
+         DROP TRIGGER IF EXISTS ledger_no_update;
+         DROP TRIGGER IF EXISTS ledger_no_delete;
+         DROP INDEX IF EXISTS ledger_start;
+         ALTER TABLE ledger RENAME TO ledger_v5;
+         {}
+         INSERT INTO ledger (id, start, start_ms, end, kind, node, node_name, unit, job, tenant, project, env, model, billing, instance_type, zone, amount, list_amount, quantity)
+             SELECT id, start, start_ms, end, kind, node, node_name, unit, job, tenant, project, env, model, billing, instance_type, zone, amount, list_amount, quantity
+             FROM ledger_v5 ORDER BY id;
+         DROP TABLE ledger_v5;
+         UPDATE meta SET value = '6' WHERE key = 'schema_version';",
+        ledger()
     )
 }
 
@@ -99,10 +179,6 @@ ALTER TABLE commands ADD COLUMN ticket TEXT;
 CREATE UNIQUE INDEX IF NOT EXISTS commands_ticket ON commands (ticket);
 UPDATE meta SET value = '5' WHERE key = 'schema_version';";
 
-/// A version-5 log resumed by this version: telemetry from now on as frames.
-pub(super) const MIGRATE_5_TO_6: &str = "
-ALTER TABLE events ADD COLUMN packed BLOB;
-UPDATE meta SET value = '6' WHERE key = 'schema_version';";
 
 /// Logs from before version 4, opened read-only: empty temporary tables.
 pub(super) const LEGACY_COMMANDS: &str = "
