@@ -50,6 +50,17 @@ fn replaying_the_log_rebuilds_the_identical_state_and_view() {
     assert!(tail < applied, "the snapshot shortened the replay ({tail} of {applied})");
     assert_eq!(from_snapshot.view(), live_view);
     assert_eq!(from_snapshot, live);
+
+    // Snapshots are deflated JSON; one a version-5 log wrote as JSON text reads too.
+    let kind: String = conn.query_row("SELECT typeof(room) FROM snapshots ORDER BY seq DESC LIMIT 1", [], |r| r.get(0)).unwrap();
+    assert_eq!(kind, "blob");
+    drop((conn, store));
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute("INSERT INTO snapshots (seq, at, room) VALUES (?1, 'x', ?2)", rusqlite::params![applied as i64, serde_json::to_string(&live).unwrap()])
+        .unwrap();
+    drop(conn);
+    let (from_text, tail) = replay(&Store::open_read_only(&path).unwrap(), true).unwrap();
+    assert_eq!((tail, from_text), (0, live));
 }
 
 #[test]
@@ -193,14 +204,19 @@ fn a_version_5_log_is_read_as_it_is_and_resumed_as_version_6() {
         for (at, e) in store_events.iter().filter(|(_, e)| e.kind() == "telemetry").take(130) {
             store.append(*at + later, e).unwrap();
         }
+        // A live source's time, to the nanosecond, is kept as it was.
+        let last = store_events.last().unwrap().0;
+        let live_time = last + later + chrono::TimeDelta::nanoseconds(123_456_789);
+        store.append(live_time, &gpuroom::domain::event::Event::Tick).unwrap();
         store.commit().unwrap();
     }
     let store = Store::open_read_only(&path).unwrap();
     let after = events_after(&store, 0);
     assert_eq!(after[..before.len()], before[..], "the version-5 events read the same");
-    assert_eq!(after.len(), before.len() + 130);
+    assert_eq!(after.len(), before.len() + 131);
+    assert!(after.last().unwrap().1.split_once(' ').unwrap().0.ends_with(".123456789+00:00"), "{:?}", after.last());
     assert_eq!(ledger(&path), ledger_before, "the ledger's lines moved into the schema-6 tables as they were");
-    for ((_, old), (_, new)) in telemetry.iter().zip(&after[before.len()..]) {
+    for ((_, old), (_, new)) in telemetry.iter().zip(&after[before.len()..before.len() + 130]) {
         assert_eq!(old.split_once(' ').unwrap().1, new.split_once(' ').unwrap().1);
     }
     let conn = rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();

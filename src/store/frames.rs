@@ -29,7 +29,7 @@ const DELTA: u8 = 2;
 
 /// A frame's utilization code: its raw bits follow.
 const UTIL_RAW: u64 = 0;
-/// Codes from here on are tenths of a percent, offset by this.
+/// Codes from here on are a change in tenths of a percent (zigzag), offset by this.
 const UTIL_TENTHS: u64 = 1;
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -48,6 +48,8 @@ pub struct Basis {
     /// Frames since the last key frame (0 for a key frame).
     pub since_key: u32,
     gpus: Vec<GpuSample>,
+    /// How far each GPU's memory moved in this frame (its trend).
+    mem_moves: Vec<i64>,
     /// Each job's last step and the step before it moved by.
     steps: HashMap<JobId, (u64, i64)>,
     progress: Vec<(JobId, u64)>,
@@ -63,10 +65,19 @@ impl Basis {
                 (job, (step, rate))
             })
             .collect();
+        let mem_moves = match previous {
+            Some(p) if same_gpus(&p.gpus, gpus) => gpus.iter().zip(&p.gpus).map(|(now, before)| i64::from(now.2 .0) - i64::from(before.2 .0)).collect(),
+            Some(p) => {
+                let slots = p.slots();
+                gpus.iter().map(|now| slots.get(&now.0).map_or(0, |&j| i64::from(now.2 .0) - i64::from(p.gpus[j].2 .0))).collect()
+            }
+            None => vec![0; gpus.len()],
+        };
         Basis {
             seq,
             since_key: if key { 0 } else { previous.map_or(0, |p| p.since_key + 1) },
             gpus: gpus.to_vec(),
+            mem_moves,
             steps,
             progress: progress.to_vec(),
         }
@@ -136,9 +147,33 @@ pub fn decode(base: Option<&Basis>, seq: i64, frame: &[u8]) -> Result<(Vec<GpuSa
 }
 
 // ---- GPUs: the list of GPUs, then runs of changed samples ----
+//
+// A run is consecutive samples that changed since the base and share one
+// value (a job's GPUs report alike): one byte for where it starts and how
+// long it is, the utilization as its change in tenths of a percent from the
+// base's first sample, and the memory as its miss from that sample's trend
+// (its last move repeated). Most runs take three or four bytes.
+
+/// Run lengths up to this fit the run's first byte with its gap.
+const SHORT_RUN: usize = 8;
+
+fn same_gpus(a: &[GpuSample], b: &[GpuSample]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.0 == y.0)
+}
+
+/// What a sample of this frame was in the base, and how far its memory moved
+/// then: `None` for a GPU new to the frame (coded against zero).
+fn before_each<'b>(base: Option<&'b Basis>, gpus: &[GpuSample], same_list: bool) -> Vec<Option<(&'b GpuSample, i64)>> {
+    let Some(b) = base else { return vec![None; gpus.len()] };
+    if same_list {
+        return b.gpus.iter().zip(&b.mem_moves).map(|(s, m)| Some((s, *m))).collect();
+    }
+    let slots = b.slots();
+    gpus.iter().map(|s| slots.get(&s.0).map(|&j| (&b.gpus[j], b.mem_moves[j]))).collect()
+}
 
 fn encode_gpus(w: &mut Vec<u8>, base: Option<&Basis>, gpus: &[GpuSample]) {
-    let same_list = base.is_some_and(|b| b.gpus.len() == gpus.len() && b.gpus.iter().zip(gpus).all(|(a, c)| a.0 == c.0));
+    let same_list = base.is_some_and(|b| same_gpus(&b.gpus, gpus));
     if same_list {
         w.push(0);
     } else {
@@ -151,16 +186,11 @@ fn encode_gpus(w: &mut Vec<u8>, base: Option<&Basis>, gpus: &[GpuSample]) {
             w.push(s.0.index);
         }
     }
-    // What each sample was in the base (none for a GPU new to this frame).
-    let slots = if same_list { HashMap::new() } else { base.map(Basis::slots).unwrap_or_default() };
-    let before = |i: usize, s: &GpuSample| -> Option<&GpuSample> {
-        let b = base?;
-        if same_list { b.gpus.get(i) } else { slots.get(&s.0).map(|&j| &b.gpus[j]) }
-    };
+    let before = before_each(base, gpus, same_list);
     // Runs of consecutive changed samples that share one value: (first, length).
     let mut runs: Vec<(usize, usize)> = Vec::new();
     for (i, s) in gpus.iter().enumerate() {
-        if before(i, s).is_some_and(|p| p.1.to_bits() == s.1.to_bits() && p.2 == s.2) {
+        if before[i].is_some_and(|(p, _)| same_value(p, s)) {
             continue;
         }
         match runs.last_mut() {
@@ -171,43 +201,59 @@ fn encode_gpus(w: &mut Vec<u8>, base: Option<&Basis>, gpus: &[GpuSample]) {
     put_varint(w, runs.len() as u64);
     let mut next = 0;
     for (first, len) in runs {
-        put_varint(w, (first - next) as u64);
-        put_varint(w, (len - 1) as u64);
+        let gap = (first - next) as u64;
+        put_varint(w, gap * SHORT_RUN as u64 + (len - 1).min(SHORT_RUN - 1) as u64);
+        if len >= SHORT_RUN {
+            put_varint(w, (len - SHORT_RUN) as u64);
+        }
         let s = &gpus[first];
-        put_util(w, s.1);
-        let mem_before = before(first, s).map_or(0, |p| p.2 .0);
-        put_varint(w, zigzag(i64::from(s.2 .0) - i64::from(mem_before)));
+        let (util_before, mem_predicted) = prediction(before[first]);
+        put_util(w, s.1, util_before);
+        put_varint(w, zigzag(i64::from(s.2 .0) - mem_predicted));
         next = first + len;
     }
 }
 
 fn decode_gpus(r: &mut Reader, base: Option<&Basis>) -> Result<Vec<GpuSample>, FrameError> {
-    let mut gpus: Vec<GpuSample> = match r.byte()? {
-        0 => base.ok_or(FrameError::Malformed("a key frame cannot repeat a GPU list"))?.gpus.clone(),
+    let (mut gpus, same_list): (Vec<GpuSample>, bool) = match r.byte()? {
+        0 => (base.ok_or(FrameError::Malformed("a key frame cannot repeat a GPU list"))?.gpus.clone(), true),
         1 => {
-            let slots = base.map(Basis::slots).unwrap_or_default();
             let n = r.count(2)?;
             let mut list = Vec::with_capacity(n);
             let mut node = 0i64;
             for _ in 0..n {
                 node += unzigzag(r.varint()?);
                 let node = u32::try_from(node).map_err(|_| FrameError::Malformed("node id out of range"))?;
-                let gpu = GpuRef { node: NodeId(node), index: r.byte()? };
-                let kept = base.and_then(|b| slots.get(&gpu).map(|&j| b.gpus[j].clone()));
-                list.push(kept.unwrap_or(GpuSample(gpu, 0.0, Mib(0))));
+                list.push(GpuSample(GpuRef { node: NodeId(node), index: r.byte()? }, 0.0, Mib(0)));
             }
-            list
+            (list, false)
         }
         _ => return Err(FrameError::Malformed("unknown GPU list form")),
     };
-    let runs = r.count(4)?;
+    let before = before_each(base, &gpus, same_list);
+    // A GPU the run does not touch keeps its value from the base.
+    if !same_list {
+        for (s, b) in gpus.iter_mut().zip(&before) {
+            if let Some((p, _)) = b {
+                s.1 = p.1;
+                s.2 = p.2;
+            }
+        }
+    }
+    let runs = r.count(3)?;
     let mut next = 0usize;
     for _ in 0..runs {
-        let first = next.checked_add(r.varint_usize()?).ok_or(FrameError::Malformed("run out of range"))?;
-        let len = r.varint_usize()?.checked_add(1).ok_or(FrameError::Malformed("run out of range"))?;
+        let head = r.varint()?;
+        let gap = usize::try_from(head / SHORT_RUN as u64).map_err(|_| FrameError::Malformed("run out of range"))?;
+        let mut len = (head % SHORT_RUN as u64) as usize + 1;
+        if len == SHORT_RUN {
+            len = len.checked_add(r.varint_usize()?).ok_or(FrameError::Malformed("run out of range"))?;
+        }
+        let first = next.checked_add(gap).ok_or(FrameError::Malformed("run out of range"))?;
         let end = first.checked_add(len).filter(|&end| end <= gpus.len()).ok_or(FrameError::Malformed("run past the last GPU"))?;
-        let util = r.util()?;
-        let mem = i64::from(gpus[first].2 .0) + unzigzag(r.varint()?);
+        let (util_before, mem_predicted) = prediction(before[first]);
+        let util = r.util(util_before)?;
+        let mem = mem_predicted.checked_add(unzigzag(r.varint()?)).ok_or(FrameError::Malformed("memory out of range"))?;
         let mem = Mib(u32::try_from(mem).map_err(|_| FrameError::Malformed("memory out of range"))?);
         for s in &mut gpus[first..end] {
             s.1 = util;
@@ -218,20 +264,36 @@ fn decode_gpus(r: &mut Reader, base: Option<&Basis>) -> Result<Vec<GpuSample>, F
     Ok(gpus)
 }
 
+/// What a changed sample is coded against: the base's utilization in
+/// tenths (0 where it was not whole tenths, or the GPU is new), and its
+/// memory moved once more as it last moved.
+fn prediction(before: Option<(&GpuSample, i64)>) -> (u64, i64) {
+    match before {
+        Some((p, moved)) => (exact_tenths(p.1).unwrap_or(0), i64::from(p.2 .0) + moved),
+        None => (0, 0),
+    }
+}
+
 fn same_value(a: &GpuSample, b: &GpuSample) -> bool {
     a.1.to_bits() == b.1.to_bits() && a.2 == b.2
 }
 
-/// Utilization as whole tenths of a percent where that is exact (what every
-/// source reports), its raw bits otherwise.
-fn put_util(w: &mut Vec<u8>, util: f32) {
-    let tenths = (f64::from(util) * 10.0).round();
-    if (0.0..=1e6).contains(&tenths) && tenths_to_util(tenths as u64).to_bits() == util.to_bits() {
-        put_varint(w, tenths as u64 + UTIL_TENTHS);
-    } else {
-        put_varint(w, UTIL_RAW);
-        w.extend_from_slice(&util.to_bits().to_le_bytes());
+/// Utilization as its change in whole tenths of a percent from `before`
+/// where that is exact (what every source reports), its raw bits otherwise.
+fn put_util(w: &mut Vec<u8>, util: f32, before: u64) {
+    match exact_tenths(util) {
+        Some(tenths) => put_varint(w, zigzag(tenths as i64 - before as i64) + UTIL_TENTHS),
+        None => {
+            put_varint(w, UTIL_RAW);
+            w.extend_from_slice(&util.to_bits().to_le_bytes());
+        }
     }
+}
+
+/// The utilization as whole tenths, when it is exactly that many.
+fn exact_tenths(util: f32) -> Option<u64> {
+    let tenths = (f64::from(util) * 10.0).round();
+    ((0.0..=1e6).contains(&tenths) && tenths_to_util(tenths as u64).to_bits() == util.to_bits()).then_some(tenths as u64)
 }
 
 fn tenths_to_util(tenths: u64) -> f32 {
@@ -424,13 +486,16 @@ impl Reader<'_> {
         Ok(n)
     }
 
-    fn util(&mut self) -> Result<f32, FrameError> {
+    fn util(&mut self, before: u64) -> Result<f32, FrameError> {
         match self.varint()? {
             UTIL_RAW => {
                 let raw = self.take(4)?;
                 Ok(f32::from_bits(u32::from_le_bytes([raw[0], raw[1], raw[2], raw[3]])))
             }
-            code => Ok(tenths_to_util(code - UTIL_TENTHS)),
+            code => {
+                let tenths = (before as i64).checked_add(unzigzag(code - UTIL_TENTHS)).filter(|t| (0..=1_000_000).contains(t));
+                Ok(tenths_to_util(tenths.ok_or(FrameError::Malformed("utilization out of range"))? as u64))
+            }
         }
     }
 }

@@ -9,7 +9,9 @@
 /// through (`COMMANDS_GUARDS`); a version-4 log is brought up to it when
 /// resumed (`MIGRATE_4_TO_5`).
 /// 6 keeps telemetry as binary frames in `events.packed` (see `frames`); an
-/// and its ledger as lines naming their repeated words by number (`ledger`);
+/// its ledger as lines naming their repeated words by number (`ledger`), and
+/// its snapshots as deflated JSON; an event at a whole millisecond has an
+/// empty `at` (its `at_ms` is exact);
 /// an older log is read as it is, and resumed brought up to it
 /// (`migrate_5_to_6`), its older telemetry left as JSON.
 pub(super) const SCHEMA_VERSION: i64 = 6;
