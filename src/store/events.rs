@@ -94,7 +94,8 @@ impl Store {
 
     /// Saves the whole room as of event `seq`: its JSON, deflated (from
     /// schema 6; an older log's snapshots are JSON text, read as such).
-    pub fn snapshot(&mut self, seq: i64, room: &Room) -> Result<(), StoreError> {
+    /// Returns the JSON's length, what the next one will cost to make.
+    pub fn snapshot(&mut self, seq: i64, room: &Room) -> Result<usize, StoreError> {
         let json = serde_json::to_vec(room).map_err(|e| self.format_err(e.to_string()))?;
         // Whole, not as serde writes it: deflating its many small writes one by one is slow.
         let mut deflated = flate2::write::ZlibEncoder::new(Vec::with_capacity(json.len() / 8), flate2::Compression::fast());
@@ -109,7 +110,7 @@ impl Store {
         self.conn
             .execute("DELETE FROM snapshots WHERE seq < (SELECT MIN(seq) FROM (SELECT seq FROM snapshots ORDER BY seq DESC LIMIT 2))", [])
             .map_err(|e| self.sql_err(e))?;
-        Ok(())
+        Ok(json.len())
     }
 
     /// When the first event happened, if there is one.
