@@ -50,20 +50,56 @@ pub struct Basis {
     gpus: Vec<GpuSample>,
     /// How far each GPU's memory moved in this frame (its trend).
     mem_moves: Vec<i64>,
-    /// Each job's last step and the step before it moved by.
-    steps: HashMap<JobId, (u64, i64)>,
-    progress: Vec<(JobId, u64)>,
+    progress: Vec<Progressed>,
+}
+
+/// A job's progress in a frame, and how far it moved since the frame before.
+#[derive(Clone, Debug)]
+struct Progressed {
+    job: JobId,
+    step: u64,
+    moved: i64,
+}
+
+impl Progressed {
+    /// The next step if the job keeps its pace.
+    fn predicted(&self) -> u64 {
+        self.step.wrapping_add(self.moved as u64)
+    }
+}
+
+/// For each job of `now`, the base's entry it continues, if any: the
+/// base's next one when it is the same job (nearly always), else the job's
+/// place further on in the base's list; none for a job new to the list or
+/// one that moved back in it. The edits a frame stores are this match, so
+/// encoder, decoder and the next basis all agree on it.
+fn match_jobs(before: &[Progressed], now: &[(JobId, u64)]) -> Vec<Option<usize>> {
+    let mut position: Option<HashMap<JobId, usize>> = None;
+    let mut cursor = 0usize;
+    now.iter()
+        .map(|(job, _)| {
+            let at = if before.get(cursor).is_some_and(|b| b.job == *job) {
+                Some(cursor)
+            } else {
+                let position = position.get_or_insert_with(|| before.iter().enumerate().map(|(i, b)| (b.job, i)).collect());
+                position.get(job).copied().filter(|&at| at >= cursor)
+            };
+            if let Some(at) = at {
+                cursor = at + 1;
+            }
+            at
+        })
+        .collect()
 }
 
 impl Basis {
     /// The basis after frame `seq` decoded (or encoded) to these values.
     pub fn after(previous: Option<&Basis>, seq: i64, key: bool, gpus: &[GpuSample], progress: &[(JobId, u64)]) -> Basis {
-        let steps = progress
-            .iter()
-            .map(|&(job, step)| {
-                let rate = previous.and_then(|p| p.steps.get(&job)).map_or(0, |&(before, _)| step.wrapping_sub(before) as i64);
-                (job, (step, rate))
-            })
+        let before = previous.map_or(&[][..], |p| &p.progress);
+        let progress = match_jobs(before, progress)
+            .into_iter()
+            .zip(progress)
+            .map(|(at, &(job, step))| Progressed { job, step, moved: at.map_or(0, |at| step.wrapping_sub(before[at].step) as i64) })
             .collect();
         let mem_moves = match previous {
             Some(p) if same_gpus(&p.gpus, gpus) => gpus.iter().zip(&p.gpus).map(|(now, before)| i64::from(now.2 .0) - i64::from(before.2 .0)).collect(),
@@ -78,8 +114,7 @@ impl Basis {
             since_key: if key { 0 } else { previous.map_or(0, |p| p.since_key + 1) },
             gpus: gpus.to_vec(),
             mem_moves,
-            steps,
-            progress: progress.to_vec(),
+            progress,
         }
     }
 
@@ -89,9 +124,6 @@ impl Basis {
         self.gpus.iter().enumerate().map(|(i, s)| (s.0, i)).collect()
     }
 
-    fn predicted(&self, job: JobId) -> Option<u64> {
-        self.steps.get(&job).map(|&(step, rate)| step.wrapping_add(rate as u64))
-    }
 }
 
 /// Whether the frame's header says it is a key frame, and if not, the
@@ -308,25 +340,24 @@ const SKIP: u64 = 1;
 const INSERT: u64 = 2;
 
 fn encode_progress(w: &mut Vec<u8>, base: Option<&Basis>, progress: &[(JobId, u64)]) {
-    let empty = Vec::new();
-    let before = base.map_or(&empty, |b| &b.progress);
-    let position: HashMap<JobId, usize> = before.iter().enumerate().map(|(i, (job, _))| (*job, i)).collect();
+    let before = base.map_or(&[][..], |b| &b.progress);
+    let matches = match_jobs(before, progress);
     let mut edits: Vec<(u64, u64)> = Vec::new();
     let mut push = |op: u64, n: u64| match edits.last_mut() {
         Some((last, count)) if *last == op && op != INSERT => *count += n,
         _ => edits.push((op, n)),
     };
     let mut cursor = 0usize;
-    for (job, _) in progress {
-        match position.get(job) {
-            Some(&at) if at >= cursor => {
+    for (&(job, _), at) in progress.iter().zip(&matches) {
+        match *at {
+            Some(at) => {
                 if at > cursor {
                     push(SKIP, (at - cursor) as u64);
                 }
                 push(COPY, 1);
                 cursor = at + 1;
             }
-            _ => push(INSERT, job.0),
+            None => push(INSERT, job.0),
         }
     }
     put_varint(w, edits.len() as u64);
@@ -339,13 +370,13 @@ fn encode_progress(w: &mut Vec<u8>, base: Option<&Basis>, progress: &[(JobId, u6
             put_varint(w, (n << 2) | op);
         }
     }
-    // Each step against its prediction (the last step plus the last rate):
+    // Each step against its prediction (the last step plus the last move):
     // misses of -1, 0 and +1 take two bits, others an escape and a varint.
     let mut bits = BitWriter::default();
     let mut escapes = Vec::new();
-    for &(job, step) in progress {
-        match base.and_then(|b| b.predicted(job)) {
-            Some(predicted) => match step.wrapping_sub(predicted) as i64 {
+    for (&(_, step), at) in progress.iter().zip(&matches) {
+        match at {
+            Some(at) => match step.wrapping_sub(before[*at].predicted()) as i64 {
                 0 => bits.push(0),
                 1 => bits.push(1),
                 -1 => bits.push(2),
@@ -362,10 +393,10 @@ fn encode_progress(w: &mut Vec<u8>, base: Option<&Basis>, progress: &[(JobId, u6
 }
 
 fn decode_progress(r: &mut Reader, base: Option<&Basis>) -> Result<Vec<(JobId, u64)>, FrameError> {
-    let empty = Vec::new();
-    let before = base.map_or(&empty, |b| &b.progress);
+    let before = base.map_or(&[][..], |b| &b.progress);
     let edits = r.count(1)?;
-    let mut jobs: Vec<JobId> = Vec::new();
+    // Each job, and the base's entry it continues.
+    let mut jobs: Vec<(JobId, Option<usize>)> = Vec::new();
     let mut cursor = 0usize;
     for _ in 0..edits {
         let edit = r.varint()?;
@@ -374,30 +405,32 @@ fn decode_progress(r: &mut Reader, base: Option<&Basis>) -> Result<Vec<(JobId, u
             COPY => {
                 let end = usize::try_from(n).ok().and_then(|n| cursor.checked_add(n)).filter(|&e| e <= before.len());
                 let end = end.ok_or(FrameError::Malformed("copies past the base's jobs"))?;
-                jobs.extend(before[cursor..end].iter().map(|(job, _)| *job));
+                jobs.extend((cursor..end).map(|at| (before[at].job, Some(at))));
                 cursor = end;
             }
             SKIP => {
                 let end = usize::try_from(n).ok().and_then(|n| cursor.checked_add(n)).filter(|&e| e <= before.len());
                 cursor = end.ok_or(FrameError::Malformed("skips past the base's jobs"))?;
             }
-            INSERT => jobs.push(JobId(r.varint()?)),
+            INSERT => jobs.push((JobId(r.varint()?), None)),
             _ => return Err(FrameError::Malformed("unknown progress edit")),
         }
     }
-    let predicted: Vec<Option<u64>> = jobs.iter().map(|job| base.and_then(|b| b.predicted(*job))).collect();
-    let coded = predicted.iter().filter(|p| p.is_some()).count();
+    let coded = jobs.iter().filter(|(_, at)| at.is_some()).count();
     let bit_bytes = r.take(coded.div_ceil(4))?.to_vec();
     let mut codes = (0..coded).map(|i| (bit_bytes[i / 4] >> ((i % 4) * 2)) & 3);
     let mut progress = Vec::with_capacity(jobs.len());
-    for (job, predicted) in jobs.into_iter().zip(predicted) {
-        let step = match predicted {
-            Some(p) => match codes.next() {
-                Some(0) => p,
-                Some(1) => p.wrapping_add(1),
-                Some(2) => p.wrapping_sub(1),
-                _ => p.wrapping_add(unzigzag(r.varint()?) as u64),
-            },
+    for (job, at) in jobs {
+        let step = match at {
+            Some(at) => {
+                let p = before[at].predicted();
+                match codes.next() {
+                    Some(0) => p,
+                    Some(1) => p.wrapping_add(1),
+                    Some(2) => p.wrapping_sub(1),
+                    _ => p.wrapping_add(unzigzag(r.varint()?) as u64),
+                }
+            }
             None => r.varint()?,
         };
         progress.push((job, step));
