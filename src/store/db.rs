@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::room::RoomConfig;
 use crate::domain::units::At;
 use super::file::{self, Access, FileError};
-use super::events::FrameBases;
+use super::frames::FrameBases;
 use super::schema;
 
 /// What started a recorded run.
@@ -150,7 +150,6 @@ impl Store {
     fn build(tmp: &Path, meta_json: &str, seed: &dyn Fn(&Connection) -> rusqlite::Result<()>) -> Result<(), StoreError> {
         let wrap = |e| Self::wrap(tmp, e);
         let conn = Connection::open_with_flags(tmp, OpenFlags::SQLITE_OPEN_READ_WRITE).map_err(wrap)?;
-        conn.pragma_update(None, "page_size", 16384).map_err(wrap)?;
         let tables = [schema::LOG.to_string(), schema::ledger(), schema::audit(), schema::LEASE.into(), schema::COMMANDS.into(), schema::COMMANDS_GUARDS.into()];
         conn.execute_batch(&format!("BEGIN; {}; COMMIT;", tables.join(";\n"))).map_err(wrap)?;
         conn.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?1), ('run', ?2)", params![schema::SCHEMA_VERSION.to_string(), meta_json])

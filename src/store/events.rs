@@ -13,37 +13,10 @@
 use rusqlite::{params, OptionalExtension};
 
 use super::db::{at_text, Store, StoreError};
-use super::frames::{self, Basis, FrameError, KEY_EVERY};
+use super::frames::{self, Basis, FrameError};
 use crate::domain::event::Event;
 use crate::domain::units::At;
 use crate::room::Room;
-
-/// What the next telemetry frame is coded against: the last frame committed,
-/// and the last one written in the open batch (which a rollback discards).
-#[derive(Default)]
-pub(super) struct FrameBases {
-    committed: Option<Basis>,
-    open: Option<Basis>,
-}
-
-impl FrameBases {
-    /// The base for the next frame, or none when it must be a key frame.
-    fn next(&self) -> Option<&Basis> {
-        self.open.as_ref().or(self.committed.as_ref()).filter(|b| b.since_key + 1 < KEY_EVERY)
-    }
-
-    /// The open batch is on disk: its last frame is the base from now on.
-    pub(super) fn committed(&mut self) {
-        if let Some(open) = self.open.take() {
-            self.committed = Some(open);
-        }
-    }
-
-    /// The open batch is gone: its frames never happened.
-    pub(super) fn rolled_back(&mut self) {
-        self.open = None;
-    }
-}
 
 impl Store {
     fn format_err(&self, message: String) -> StoreError {
@@ -83,7 +56,7 @@ impl Store {
             })
             .map_err(|e| self.sql_err(e))?;
         if let Some((_, basis)) = packed {
-            self.frames.open = Some(basis);
+            self.frames.wrote(basis);
             if !self.in_tx {
                 self.frames.committed();
             }

@@ -11,7 +11,8 @@
 //!
 //! Decoding never panics on bad bytes: it returns `FrameError`.
 //!
-//! Owns the frame format; knows nothing of SQL or of which row a base is in.
+//! Owns the frame format and which frame a writer codes against
+//! (`FrameBases`); knows nothing of SQL.
 
 use std::collections::HashMap;
 
@@ -124,6 +125,38 @@ impl Basis {
         self.gpus.iter().enumerate().map(|(i, s)| (s.0, i)).collect()
     }
 
+}
+
+/// What the next telemetry frame is coded against: the last frame committed,
+/// and the last one written in the open batch (which a rollback discards).
+#[derive(Default)]
+pub(super) struct FrameBases {
+    committed: Option<Basis>,
+    open: Option<Basis>,
+}
+
+impl FrameBases {
+    /// The base for the next frame, or none when it must be a key frame.
+    pub(super) fn next(&self) -> Option<&Basis> {
+        self.open.as_ref().or(self.committed.as_ref()).filter(|b| b.since_key + 1 < KEY_EVERY)
+    }
+
+    /// Frame `basis.seq` was written in the open batch.
+    pub(super) fn wrote(&mut self, basis: Basis) {
+        self.open = Some(basis);
+    }
+
+    /// The open batch is on disk: its last frame is the base from now on.
+    pub(super) fn committed(&mut self) {
+        if let Some(open) = self.open.take() {
+            self.committed = Some(open);
+        }
+    }
+
+    /// The open batch is gone: its frames never happened.
+    pub(super) fn rolled_back(&mut self) {
+        self.open = None;
+    }
 }
 
 /// Whether the frame's header says it is a key frame, and if not, the
