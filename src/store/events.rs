@@ -181,10 +181,10 @@ impl Store {
     /// any), which it then becomes.
     fn decode_frame(&self, seq: i64, frame: &[u8], last: &mut Option<Basis>) -> Result<Event, StoreError> {
         let wanted = frames::base_of(frame, seq).map_err(|e| self.frame_err(seq, e))?;
-        if let Some(wanted) = wanted {
-            if last.as_ref().map(|b| b.seq) != Some(wanted) {
-                *last = Some(self.basis_at(wanted)?);
-            }
+        if let Some(wanted) = wanted
+            && last.as_ref().map(|b| b.seq) != Some(wanted)
+        {
+            *last = Some(self.basis_at(wanted)?);
         }
         let base = wanted.and(last.as_ref());
         let (gpus, progress) = frames::decode(base, seq, frame).map_err(|e| self.frame_err(seq, e))?;
@@ -225,7 +225,7 @@ impl Store {
 /// its time as `at_ms` alone, with `at` empty; any other keeps it as text
 /// too, to the nanosecond. (22 of a simulated event's ~70 bytes of columns.)
 fn text_unless_whole_millis(at: At) -> String {
-    if at.timestamp_subsec_nanos() % 1_000_000 == 0 { String::new() } else { at_text(at) }
+    if at.timestamp_subsec_nanos().is_multiple_of(1_000_000) { String::new() } else { at_text(at) }
 }
 
 fn event_time(text: &str, at_ms: i64) -> Result<At, String> {

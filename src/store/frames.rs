@@ -20,6 +20,9 @@ use crate::domain::event::GpuSample;
 use crate::domain::ids::{GpuRef, JobId, NodeId};
 use crate::domain::units::Mib;
 
+/// A telemetry event's contents: GPU samples, and each job's progress.
+pub type Telemetry = (Vec<GpuSample>, Vec<(JobId, u64)>);
+
 /// A key frame at least this often, so that reading from the middle of a log
 /// (after a snapshot) decodes at most this many frames before its first one
 /// (one hour of 30-second ticks).
@@ -192,7 +195,7 @@ pub fn encode(base: Option<&Basis>, seq: i64, gpus: &[GpuSample], progress: &[(J
 }
 
 /// Decodes telemetry event `seq`; `base` must be the basis its header names.
-pub fn decode(base: Option<&Basis>, seq: i64, frame: &[u8]) -> Result<(Vec<GpuSample>, Vec<(JobId, u64)>), FrameError> {
+pub fn decode(base: Option<&Basis>, seq: i64, frame: &[u8]) -> Result<Telemetry, FrameError> {
     let wanted = base_of(frame, seq)?;
     let base = match (wanted, base) {
         (None, _) => None,
@@ -480,7 +483,7 @@ struct BitWriter {
 impl BitWriter {
     /// Two bits, four to a byte, low bits first.
     fn push(&mut self, code: u8) {
-        if self.used % 4 == 0 {
+        if self.used.is_multiple_of(4) {
             self.bytes.push(0);
         }
         let last = self.bytes.len() - 1;

@@ -3,10 +3,10 @@ use rand_chacha::ChaCha8Rng;
 
 use super::*;
 
-type Telemetry = (Vec<GpuSample>, Vec<(JobId, u64)>);
+type Samples = (Vec<(GpuRef, u32, u32)>, Vec<(JobId, u64)>);
 
 /// Samples compared bit for bit (a NaN utilization must come back as the same NaN).
-fn bits(t: &Telemetry) -> (Vec<(GpuRef, u32, u32)>, Vec<(JobId, u64)>) {
+fn bits(t: &Telemetry) -> Samples {
     (t.0.iter().map(|s| (s.0, s.1.to_bits(), s.2 .0)).collect(), t.1.clone())
 }
 
