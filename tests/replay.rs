@@ -185,6 +185,12 @@ fn a_version_5_log_is_read_as_it_is_and_resumed_as_version_6() {
     let ledger_before = ledger(&path);
     assert_eq!(ledger_before.0.len(), 235);
     assert_eq!(version(&path), "5", "reading wrote nothing");
+    // A version-5 engine's lease is seen as it is, not hidden by an empty stand-in.
+    let leased = dir.path().join("v5-leased.db");
+    std::fs::copy(V5_LOG, &leased).unwrap();
+    rusqlite::Connection::open(&leased).unwrap().execute("INSERT INTO lease VALUES (1, 4242, 'head-1', 0, 0)", []).unwrap();
+    let lease = Store::open_read_only(&leased).unwrap().lease().unwrap().expect("the lease row");
+    assert_eq!((lease.holder.pid, lease.holder.host.as_str()), (4242, "head-1"));
     assert_eq!(std::fs::read(&path).unwrap(), std::fs::read(V5_LOG).unwrap(), "reading changed no byte");
 
     // Resumed: the column is added, the old events stay as they were, and

@@ -83,7 +83,8 @@ pub struct Store {
     pub(super) taken: Vec<PathBuf>,
     /// What a read-only open could not show.
     note: Option<String>,
-    /// Whether telemetry is kept as frames (`events.packed`, schema 6 on).
+    /// Whether the log has `events.packed` (schema 6 on): every log this
+    /// version writes does; an older one is only read.
     pub(super) packs_telemetry: bool,
     pub(super) frames: FrameBases,
     /// The ledger's repeated words and the numbers they are filed under.
@@ -302,8 +303,11 @@ impl Store {
         if version < 3 {
             let _ = self.conn.execute_batch(&schema::legacy_audit());
         }
-        let _ = self.conn.execute_batch(&schema::LEASE.replace("CREATE TABLE", "CREATE TEMP TABLE"));
-        let _ = self.conn.execute_batch(schema::LEGACY_COMMANDS);
+        // A temporary table would hide a real one of the same name.
+        if version < 4 {
+            let _ = self.conn.execute_batch(&schema::LEASE.replace("CREATE TABLE", "CREATE TEMP TABLE"));
+            let _ = self.conn.execute_batch(schema::LEGACY_COMMANDS);
+        }
         self
     }
 

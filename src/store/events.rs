@@ -31,7 +31,7 @@ impl Store {
     pub fn append(&mut self, at: At, event: &Event) -> Result<i64, StoreError> {
         let seq = self.next_seq;
         let (body, packed) = match event {
-            Event::Telemetry { gpus, progress } if self.packs_telemetry => {
+            Event::Telemetry { gpus, progress } => {
                 let base = self.frames.next();
                 let frame = frames::encode(base, seq, gpus, progress);
                 let basis = Basis::after(base, seq, base.is_none(), gpus, progress);
@@ -39,21 +39,11 @@ impl Store {
             }
             _ => (serde_json::to_string(event).map_err(|e| self.format_err(e.to_string()))?, None),
         };
-        let sql = if self.packs_telemetry {
-            "INSERT INTO events (seq, at, at_ms, kind, body, packed) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
-        } else {
-            "INSERT INTO events (seq, at, at_ms, kind, body) VALUES (?1, ?2, ?3, ?4, ?5)"
-        };
+        // Only a schema-6 log is ever written: an older one is brought up to it when resumed.
         let frame = packed.as_ref().map(|(frame, _)| frame.as_slice());
         self.conn
-            .prepare_cached(sql)
-            .and_then(|mut stmt| {
-                if self.packs_telemetry {
-                    stmt.execute(params![seq, text_unless_whole_millis(at), at.timestamp_millis(), event.kind(), body, frame])
-                } else {
-                    stmt.execute(params![seq, at_text(at), at.timestamp_millis(), event.kind(), body])
-                }
-            })
+            .prepare_cached("INSERT INTO events (seq, at, at_ms, kind, body, packed) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
+            .and_then(|mut stmt| stmt.execute(params![seq, text_unless_whole_millis(at), at.timestamp_millis(), event.kind(), body, frame]))
             .map_err(|e| self.sql_err(e))?;
         if let Some((_, basis)) = packed {
             self.frames.wrote(basis);

@@ -44,8 +44,9 @@ pub enum FrameError {
     WrongBase { wanted: i64, had: Option<i64> },
 }
 
-/// What a frame is coded against: the telemetry event `seq` as decoded, and
-/// each job's last progress step (what the next step is predicted from).
+/// What a frame is coded against: the telemetry event `seq` as decoded, with
+/// each GPU's last memory move and each job's last step and pace (what the
+/// next are predicted from).
 #[derive(Clone, Debug, Default)]
 pub struct Basis {
     pub seq: i64,
@@ -127,7 +128,6 @@ impl Basis {
     fn slots(&self) -> HashMap<GpuRef, usize> {
         self.gpus.iter().enumerate().map(|(i, s)| (s.0, i)).collect()
     }
-
 }
 
 /// What the next telemetry frame is coded against: the last frame committed,
