@@ -169,6 +169,13 @@ fn ledger_lines_read_back_exactly_as_written() {
         line("2020-01-06T13:00:00Z", "9999-12-31T23:59:59Z", LineKind::Compute, Some(("vision", "vit")), 1, BillingMode::Reserved),
         line("2020-01-06T14:00:00Z", "2020-01-06T15:00:00Z", LineKind::Compute, Some(("nlp", "bert")), 1, BillingMode::Spot),
     ];
+    // Tags are the submitter's text: two owners that a joined key would mix up stay apart.
+    let mut lines = lines;
+    for (project, env) in [("x\u{1f}y", "z"), ("x", "y\u{1f}z")] {
+        let mut l = lines[0].clone();
+        l.tags = Some(Tags { tenant: TenantId("nlp".into()), project: project.into(), env: env.into(), model: "bert".into() });
+        lines.push(l);
+    }
     store.append_ledger(&lines).unwrap();
     drop(store);
     let store = Store::open_read_only(&path).unwrap();
@@ -177,6 +184,6 @@ fn ledger_lines_read_back_exactly_as_written() {
     let conn = rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
     let count = |sql: &str| -> i64 { conn.query_row(sql, [], |r| r.get(0)).unwrap() };
     assert_eq!(count("SELECT COUNT(*) FROM ledger_places"), 3, "one place per node and price");
-    assert_eq!(count("SELECT COUNT(*) FROM ledger_owners"), 2);
-    assert_eq!(count("SELECT COUNT(*) FROM ledger_rows WHERE start_text IS NULL AND end_text IS NULL"), 3);
+    assert_eq!(count("SELECT COUNT(*) FROM ledger_owners"), 4);
+    assert_eq!(count("SELECT COUNT(*) FROM ledger_rows WHERE start_text IS NULL AND end_text IS NULL"), 5);
 }

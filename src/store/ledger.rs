@@ -55,12 +55,23 @@ enum Word<'a> {
     Owner([&'a str; 4]),
 }
 
+/// A word as the store remembers it: its parts kept apart, so that no
+/// name (a tag is the submitter's text) can pass for another.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) enum WordKey {
+    Kind(String),
+    Place(u32, String, String, String, String),
+    Owner([String; 4]),
+}
+
 impl Word<'_> {
-    fn key(&self) -> String {
+    fn key(&self) -> WordKey {
         match self {
-            Word::Kind(label) => format!("k\u{1f}{label}"),
-            Word::Place(node, name, billing, instance_type, zone) => format!("p\u{1f}{node}\u{1f}{name}\u{1f}{billing}\u{1f}{instance_type}\u{1f}{zone}"),
-            Word::Owner(words) => format!("o\u{1f}{}", words.join("\u{1f}")),
+            Word::Kind(label) => WordKey::Kind(label.to_string()),
+            Word::Place(node, name, billing, instance_type, zone) => {
+                WordKey::Place(*node, name.to_string(), billing.to_string(), instance_type.to_string(), zone.to_string())
+            }
+            Word::Owner(words) => WordKey::Owner(words.map(str::to_string)),
         }
     }
 }
