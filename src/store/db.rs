@@ -88,7 +88,7 @@ pub struct Store {
     pub(super) packs_telemetry: bool,
     pub(super) frames: FrameBases,
     /// The ledger's repeated words and the numbers they are filed under.
-    pub(super) ledger_words: std::collections::HashMap<super::ledger::WordKey, i64>,
+    pub(super) ledger_words: std::collections::HashMap<super::words::WordKey, i64>,
 }
 
 pub(super) fn at_text(at: At) -> String {

@@ -11,6 +11,7 @@ use chrono::Datelike;
 use rusqlite::params;
 
 use super::db::{at_text, Store, StoreError};
+use super::words::Word;
 use crate::domain::cluster::BillingMode;
 use crate::domain::ids::{JobId, NodeId, TenantId};
 use crate::domain::job::Tags;
@@ -45,34 +46,6 @@ fn billing_label(mode: BillingMode) -> &'static str {
         BillingMode::OnDemand => "on-demand",
         BillingMode::Reserved => "reserved",
         BillingMode::Spot => "spot",
-    }
-}
-
-/// A repeated word of a ledger line, filed in its own table (see `schema`).
-enum Word<'a> {
-    Kind(&'a str),
-    Place(u32, &'a str, &'a str, &'a str, &'a str),
-    Owner([&'a str; 4]),
-}
-
-/// A word as the store remembers it: its parts kept apart, so that no
-/// name (a tag is the submitter's text) can pass for another.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(super) enum WordKey {
-    Kind(String),
-    Place(u32, String, String, String, String),
-    Owner([String; 4]),
-}
-
-impl Word<'_> {
-    fn key(&self) -> WordKey {
-        match self {
-            Word::Kind(label) => WordKey::Kind(label.to_string()),
-            Word::Place(node, name, billing, instance_type, zone) => {
-                WordKey::Place(*node, name.to_string(), billing.to_string(), instance_type.to_string(), zone.to_string())
-            }
-            Word::Owner(words) => WordKey::Owner(words.map(str::to_string)),
-        }
     }
 }
 

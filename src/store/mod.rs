@@ -42,6 +42,7 @@ pub mod lease;
 pub mod ledger;
 mod frames;
 mod schema;
+mod words;
 
 pub use commands::{Attached, CommandRow, CommandState, PendingCommand, Published};
 pub use db::{RunMeta, SimWorld, Store, StoreError};
