@@ -244,19 +244,20 @@ impl Store {
         let version = store.schema_version()?;
         // Nothing is written to a damaged file, not even the lease.
         store.check_integrity()?;
-        match version {
-            schema::SCHEMA_VERSION => {}
-            5 => store.conn.execute_batch(&format!("BEGIN IMMEDIATE; {} COMMIT;", schema::migrate_5_to_6())).map_err(|e| store.sql_err(e))?,
-            4 => store
-                .conn
-                .execute_batch(&format!("BEGIN IMMEDIATE; {} {} COMMIT;", schema::MIGRATE_4_TO_5, schema::migrate_5_to_6()))
-                .map_err(|e| store.sql_err(e))?,
+        let migration = match version {
+            schema::SCHEMA_VERSION => None,
+            5 => Some(schema::migrate_5_to_6()),
+            4 => Some(format!("{} {}", schema::MIGRATE_4_TO_5, schema::migrate_5_to_6())),
             other => {
                 return Err(StoreError::Format {
                     path: shown,
                     message: format!("schema version {other} was written by an older gpuroom and cannot be resumed (replay or view it instead)"),
                 });
             }
+        };
+        // One transaction: an older log is brought up to date whole or not at all.
+        if let Some(sql) = migration {
+            store.conn.execute_batch(&format!("BEGIN IMMEDIATE; {sql} COMMIT;")).map_err(|e| store.sql_err(e))?;
         }
         store.packs_telemetry = true;
         store.pragmas()?;

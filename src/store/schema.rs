@@ -8,12 +8,12 @@
 /// 5 gave each command its inbox ticket and let only the engine's moves
 /// through (`COMMANDS_GUARDS`); a version-4 log is brought up to it when
 /// resumed (`MIGRATE_4_TO_5`).
-/// 6 keeps telemetry as binary frames in `events.packed` (see `frames`); an
-/// its ledger as lines naming their repeated words by number (`ledger`), and
-/// its snapshots as deflated JSON; an event at a whole millisecond has an
-/// empty `at` (its `at_ms` is exact);
-/// an older log is read as it is, and resumed brought up to it
-/// (`migrate_5_to_6`), its older telemetry left as JSON.
+/// 6 keeps a log's telemetry as binary frames in `events.packed` (see
+/// `frames`), its ledger as lines naming their repeated words by number
+/// (`ledger`) and its snapshots as deflated JSON; an event at a whole
+/// millisecond has an empty `at` (its `at_ms` is exact). An older log is
+/// read as it is, and brought up to 6 when resumed (`migrate_5_to_6`), its
+/// older telemetry left as JSON.
 pub(super) const SCHEMA_VERSION: i64 = 6;
 
 /// The event log itself: the run's metadata, events and snapshots.
