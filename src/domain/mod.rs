@@ -15,6 +15,7 @@ pub mod ledger;
 pub mod serde_pairs;
 pub mod slurm;
 pub mod spot;
+pub mod spot_drain;
 pub mod testkit;
 pub mod text;
 pub mod trace;
