@@ -246,6 +246,55 @@ pub enum Command {
         #[arg(long, default_value_t = 60.0, value_name = "MINUTES")]
         step_minutes: f64,
     },
+    /// On a Slurm compute node that is an EC2 spot instance: poll the instance metadata
+    /// service and, on a spot interruption notice (stop, terminate, hibernate), drain this
+    /// node in Slurm (`scontrol update nodename=NODE state=drain reason="spot interruption:
+    /// ACTION at TIME (gpuroom agent)"`) so the head node's room requeues its jobs. Prints
+    /// what it did; runs until SIGTERM / ctrl-c.
+    Agent {
+        /// The Slurm node to drain. Default: this machine's short host name (the kernel's,
+        /// else $HOSTNAME, else `hostname`).
+        #[arg(long, value_name = "NAME")]
+        node: Option<String>,
+        /// The instance metadata service.
+        #[arg(long, value_name = "URL", default_value = "http://169.254.169.254")]
+        imds: String,
+        /// Seconds between polls (AWS recommends 5).
+        #[arg(long, value_name = "SECS", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=3600))]
+        every: u64,
+        /// SLURM_CONF for scontrol.
+        #[arg(long, value_name = "PATH")]
+        slurm_conf: Option<PathBuf>,
+        /// Where scontrol lives (default: on the PATH).
+        #[arg(long, value_name = "DIR")]
+        slurm_bin: Option<PathBuf>,
+        /// Time limit of each scontrol run, in seconds.
+        #[arg(long, value_name = "SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=600))]
+        timeout_secs: u64,
+        /// Poll once, act, exit (for cron and tests): non-zero when the metadata service did
+        /// not answer or the drain failed.
+        #[arg(long)]
+        once: bool,
+    },
+    /// Slurm's ResumeProgram: for each node, launch an EC2 instance (spot or on-demand,
+    /// zone and max price chosen by the capacity policy from [[sources.slurm.power.nodes]]),
+    /// then `scontrol update nodename=N nodeaddr=IP nodehostname=HOST`; a node that cannot
+    /// be launched is set DOWN with the reason. One line per node; non-zero if any failed.
+    SlurmResume {
+        /// The nodes, as Slurm's hostlist expression (`cloud-[1-3,5],gpu-st-p4d-1`).
+        hostlist: String,
+        /// The configuration ([sources.aws], [sources.slurm.power], the policy).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
+    /// Slurm's SuspendProgram: terminate the instances gpuroom launched for these nodes.
+    SlurmSuspend {
+        /// The nodes, as Slurm's hostlist expression.
+        hostlist: String,
+        /// The configuration ([sources.aws], optionally [sources.slurm.power] cluster).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
     /// Ask each configured live source whether it answers, and say why not.
     Doctor {
         #[command(flatten)]

@@ -11,6 +11,7 @@ use gpuroom::host::screenshot::{self, Shot};
 use gpuroom::host::whatif::{self, WhatIfArgs};
 use gpuroom::host::{headless, runs};
 use gpuroom::whatif::{Model, Window};
+use gpuroom::live::slurm_power::Power;
 
 /// Errors end the program with one readable line (the chain of causes), not a
 /// debug dump: they name the file and place, and that is what the user needs.
@@ -49,6 +50,12 @@ fn console_options(cli: &Cli) -> ConsoleOptions {
     }
 }
 
+/// `slurm-resume` / `slurm-suspend`: the configuration file, then the runner.
+fn slurm_power(what: Power, hostlist: &str, config: Option<std::path::PathBuf>) -> Result<()> {
+    let config = gpuroom::host::settings::engine_config(&gpuroom::host::settings::Policy { config, ..Default::default() })?;
+    gpuroom::live::slurm_power::run(what, hostlist, &config).map_err(anyhow::Error::msg)
+}
+
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Some(Command::Sim { experiment: Some(Experiment::Spot), out, world, from, .. }) => runs::run_spot_experiment(world.seed, from, out.as_deref()),
@@ -67,6 +74,12 @@ fn run(cli: Cli) -> Result<()> {
             let shot = Shot { width, height, hours, theme, pane, wall, dialog };
             screenshot::run_screenshot(&world.choice(), &policy.policy(), &out, &shot)
         }
+        Some(Command::Agent { node, imds, every, slurm_conf, slurm_bin, timeout_secs, once }) => {
+            let options = gpuroom::live::agent::AgentOptions { node, imds, every_secs: every, slurm_conf, slurm_bin, timeout_secs, once };
+            gpuroom::live::agent::run(&options).map_err(anyhow::Error::msg)
+        }
+        Some(Command::SlurmResume { hostlist, config }) => slurm_power(Power::Resume, &hostlist, config),
+        Some(Command::SlurmSuspend { hostlist, config }) => slurm_power(Power::Suspend, &hostlist, config),
         Some(Command::Doctor { policy, dcgm }) => runs::run_doctor(&policy.policy(), dcgm),
         Some(Command::Bench { what: Some(cli::BenchWhat::Placement { seeds, quick, pods, out }), .. }) => runs::run_placement_bench(seeds, quick, pods, out),
         Some(Command::Bench { what: None, quick, out, no_build, probe_memory }) => runs::run_bench(quick, out, !no_build, probe_memory),

@@ -8,10 +8,12 @@
 //! itself (the driver passes `now`), so the whole path is tested with real
 //! adapters and a chosen time.
 
+pub mod agent;
 pub mod catalogue;
 pub mod config;
 pub mod doctor;
 pub mod run;
+pub mod slurm_power;
 pub mod translate;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};

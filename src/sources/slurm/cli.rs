@@ -208,6 +208,10 @@ impl SlurmCli {
             SlurmVerb::Hold => simple("hold").await,
             SlurmVerb::Release => simple("release").await,
             SlurmVerb::Cancel => self.run("scancel", &["--verbose", id], true).await.map(|_| format!("scancel {id}")),
+            SlurmVerb::Signal { signal } => {
+                let flag = format!("--signal={signal}");
+                self.run("scancel", &["--verbose", "--batch", &flag, id], true).await.map(|_| format!("scancel --batch {flag} {id}"))
+            }
             SlurmVerb::Migrate { partition, exclude } => self.migrate(id, partition.as_deref(), exclude).await,
         }
     }
@@ -244,6 +248,45 @@ impl SlurmCli {
         };
         Ok(if held { format!("{done}, release {id}") } else { done })
     }
+
+    /// Drains `node` (`scontrol update nodename=… state=drain reason=…`):
+    /// Slurm places no new job there and leaves running ones be. What Slurm
+    /// said (usually nothing). The reason is one argument: with an `ssh`
+    /// prefix, whose remote shell splits words, it would need quoting.
+    pub async fn drain_node(&self, node: &str, reason: &str) -> Result<String, SlurmError> {
+        let (name, reason) = (format!("nodename={node}"), format!("reason={reason}"));
+        self.run("scontrol", &["update", &name, "state=drain", &reason], false).await.map(|out| out.trim().to_string())
+    }
+
+    /// A node's state (`IDLE+DRAIN`, …) and reason (with Slurm's
+    /// `[user@time]` tail; `None` when it has none), from `scontrol show node`.
+    pub async fn node_state(&self, node: &str) -> Result<(String, Option<String>), SlurmError> {
+        let out = self.run("scontrol", &["show", "node", node], false).await?;
+        parse_node_state(&out).ok_or_else(|| SlurmError { kind: ErrorKind::BadReply, command: format!("scontrol show node {node}"), message: format!("no State= in {:?}", out.chars().take(200).collect::<String>()) })
+    }
+
+    /// `scontrol update nodename=NODE key=value…` (nodeaddr, nodehostname,
+    /// state, reason: what power saving's programs tell Slurm), each pair
+    /// one argument; what Slurm said.
+    pub async fn update_node(&self, node: &str, settings: &[(&str, &str)]) -> Result<String, SlurmError> {
+        let mut args = vec!["update".to_string(), format!("nodename={node}")];
+        args.extend(settings.iter().map(|(k, v)| format!("{k}={v}")));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        self.run("scontrol", &args, false).await.map(|out| out.trim().to_string())
+    }
+
+    /// The cluster's name (`ClusterName` in `scontrol show config`).
+    pub async fn cluster_name(&self) -> Result<String, SlurmError> {
+        self.identity().await.map(|(name, _)| name)
+    }
+}
+
+/// State and reason of the first node in `scontrol show node`'s text: each
+/// field is `Key=value`, but a reason (the last field) runs to the end of its line.
+fn parse_node_state(out: &str) -> Option<(String, Option<String>)> {
+    let state = out.split_whitespace().find_map(|w| w.strip_prefix("State="))?.to_string();
+    let reason = out.lines().find_map(|l| l.trim_start().strip_prefix("Reason=")).map(|r| r.trim().to_string()).filter(|r| !r.is_empty() && r != "(null)");
+    Some((state, reason))
 }
 
 #[cfg(test)]
@@ -273,5 +316,15 @@ mod tests {
         let quiet = SlurmCli::new(vec!["sh".into(), "-c".into(), "echo 'scancel: error: Kill job error on job id 9: Invalid job id specified' >&2".into()], None, None, Duration::from_secs(5));
         assert!(quiet.run("scancel", &[], false).await.is_ok(), "lenient: exit status 0");
         assert_eq!(quiet.run("scancel", &[], true).await.unwrap_err().kind, ErrorKind::NotFound, "strict: the error line counts");
+    }
+
+    #[test]
+    fn a_nodes_state_and_reason_are_read() {
+        let drained = "NodeName=localhost Arch=x86_64 CoresPerSocket=1 \n   State=IDLE+DRAIN ThreadsPerCore=1 TmpDisk=0\n   Partitions=gpu,spare \n   Reason=spot interruption: stop at 2026-12-04T22:10:00Z (gpuroom agent) [root@2026-12-04T22:08:01]\n";
+        let (state, reason) = parse_node_state(drained).unwrap();
+        assert_eq!(state, "IDLE+DRAIN");
+        assert_eq!(reason.as_deref(), Some("spot interruption: stop at 2026-12-04T22:10:00Z (gpuroom agent) [root@2026-12-04T22:08:01]"));
+        assert_eq!(parse_node_state("NodeName=n1\n   State=IDLE ThreadsPerCore=1\n"), Some(("IDLE".to_string(), None)));
+        assert_eq!(parse_node_state("Node n9 not found"), None);
     }
 }

@@ -27,7 +27,9 @@
 
 pub mod cli;
 pub mod gres;
+pub mod hostlist;
 pub mod json;
+pub mod power;
 pub mod task;
 pub mod text;
 
@@ -56,7 +58,13 @@ pub struct SlurmConfig {
     pub wait_alarm_mins: u64,
     /// Read `--json` (false: the parsable text, for Slurm without it).
     pub json: bool,
+    /// Sent to a job to save its work before gpuroom requeues it (`scancel
+    /// --signal=… --batch`), and how many seconds later the requeue follows.
+    pub checkpoint_signal: String,
+    pub checkpoint_grace_secs: u64,
     pub account: Vec<TenantDecl>,
+    /// Power saving: what `gpuroom slurm-resume` launches for a CLOUD node (`power`).
+    pub power: Option<power::PowerConfig>,
 }
 
 impl Default for SlurmConfig {
@@ -71,14 +79,23 @@ impl Default for SlurmConfig {
             conf: None,
             wait_alarm_mins: 60,
             json: true,
+            checkpoint_signal: "USR1".to_string(),
+            checkpoint_grace_secs: 60,
             account: Vec::new(),
+            power: None,
         }
     }
 }
 
 impl SlurmConfig {
     pub fn policy(&self) -> SlurmPolicy {
-        SlurmPolicy { mode: self.mode, preempt_by: self.preempt, wait_alarm: Secs(i64::try_from(self.wait_alarm_mins).unwrap_or(i64::MAX / 120).saturating_mul(60)) }
+        SlurmPolicy {
+            mode: self.mode,
+            preempt_by: self.preempt,
+            wait_alarm: Secs(i64::try_from(self.wait_alarm_mins).unwrap_or(i64::MAX / 120).saturating_mul(60)),
+            checkpoint_signal: self.checkpoint_signal.clone(),
+            checkpoint_grace: Secs(i64::try_from(self.checkpoint_grace_secs.min(86_400)).unwrap_or(60)),
+        }
     }
 
     pub fn cli(&self) -> cli::SlurmCli {

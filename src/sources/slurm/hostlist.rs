@@ -1,0 +1,187 @@
+//! Slurm's hostlist expressions, as Slurm hands them to a ResumeProgram or
+//! SuspendProgram: `cloud-[1-3,5],gpu-st-p4d-1`, `n[001-010]` (zero padding
+//! kept: the width of a range's first number), several bracket groups in one
+//! name (`rack[1-2]-n[1-2]`, the first group outermost), items separated by
+//! commas (or blanks) outside brackets.
+//!
+//! Owns the parsing only, and says what is wrong with bad input (never a
+//! panic); it must not run Slurm's commands (`scontrol show hostnames` is
+//! not needed) nor know what the names are for. Unlike the lenient
+//! `domain::slurm::expand_hostlist` that reads Slurm's own outputs, it refuses
+//! anything that is not a plain node name (letters, digits, `-`, `_`, `.`),
+//! since the names go on into commands and tags.
+
+/// The most names one expression may give (Slurm's own MAX_RANGE is 64k).
+pub const MAX_NAMES: usize = 65_536;
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("hostlist {expr:?}: {why}")]
+pub struct HostlistError {
+    pub expr: String,
+    pub why: String,
+}
+
+/// Every node name of `expr`, in order, each once.
+pub fn expand(expr: &str) -> Result<Vec<String>, HostlistError> {
+    let fail = |why: String| HostlistError { expr: crate::domain::text::clean(expr).chars().take(200).collect(), why };
+    if let Some(c) = expr.chars().find(|c| c.is_control() && !c.is_whitespace()) {
+        return Err(fail(format!("a control character ({c:?}) is not part of a node name")));
+    }
+    let mut names: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for item in items(expr).map_err(&fail)? {
+        let mut expanded = Vec::new();
+        expand_item(item, &mut expanded).map_err(|why| fail(format!("{item:?}: {why}")))?;
+        for name in expanded {
+            if seen.insert(name.clone()) {
+                if names.len() == MAX_NAMES {
+                    return Err(fail(format!("more than {MAX_NAMES} names")));
+                }
+                names.push(name);
+            }
+        }
+    }
+    if names.is_empty() {
+        return Err(fail("no node names in it".into()));
+    }
+    Ok(names)
+}
+
+/// The items: split at commas and blanks outside brackets.
+fn items(expr: &str) -> Result<Vec<&str>, String> {
+    let mut out = Vec::new();
+    let mut depth = 0usize;
+    let mut start = 0;
+    for (i, c) in expr.char_indices() {
+        match c {
+            '[' if depth > 0 => return Err(format!("a bracket inside a bracket at byte {i}")),
+            '[' => depth = 1,
+            ']' if depth == 0 => return Err(format!("a ']' with no '[' before it at byte {i}")),
+            ']' => depth = 0,
+            c if depth == 0 && (c == ',' || c.is_whitespace()) => {
+                if !expr[start..i].is_empty() {
+                    out.push(&expr[start..i]);
+                } else if c == ',' {
+                    return Err(format!("an empty name before the comma at byte {i}"));
+                }
+                start = i + c.len_utf8();
+            }
+            c if depth > 0 && c.is_whitespace() => return Err(format!("a blank inside brackets at byte {i}")),
+            _ => {}
+        }
+    }
+    if depth > 0 {
+        return Err("a '[' is never closed".into());
+    }
+    if !expr[start..].is_empty() {
+        out.push(&expr[start..]);
+    } else if expr.trim_end().ends_with(',') {
+        return Err("it ends with a comma".into());
+    }
+    Ok(out)
+}
+
+fn name_chars(text: &str) -> Result<(), String> {
+    match text.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))) {
+        Some(c) => Err(format!("{c:?} is not a character of a node name (letters, digits, '-', '_', '.')")),
+        None => Ok(()),
+    }
+}
+
+/// One item, its bracket groups expanded left to right (brackets are known to pair up).
+fn expand_item(item: &str, out: &mut Vec<String>) -> Result<(), String> {
+    let Some((prefix, tail)) = item.split_once('[') else {
+        name_chars(item)?;
+        out.push(item.to_string());
+        return Ok(());
+    };
+    name_chars(prefix)?;
+    let (ranges, suffix) = tail.split_once(']').ok_or("a '[' is never closed")?;
+    let mut suffixes = Vec::new();
+    if suffix.is_empty() {
+        suffixes.push(String::new());
+    } else {
+        expand_item(suffix, &mut suffixes)?;
+    }
+    if ranges.is_empty() {
+        return Err("empty brackets".into());
+    }
+    for part in ranges.split(',') {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        let number = |t: &str| -> Result<u64, String> {
+            if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(format!("{part:?} is not a number or a range of numbers (like 1-3 or 001-010)"));
+            }
+            t.parse().map_err(|_| format!("{t} is too large a number"))
+        };
+        let (lo, hi) = (number(a)?, number(b)?);
+        if hi < lo {
+            return Err(format!("the range {part} runs backwards"));
+        }
+        let count = (hi - lo + 1).saturating_mul(suffixes.len() as u64);
+        if count.saturating_add(out.len() as u64) > MAX_NAMES as u64 {
+            return Err(format!("more than {MAX_NAMES} names"));
+        }
+        let width = a.len();
+        for n in lo..=hi {
+            out.extend(suffixes.iter().map(|s| format!("{prefix}{n:0width$}{s}")));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(expr: &str) -> Vec<String> {
+        expand(expr).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn ranges_lists_padding_and_several_groups_expand_in_order() {
+        assert_eq!(names("cloud-[1-3,5],gpu-st-p4d-1"), ["cloud-1", "cloud-2", "cloud-3", "cloud-5", "gpu-st-p4d-1"]);
+        assert_eq!(names("n[001-003]"), ["n001", "n002", "n003"]);
+        assert_eq!(names("n[08-11]"), ["n08", "n09", "n10", "n11"]);
+        assert_eq!(names("n[8-10]"), ["n8", "n9", "n10"]);
+        assert_eq!(names("n[7]"), ["n7"]);
+        assert_eq!(names("rack[1-2]-n[1-2]"), ["rack1-n1", "rack1-n2", "rack2-n1", "rack2-n2"]);
+        assert_eq!(names("a[1-2]b"), ["a1b", "a2b"]);
+        assert_eq!(names("localhost"), ["localhost"]);
+        assert_eq!(names("a1 a2,a3"), ["a1", "a2", "a3"], "blanks separate too");
+        assert_eq!(names("a[1-2],a1,a[2]"), ["a1", "a2"], "each name once");
+        assert_eq!(names("gpu-dy-p4d-24xlarge-[1-2]"), ["gpu-dy-p4d-24xlarge-1", "gpu-dy-p4d-24xlarge-2"]);
+        // The same names as the reader of Slurm's outputs gives.
+        for expr in ["cloud-[1-3,5],gpu-st-p4d-1", "n[001-010]", "rack[1-2]-n[01-02]", "x"] {
+            assert_eq!(Some(names(expr)), crate::domain::slurm::expand_hostlist(expr), "{expr}");
+        }
+    }
+
+    #[test]
+    fn bad_input_is_a_clear_error_never_a_panic() {
+        for (expr, says) in [
+            ("", "no node names"),
+            ("  ", "no node names"),
+            ("n[1-3", "never closed"),
+            ("n1-3]", "no '['"),
+            ("n[[1-3]]", "inside a bracket"),
+            ("n[3-1]", "runs backwards"),
+            ("n[a-c]", "not a number"),
+            ("n[1-]", "not a number"),
+            ("n[]", "empty brackets"),
+            ("n[1,,2]", "not a number"),
+            ("a,,b", "empty name"),
+            ("a,b,", "ends with a comma"),
+            ("n[1-99999999999999999999]", "too large"),
+            ("n[0-99999999]", "more than 65536"),
+            ("no;de", "not a character"),
+            ("node=1", "not a character"),
+            ("n[1 - 2]", "blank inside"),
+            ("a\u{1b}[31m", "control character"),
+            ("n[1-2]x[", "never closed"),
+        ] {
+            let err = expand(expr).expect_err(expr);
+            assert!(err.to_string().contains(says), "{expr:?}: {err}");
+        }
+    }
+}
