@@ -206,11 +206,14 @@ pub struct Gpu {
     pub stale: bool,
     #[serde(default)]
     pub health: Option<GpuHealth>,
+    /// The Slurm job holding it, on a node Slurm schedules (the room places nothing there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm_job: Option<u64>,
 }
 
 impl Gpu {
     pub fn new(index: u8, memory: Mib) -> Gpu {
-        Gpu { index, memory, mig: None, allocations: Vec::new(), util: None, mem_used: None, sampled_at: None, idle_since: None, stale: false, health: None }
+        Gpu { index, memory, mig: None, allocations: Vec::new(), util: None, mem_used: None, sampled_at: None, idle_since: None, stale: false, health: None, slurm_job: None }
     }
 
     pub fn allocated(&self) -> Mib {
@@ -218,7 +221,7 @@ impl Gpu {
     }
 
     pub fn is_free(&self) -> bool {
-        self.allocations.is_empty()
+        self.allocations.is_empty() && self.slurm_job.is_none()
     }
 
     pub fn has_exclusive(&self) -> bool {
@@ -280,6 +283,18 @@ pub struct Node {
     pub cpus_used: u32,
     #[serde(default)]
     pub host_mem_used: Mib,
+    /// Set on a node Slurm schedules: Slurm's state for it and why. The room
+    /// places none of its own jobs here; Slurm's jobs hold its GPUs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm: Option<SlurmNodeState>,
+}
+
+/// A Slurm node's state as Slurm last said it ("mixed", "idle+drain") and its reason.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SlurmNodeState {
+    pub state: String,
+    #[serde(default)]
+    pub reason: String,
 }
 
 impl Node {
@@ -290,7 +305,7 @@ impl Node {
             .enumerate()
             .map(|(i, unit)| Gpu { mig: unit.mig_parent, ..Gpu::new(i as u8, unit.memory) })
             .collect();
-        Node { spec, state: NodeState::Up, up_since: at, gpus, cpus_used: 0, host_mem_used: Mib(0) }
+        Node { spec, state: NodeState::Up, up_since: at, gpus, cpus_used: 0, host_mem_used: Mib(0), slurm: None }
     }
 
     pub fn cpus_free(&self) -> u32 {
@@ -302,7 +317,7 @@ impl Node {
     }
 
     pub fn accepts_work(&self) -> bool {
-        matches!(self.state, NodeState::Up)
+        matches!(self.state, NodeState::Up) && self.slurm.is_none()
     }
 
     pub fn is_up(&self) -> bool {

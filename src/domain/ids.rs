@@ -43,9 +43,28 @@ pub struct PoolKey {
     pub instance_type: String,
 }
 
+/// Slurm's job numbers share the ledger with the room's own jobs: they live
+/// above this, where the room's counter never reaches.
+const SLURM_JOBS: u64 = 1 << 62;
+
+impl JobId {
+    /// The ledger's name for Slurm job `id`.
+    pub fn slurm(id: u64) -> JobId {
+        JobId(SLURM_JOBS | (id & (SLURM_JOBS - 1)))
+    }
+
+    /// Slurm's own number, for a job that is Slurm's.
+    pub fn slurm_id(self) -> Option<u64> {
+        (self.0 & SLURM_JOBS != 0).then_some(self.0 & (SLURM_JOBS - 1))
+    }
+}
+
 impl fmt::Display for JobId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "j{}", self.0)
+        match self.slurm_id() {
+            Some(id) => write!(f, "slurm-{id}"),
+            None => write!(f, "j{}", self.0),
+        }
     }
 }
 

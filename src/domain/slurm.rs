@@ -12,6 +12,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use super::ids::TenantId;
+use super::job::Tags;
 use super::units::{At, Secs};
 
 /// One reading of the whole cluster: everything squeue and sinfo said at once.
@@ -53,9 +55,26 @@ pub struct SlurmNode {
     /// Why the node is down or drained, as its admin wrote it.
     #[serde(default)]
     pub reason: String,
+    /// The machine's host name when it is not the node's name (on EC2:
+    /// `ip-10-0-1-7`, which dcgm-exporter reports); empty when the same.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub hostname: String,
+    /// The room's node for it, as the live translator matched it by host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<crate::domain::ids::NodeId>,
 }
 
 impl SlurmNode {
+    /// The machine's host name (its node name unless Slurm says otherwise).
+    pub fn host(&self) -> &str {
+        if self.hostname.is_empty() { &self.name } else { &self.hostname }
+    }
+
+    /// A CLOUD node Slurm has powered down: no machine behind it, nothing billed.
+    pub fn powered_down(&self) -> bool {
+        self.state.contains("powered_down") || (self.state.contains("cloud") && self.state.contains("power_down") && !self.state.contains("powering_down"))
+    }
+
     /// Takes no new work: down, drained or draining, failed, not responding.
     pub fn unavailable(&self) -> bool {
         ["down", "drain", "fail", "not_responding", "maint", "future", "inval", "unknown"].iter().any(|s| self.state.contains(s))
@@ -91,6 +110,12 @@ pub struct SlurmJob {
     pub restarts: u32,
     #[serde(default)]
     pub excluded: Vec<String>,
+    /// The submitter's comment (`--comment`) and workload key (`--wckey`):
+    /// where a site's jobs say their project, environment and model.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub comment: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub wckey: String,
 }
 
 impl SlurmJob {
@@ -108,6 +133,53 @@ impl SlurmJob {
     pub fn holds_gpus(&self) -> bool {
         matches!(self.state, SlurmState::Running | SlurmState::Suspended | SlurmState::Completing)
     }
+
+    /// Who pays and for what: the account is the tenant; `project=`, `env=`
+    /// (or `environment=`) and `model=` in the comment (separated by commas,
+    /// semicolons or spaces) name the rest. Without them the wckey is the
+    /// project and the partition the environment, since sites split
+    /// production from development by partition.
+    pub fn tags(&self) -> Tags {
+        let tenant = TenantId(if self.account.is_empty() { self.user.clone() } else { self.account.clone() });
+        let mut tags = Tags { tenant, project: String::new(), env: String::new(), model: String::new() };
+        for pair in self.comment.split([',', ';', ' ']).filter(|p| !p.is_empty()) {
+            let Some((key, value)) = pair.split_once('=') else { continue };
+            let value = value.trim().to_string();
+            match key.trim().to_ascii_lowercase().as_str() {
+                "project" => tags.project = value,
+                "env" | "environment" => tags.env = value,
+                "model" => tags.model = value,
+                _ => {}
+            }
+        }
+        if tags.project.is_empty() {
+            tags.project = self.wckey.trim_start_matches('*').to_string();
+        }
+        if tags.env.is_empty() {
+            tags.env = self.partition.clone();
+        }
+        tags
+    }
+
+    /// The GPUs it holds on `node`, by index: Slurm's own list, or else (text
+    /// output, which has no indices) its even share of the node's GPUs.
+    pub fn gpus_on(&self, node: &str) -> GpusOn {
+        if let Some((_, idx)) = self.gpu_idx.iter().find(|(n, _)| n == node) {
+            return GpusOn::Indices(idx.clone());
+        }
+        if !self.nodes.iter().any(|n| n == node) {
+            return GpusOn::Count(0);
+        }
+        GpusOn::Count(self.gpus / (self.nodes.len().max(1) as u32))
+    }
+}
+
+/// Which GPUs of a node a Slurm job holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GpusOn {
+    Indices(Vec<u32>),
+    /// Only how many: the first free ones are taken as its.
+    Count(u32),
 }
 
 /// Slurm's job states (the long names squeue prints with `%T`).
@@ -184,6 +256,9 @@ pub enum SlurmVerb {
     Cancel,
     Hold,
     Release,
+    /// Send its batch script a signal (the checkpoint signal, USR1 by
+    /// default: `scancel --signal=USR1 --batch`); the job keeps running.
+    Signal { signal: String },
     /// Run it elsewhere: another partition and/or not on these nodes
     /// (a running job is requeued held, changed, then released).
     Migrate {
@@ -204,6 +279,7 @@ impl SlurmVerb {
             SlurmVerb::Cancel => "cancel",
             SlurmVerb::Hold => "hold",
             SlurmVerb::Release => "release",
+            SlurmVerb::Signal { .. } => "signal",
             SlurmVerb::Migrate { .. } => "migrate",
         }
     }
@@ -212,15 +288,22 @@ impl SlurmVerb {
     const PLAIN: [SlurmVerb; 7] =
         [SlurmVerb::Preempt, SlurmVerb::Requeue, SlurmVerb::Suspend, SlurmVerb::Resume, SlurmVerb::Cancel, SlurmVerb::Hold, SlurmVerb::Release];
 
-    /// Every verb's name as the console types it; migrate last.
+    /// Every verb's name as the console types it; signal and migrate last.
     pub fn names() -> impl Iterator<Item = &'static str> {
-        SlurmVerb::PLAIN.into_iter().map(|v| v.name()).chain(["migrate"])
+        SlurmVerb::PLAIN.into_iter().map(|v| v.name()).chain(["signal", "migrate"])
     }
 
-    /// "preempt, requeue, … or migrate", for messages.
+    /// "preempt, requeue, … signal or migrate", for messages.
     fn listed() -> String {
         let plain: Vec<&str> = SlurmVerb::PLAIN.into_iter().map(|v| v.name()).collect();
-        format!("{} or migrate", plain.join(", "))
+        format!("{}, signal or migrate", plain.join(", "))
+    }
+
+    /// The checkpoint signal: `USR1` by default, a name or number Slurm takes.
+    pub fn signal(name: &str) -> Result<SlurmVerb, String> {
+        let name = name.trim().trim_start_matches("SIG").trim_start_matches("sig");
+        let ok = !name.is_empty() && name.len() <= 8 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '+');
+        if ok { Ok(SlurmVerb::Signal { signal: name.to_ascii_uppercase() }) } else { Err(format!("{name:?} is not a signal name (USR1, TERM, 10, …)")) }
     }
 
     /// From the console's words: `requeue`, `migrate partition=spare exclude=n1,n2`.
@@ -228,6 +311,13 @@ impl SlurmVerb {
         let (first, rest) = words.split_first().ok_or_else(|| format!("a Slurm verb is needed: {}", SlurmVerb::listed()))?;
         let plain = match *first {
             "migrate" => None,
+            "signal" => {
+                return match rest {
+                    [] => SlurmVerb::signal("USR1"),
+                    [one] => SlurmVerb::signal(one),
+                    extra => Err(format!("signal takes one signal name (got {:?})", extra.join(" "))),
+                };
+            }
             other => Some(SlurmVerb::PLAIN.into_iter().find(|v| v.name() == other).ok_or_else(|| format!("unknown Slurm verb {other:?}: {}", SlurmVerb::listed()))?),
         };
         if let Some(verb) = plain {
@@ -264,6 +354,7 @@ impl fmt::Display for SlurmVerb {
                 }
                 Ok(())
             }
+            SlurmVerb::Signal { signal } => write!(f, "signal {signal}"),
             other => f.write_str(other.name()),
         }
     }
@@ -326,11 +417,27 @@ pub struct SlurmPolicy {
     pub preempt_by: PreemptBy,
     /// A GPU job pending longer than this raises the partition's wait alarm.
     pub wait_alarm: Secs,
+    /// What a job is sent to save its work before gpuroom requeues it (a
+    /// spot notice on its node, or its account past the hard budget limit).
+    #[serde(default = "default_signal")]
+    pub checkpoint_signal: String,
+    /// How long after that signal the requeue follows (shortened to leave
+    /// 30 s before a spot deadline).
+    #[serde(default = "default_grace")]
+    pub checkpoint_grace: Secs,
+}
+
+fn default_signal() -> String {
+    "USR1".to_string()
+}
+
+fn default_grace() -> Secs {
+    Secs(60)
 }
 
 impl Default for SlurmPolicy {
     fn default() -> Self {
-        SlurmPolicy { mode: SlurmMode::Advisory, preempt_by: PreemptBy::Requeue, wait_alarm: Secs(3600) }
+        SlurmPolicy { mode: SlurmMode::Advisory, preempt_by: PreemptBy::Requeue, wait_alarm: Secs(3600), checkpoint_signal: default_signal(), checkpoint_grace: default_grace() }
     }
 }
 
@@ -474,7 +581,10 @@ mod tests {
         assert!(SlurmVerb::parse(&["migrate", "to=x"]).unwrap_err().contains("\"to=x\""));
         assert!(SlurmVerb::parse(&["hold", "now"]).unwrap_err().contains("no arguments"));
         assert!(SlurmVerb::parse(&["explode"]).unwrap_err().contains("unknown Slurm verb"));
-        assert_eq!(SlurmVerb::parse(&[]).unwrap_err(), "a Slurm verb is needed: preempt, requeue, suspend, resume, cancel, hold, release or migrate");
+        assert_eq!(SlurmVerb::parse(&[]).unwrap_err(), "a Slurm verb is needed: preempt, requeue, suspend, resume, cancel, hold, release, signal or migrate");
+        assert_eq!(SlurmVerb::parse(&["signal"]), Ok(SlurmVerb::Signal { signal: "USR1".into() }));
+        assert_eq!(SlurmVerb::parse(&["signal", "SIGTERM"]), Ok(SlurmVerb::Signal { signal: "TERM".into() }));
+        assert!(SlurmVerb::parse(&["signal", "x;rm"]).unwrap_err().contains("not a signal name"));
         for name in SlurmVerb::names().filter(|n| *n != "migrate") {
             assert_eq!(SlurmVerb::parse(&[name]).map(|v| v.name()), Ok(name), "every plain name parses back");
         }
@@ -489,5 +599,17 @@ mod tests {
         assert_eq!(SlurmState::parse("RESV_DEL_HOLD"), SlurmState::Other("RESV_DEL_HOLD".into()));
         let held = SlurmJob { reason: "JobHeldAdmin".into(), ..Default::default() };
         assert!(held.held() && held.active() && !held.holds_gpus());
+    }
+
+    #[test]
+    fn a_jobs_tags_come_from_its_account_comment_wckey_and_partition() {
+        let job = SlurmJob { account: "vision".into(), partition: "gpu".into(), comment: "project=detr; model=vit-h env=prod,junk, x=".into(), wckey: "*ignored".into(), ..Default::default() };
+        let t = job.tags();
+        assert_eq!((t.tenant.0.as_str(), t.project.as_str(), t.env.as_str(), t.model.as_str()), ("vision", "detr", "prod", "vit-h"));
+        let bare = SlurmJob { user: "ann".into(), partition: "dev".into(), wckey: "*speech".into(), ..Default::default() };
+        let t = bare.tags();
+        assert_eq!((t.tenant.0.as_str(), t.project.as_str(), t.env.as_str(), t.model.as_str()), ("ann", "speech", "dev", ""));
+        let two = SlurmJob { nodes: vec!["a".into(), "b".into()], gpus: 8, gpu_idx: vec![("a".into(), vec![0, 2])], ..Default::default() };
+        assert_eq!((two.gpus_on("a"), two.gpus_on("b"), two.gpus_on("c")), (GpusOn::Indices(vec![0, 2]), GpusOn::Count(4), GpusOn::Count(0)));
     }
 }

@@ -27,11 +27,15 @@ pub struct InstanceShape {
 }
 
 /// A node declared by host name; every field is optional and fills in what
-/// the GPUs themselves cannot say (what it is and what it costs).
+/// the GPUs themselves cannot say (what it is and what it costs). `host` may
+/// be a pattern (`gpu-st-p4d-*`, `n?1`), and `partition` names a Slurm
+/// partition whose nodes it describes; a declaration with both needs both.
+/// The first that matches wins: an exact host name before any pattern.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct NodeDecl {
     pub host: String,
+    pub partition: Option<String>,
     pub instance_type: Option<String>,
     pub zone: Option<String>,
     pub billing: Option<BillingMode>,
@@ -79,6 +83,30 @@ pub struct Catalogue {
     nodes: Vec<NodeDecl>,
 }
 
+/// Shell-style `*` and `?` over the whole name (no classes: host names do not need them).
+fn glob(pattern: &str, name: &str) -> bool {
+    let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
+    // Iterative with one backtrack point: linear in practice, never exponential.
+    let (mut i, mut j, mut star, mut mark) = (0usize, 0usize, None::<usize>, 0usize);
+    while j < n.len() {
+        if i < p.len() && (p[i] == '?' || p[i] == n[j]) {
+            i += 1;
+            j += 1;
+        } else if i < p.len() && p[i] == '*' {
+            star = Some(i);
+            mark = j;
+            i += 1;
+        } else if let Some(s) = star {
+            i = s + 1;
+            mark += 1;
+            j = mark;
+        } else {
+            return false;
+        }
+    }
+    p[i..].iter().all(|c| *c == '*')
+}
+
 impl Default for Catalogue {
     fn default() -> Catalogue {
         Catalogue::new(Vec::new(), Vec::new())
@@ -110,7 +138,18 @@ impl Catalogue {
     }
 
     pub fn node(&self, host: &str) -> Option<&NodeDecl> {
-        self.nodes.iter().find(|n| n.host == host)
+        self.node_in(host, &[])
+    }
+
+    /// The declaration of `host`, a node of these Slurm `partitions`.
+    pub fn node_in(&self, host: &str, partitions: &[String]) -> Option<&NodeDecl> {
+        let in_partition = |d: &NodeDecl| d.partition.as_ref().is_none_or(|p| partitions.contains(p));
+        self.nodes.iter().find(|d| d.host == host && in_partition(d)).or_else(|| {
+            self.nodes.iter().find(|d| {
+                let named = !d.host.is_empty() || d.partition.is_some();
+                named && (d.host.is_empty() || glob(&d.host, host)) && in_partition(d)
+            })
+        })
     }
 
     /// The spec of the machine `host`, from what its GPUs said (`count`,
@@ -153,5 +192,25 @@ impl Catalogue {
         let decl = self.node(host)?;
         let spec = self.host_spec(id, host, Some(decl), 0, None, None);
         (spec.problem().is_none()).then_some(spec)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_declaration_matches_by_exact_name_then_by_pattern_and_partition() {
+        let decl = |host: &str, partition: Option<&str>, t: &str| NodeDecl { host: host.into(), partition: partition.map(Into::into), instance_type: Some(t.into()), ..NodeDecl::default() };
+        let c = Catalogue::new(Vec::new(), vec![decl("gpu-st-*", None, "p4d.24xlarge"), decl("", Some("spot"), "g5.12xlarge"), decl("gpu-st-7", None, "p5.48xlarge"), decl("n?", Some("dev"), "g4dn.xlarge")]);
+        let t = |host: &str, parts: &[&str]| c.node_in(host, &parts.iter().map(|p| p.to_string()).collect::<Vec<_>>()).and_then(|d| d.instance_type.clone());
+        assert_eq!(t("gpu-st-7", &[]).as_deref(), Some("p5.48xlarge"), "the exact name first");
+        assert_eq!(t("gpu-st-1", &["spot"]).as_deref(), Some("p4d.24xlarge"), "then the first that matches");
+        assert_eq!(t("other", &["spot"]).as_deref(), Some("g5.12xlarge"));
+        assert_eq!(t("n1", &["dev"]).as_deref(), Some("g4dn.xlarge"));
+        assert_eq!(t("n1", &["prod"]), None, "a pattern with a partition needs both");
+        assert_eq!(t("n12", &["dev"]), None);
+        assert!(glob("a*b*c", "axxbyyc") && glob("*", "") && !glob("a*b", "ac") && glob("**x", "x"));
+        assert!(!glob(&"*a".repeat(30), &"a".repeat(29)), "no blow-up on a hostile pattern");
     }
 }

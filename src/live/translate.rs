@@ -41,6 +41,8 @@ pub struct Translator {
     /// The room's launches sent to EC2 and not answered yet: their
     /// instances come with the answer, not from a fleet poll that sees them first.
     awaiting: std::collections::BTreeSet<u64>,
+    /// Slurm nodes not shown for want of their GPUs' size (said once each).
+    slurm_unsized: std::collections::BTreeSet<String>,
 }
 
 /// The short host name EC2's private DNS gives a machine (`ip-10-0-1-7`),
@@ -51,7 +53,7 @@ pub fn short_host(name: &str) -> &str {
 
 impl Translator {
     pub fn new(catalogue: Catalogue) -> Translator {
-        Translator { catalogue, nodes: BTreeMap::new(), by_instance: BTreeMap::new(), next_node: 0, prices: BTreeMap::new(), awaiting: Default::default() }
+        Translator { catalogue, nodes: BTreeMap::new(), by_instance: BTreeMap::new(), next_node: 0, prices: BTreeMap::new(), awaiting: Default::default(), slurm_unsized: Default::default() }
     }
 
     /// The node a host is shown as, if it has appeared.
@@ -83,7 +85,7 @@ impl Translator {
             Report::Prices { points } => self.prices(points),
             Report::Fleet { instances } => self.fleet(instances),
             Report::Notice { host, kind, deadline } => self.notice(now, &host, kind, deadline),
-            Report::Slurm { snapshot } => vec![Event::Slurm { snapshot }],
+            Report::Slurm { snapshot } => self.slurm(snapshot),
             Report::Launched { request, instances } => {
                 self.awaiting.remove(&request);
                 self.launched(request, instances)
@@ -166,12 +168,57 @@ impl Translator {
     }
 
     fn add_node(&mut self, spec: NodeSpec, instance: Option<String>) -> Event {
+        let host = spec.name.clone();
+        self.add_host(host, spec, instance)
+    }
+
+    /// A node known by `host` (what dcgm-exporter and EC2 call the machine),
+    /// shown by its spec's name (on a Slurm site, Slurm's name for it).
+    fn add_host(&mut self, host: String, spec: NodeSpec, instance: Option<String>) -> Event {
         let id = spec.id;
         if let Some(i) = &instance {
-            self.by_instance.insert(i.clone(), spec.name.clone());
+            self.by_instance.insert(i.clone(), host.clone());
         }
-        self.nodes.insert(spec.name.clone(), KnownNode { id, gpus: spec.gpu_count, instance, lost: false, booting: None });
+        self.nodes.insert(host, KnownNode { id, gpus: spec.gpu_count, instance, lost: false, booting: None });
         Event::NodeUp { spec }
+    }
+
+    /// Every Slurm node with GPUs is a node of the room, matched by its
+    /// machine's host name to what dcgm-exporter, NVML and EC2 already
+    /// showed (an EC2 instance says its type and billing), else described by
+    /// the configuration (by name, pattern or partition), else by its GRES.
+    /// The snapshot goes on with each node's room id filled in.
+    fn slurm(&mut self, mut snapshot: crate::domain::slurm::SlurmSnapshot) -> Vec<Event> {
+        let mut events = Vec::new();
+        for n in &mut snapshot.nodes {
+            let host = short_host(n.host()).to_string();
+            if let Some(known) = self.nodes.get(&host).filter(|k| !k.lost) {
+                n.node = Some(known.id);
+                continue;
+            }
+            if n.gpus == 0 || host.is_empty() {
+                continue;
+            }
+            let decl = self.catalogue.node_in(&n.name, &n.partitions).or_else(|| self.catalogue.node_in(&host, &n.partitions)).cloned();
+            let typed = decl.as_ref().and_then(|d| d.instance_type.as_deref()).and_then(|t| self.catalogue.instance_type(t)).is_some();
+            // Slurm's GRES type ("a100", or a site's own word) names the model only when nothing better does.
+            let model = if typed || decl.as_ref().is_some_and(|d| d.gpu_model.is_some()) { None } else { n.gpu_type.clone() };
+            let spec = self.catalogue.host_spec(NodeId(self.next_node), &n.name, decl.as_ref(), u8::try_from(n.gpus).unwrap_or(u8::MAX), model, None);
+            if let Some(problem) = spec.problem() {
+                // GRES says how many GPUs, never how big: the node waits for
+                // dcgm-exporter or a declaration to say it.
+                if self.slurm_unsized.insert(n.name.clone()) {
+                    let detail = format!("Slurm node {}: {problem}; its GPUs' memory comes from dcgm-exporter on it, or declare it ([[sources.nodes]] gpu_memory_mib or instance_type)", n.name);
+                    events.push(Event::SourceStatus { source: "slurm nodes".into(), ok: false, detail, stale: Vec::new() });
+                }
+                continue;
+            }
+            self.next_node += 1;
+            n.node = Some(spec.id);
+            events.push(self.add_host(host, spec, None));
+        }
+        events.push(Event::Slurm { snapshot });
+        events
     }
 
     fn gpus(&mut self, source: &str, readings: Vec<GpuReading>) -> Vec<Event> {

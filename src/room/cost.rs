@@ -18,6 +18,7 @@ use crate::cost::ledger::{add_to, LedgerLine, LineKind, OpenPeriod};
 use crate::cost::{split_exact, Accrual, Books};
 use crate::domain::cluster::{BillingMode, Node};
 use crate::domain::ids::{JobId, NodeId, TenantId};
+use crate::domain::job::Tags;
 use crate::domain::units::{At, Micros, MicrosPerHour};
 use crate::market::Market;
 
@@ -44,6 +45,10 @@ pub struct Costs {
     /// release one carried micro-unit.
     #[serde(default)]
     pub bound_gpus: i64,
+    /// Who pays for the Slurm jobs holding GPUs (see `room::slurm_fleet`):
+    /// kept until the charge period that saw them closes.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub slurm_tags: BTreeMap<JobId, Tags>,
 }
 
 /// The hourly price a node costs now: its contract, or the spot market.
@@ -163,7 +168,7 @@ impl Costs {
                 node_name: node.spec.name.clone(),
                 unit: Some(unit),
                 job,
-                tags: job.and_then(|id| fleet.jobs.get(&id)).map(|j| j.spec.tags.clone()),
+                tags: job.and_then(|id| fleet.jobs.get(&id).map(|j| j.spec.tags.clone()).or_else(|| tags_of_slurm_job(&self.slurm_tags, id).cloned())),
                 billing: node.spec.billing,
                 instance_type: node.spec.instance_type.clone(),
                 zone: node.spec.zone.clone(),
@@ -177,6 +182,10 @@ impl Costs {
             l.end = end;
             l
         }));
+        if !self.slurm_tags.is_empty() {
+            let holding: std::collections::BTreeSet<JobId> = fleet.nodes.values().flat_map(|n| n.gpus.iter().filter_map(|g| g.slurm_job.map(JobId::slurm))).collect();
+            self.slurm_tags.retain(|id, _| holding.contains(id));
+        }
         lines
     }
 
@@ -243,7 +252,7 @@ impl Costs {
         if millis <= 0 {
             return;
         }
-        let Costs { accruals, period, books, .. } = self;
+        let Costs { accruals, period, books, slurm_tags, .. } = self;
         let Fleet { nodes, jobs, .. } = fleet;
         let Some(node) = nodes.get(&id) else { return };
         let mut charges: Vec<(JobId, i64)> = Vec::new();
@@ -272,6 +281,14 @@ impl Costs {
                 // The unit's share of GPU time and of the list price over the span.
                 let unit_ms = (i128::from(millis) * i128::from(num) * i128::from(gpu_count) / i128::from(den.max(1))) as i64;
                 let unit_list = list_rate * millis as f64 * num as f64 / den.max(1) as f64 / 3_600_000.0;
+                if let Some(slurm) = gpu.slurm_job.filter(|_| gpu.allocations.is_empty()) {
+                    // A Slurm job holds the whole GPU (GRES are not shared by memory).
+                    let job = JobId::slurm(slurm);
+                    busy_ms += i128::from(unit_ms);
+                    charges.push((job, share));
+                    add_to(lines, gpu.index, Some(job), Micros(share), unit_list, unit_ms);
+                    continue;
+                }
                 if gpu.allocations.is_empty() {
                     idle += share;
                     add_to(lines, gpu.index, None, Micros(share), unit_list, unit_ms);
@@ -305,6 +322,8 @@ impl Costs {
                 if let Some(job) = jobs.get_mut(&job_id) {
                     job.cost += Micros(part);
                     books.charge_tenant(&job.spec.tags.tenant, from, Micros(part));
+                } else if let Some(tags) = tags_of_slurm_job(slurm_tags, job_id) {
+                    books.charge_tenant(&tags.tenant, from, Micros(part));
                 }
             }
         }
@@ -329,4 +348,9 @@ fn rate_of(market: &Market, node: &Node) -> Option<MicrosPerHour> {
             .and_then(|(_, pool)| pool.price),
         BillingMode::OnDemand | BillingMode::Reserved => Some(node.spec.contract_price),
     }
+}
+
+/// The attribution of a Slurm job's GPU time, if it is one (`room::slurm_fleet` keeps them).
+fn tags_of_slurm_job<'a>(tags: &'a BTreeMap<JobId, Tags>, job: JobId) -> Option<&'a Tags> {
+    job.slurm_id().and_then(|_| tags.get(&job))
 }

@@ -27,12 +27,16 @@ pub mod predict;
 pub mod retired;
 pub mod sched;
 pub mod slurm;
+pub mod slurm_acts;
+mod slurm_fleet;
 #[cfg(test)]
 mod capacity_tests;
 #[cfg(test)]
 mod derived_tests;
 #[cfg(test)]
 mod slurm_tests;
+#[cfg(test)]
+mod slurm_site_tests;
 pub mod sources;
 pub mod spot;
 pub mod view;
@@ -295,8 +299,19 @@ impl Room {
                 })
             }
             Event::Slurm { snapshot } => {
+                self.on_slurm_fleet(at, snapshot, &mut effects);
                 let ctx = slurm::Ctx { policy: &self.config.slurm, tenants: &self.fleet.tenants, journal: &mut self.journal };
-                self.slurm.on_snapshot(ctx, at, snapshot, &mut effects)
+                let outcome = self.slurm.on_snapshot(ctx, at, snapshot, &mut effects);
+                let mut ctx = slurm::Ctx { policy: &self.config.slurm, tenants: &self.fleet.tenants, journal: &mut self.journal };
+                let drained = self.slurm.act(&mut ctx, &self.budgets.levels, at, &mut effects);
+                for (node, deadline) in drained {
+                    // The room's own notice path: the hazard model, the node draining, the alarm.
+                    if self.fleet.nodes.get(&node).is_some_and(|n| matches!(n.state, NodeState::Up)) {
+                        self.settle_all(at);
+                        let _ = self.on_notice(at, node, deadline, &mut effects);
+                    }
+                }
+                outcome
             }
             Event::SlurmDone { command, ok, message } => self.slurm.on_done(&mut self.journal, at, *command, *ok, message, &mut effects),
             Event::PoolDefined { pool } => {

@@ -36,6 +36,9 @@ pub struct SlurmMirror {
     pub last: BTreeMap<u64, CommandRecord>,
     /// The policy's advice as of the newest snapshot, by job preempted.
     pub advice: BTreeMap<u64, AdviceNote>,
+    /// What budgets and spot notices ask of Slurm jobs (see `room::slurm_acts`).
+    #[serde(default)]
+    pub acts: SlurmActs,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -57,6 +60,26 @@ pub struct AdviceNote {
     pub verb: SlurmVerb,
     pub for_job: u64,
     pub why: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// What budgets and spot notices asked of Slurm jobs (`room::slurm_acts`).
+pub struct SlurmActs {
+    /// Jobs gpuroom held for their account's budget: only these are released.
+    pub budget_held: BTreeSet<u64>,
+    /// A requeue waiting for its job's checkpoint signal to be acted on.
+    pub follow_ups: BTreeMap<u64, FollowUp>,
+    /// Nodes seen drained for a spot interruption, with the deadline.
+    pub spot_drained: BTreeMap<String, At>,
+    /// Advisory mode: what would be sent, by job.
+    pub proposals: BTreeMap<u64, AdviceNote>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FollowUp {
+    pub verb: SlurmVerb,
+    pub due: At,
+    pub by: String,
 }
 
 /// The actor policy commands are audited under.
@@ -141,7 +164,7 @@ impl SlurmMirror {
     }
 
     /// Whether `verb` makes sense for the job as last seen; resolves preempt.
-    fn check_verb(&self, policy: &SlurmPolicy, id: u64, verb: &SlurmVerb) -> Result<SlurmVerb, String> {
+    pub(super) fn check_verb(&self, policy: &SlurmPolicy, id: u64, verb: &SlurmVerb) -> Result<SlurmVerb, String> {
         let snapshot = self.snapshot.as_ref().ok_or("no Slurm cluster is attached")?;
         let job = snapshot.jobs.iter().find(|j| j.id == id).ok_or_else(|| format!("Slurm job {id} is not in the newest snapshot"))?;
         if let Some(command) = self.in_flight.values().find(|c| c.job == id) {
@@ -155,6 +178,7 @@ impl SlurmMirror {
         let legal = match &verb {
             SlurmVerb::Requeue => matches!(state, SlurmState::Running | SlurmState::Suspended),
             SlurmVerb::Suspend => *state == SlurmState::Running,
+            SlurmVerb::Signal { .. } => matches!(state, SlurmState::Running | SlurmState::Suspended),
             SlurmVerb::Resume => *state == SlurmState::Suspended,
             SlurmVerb::Cancel => job.active(),
             SlurmVerb::Hold => *state == SlurmState::Pending && !job.held(),
@@ -182,7 +206,7 @@ impl SlurmMirror {
         Ok(verb)
     }
 
-    fn send(&mut self, at: At, job: u64, verb: SlurmVerb, by: String, effects: &mut Vec<Effect>) {
+    pub(super) fn send(&mut self, at: At, job: u64, verb: SlurmVerb, by: String, effects: &mut Vec<Effect>) {
         self.next_command += 1;
         let id = self.next_command;
         let (state, restarts) = self
@@ -228,7 +252,7 @@ impl SlurmMirror {
 
     /// No blind retries: a failed command blocks its job until its state
     /// changes; a successful one until a snapshot taken after it arrived.
-    fn may_send(&self, job: u64) -> bool {
+    pub(super) fn may_send(&self, job: u64) -> bool {
         let Some(record) = self.last.get(&job) else { return true };
         let current = self.snapshot.as_ref().and_then(|s| s.jobs.iter().find(|j| j.id == job));
         match (&record.outcome, current) {

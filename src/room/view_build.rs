@@ -103,7 +103,7 @@ impl Room {
                         cluster.gpus_total += 1;
                         cluster.mem_total += u64::from(gpu.memory.0);
                         cluster.mem_allocated += u64::from(gpu.allocated().0);
-                        if !gpu.allocations.is_empty() {
+                        if !gpu.allocations.is_empty() || gpu.slurm_job.is_some() {
                             cluster.gpus_busy += 1;
                         }
                         if gpu.stale {
@@ -122,7 +122,7 @@ impl Room {
                         mem_allocated: gpu.allocated(),
                         largest_free: if gpu.has_exclusive() { Mib(0) } else { gpu.largest_free_block() },
                         fragmentation: gpu.fragmentation(),
-                        jobs: gpu.allocations.iter().map(|a| a.job).collect(),
+                        jobs: gpu.allocations.iter().map(|a| a.job).chain(gpu.slurm_job.map(JobId::slurm)).collect(),
                         exclusive: gpu.has_exclusive(),
                         stale: gpu.stale,
                         health: gpu.health.clone(),
@@ -141,6 +141,12 @@ impl Room {
                     None => "booting".to_string(),
                 },
                 NodeState::Retiring { .. } => "releasing".to_string(),
+            };
+            // Slurm's own word for its nodes: drained and down read as such.
+            let state = match (&node.slurm, &node.state) {
+                (Some(s), NodeState::Up) => format!("slurm {}", clean(&s.state)),
+                (Some(s), NodeState::Down { .. }) if crate::domain::slurm::SlurmNode { state: s.state.clone(), ..Default::default() }.powered_down() => "powered down".to_string(),
+                _ => state,
             };
             let free = node.accepts_work().then(|| frag_gradient::node_free(node, time_sharing));
             let node_frag = free.as_ref().map(|f| f.fragmentation(&workload));

@@ -178,7 +178,11 @@ pub fn slurm_view(mirror: &SlurmMirror, policy: &SlurmPolicy, tenants: &BTreeMap
                 waited: if j.state == SlurmState::Pending { secs_since(j.submitted) } else { None },
                 ran: if j.holds_gpus() { secs_since(j.started) } else { None },
                 restarts: j.restarts,
-                advice: mirror.advice.get(&j.id).map(|a| format!("{} for job {}: {}", a.verb, a.for_job, a.why)),
+                advice: mirror
+                    .advice
+                    .get(&j.id)
+                    .map(|a| format!("{} for job {}: {}", a.verb, a.for_job, a.why))
+                    .or_else(|| mirror.acts.proposals.get(&j.id).map(|a| format!("{}: {}", a.verb, a.why))),
                 command_failed: matches!(record.and_then(|r| r.outcome.as_ref()), Some(Err(_))),
                 in_flight: mirror.in_flight.values().any(|c| c.job == j.id),
                 command,

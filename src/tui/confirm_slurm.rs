@@ -70,6 +70,15 @@ pub fn describe(id: u64, verb: &SlurmVerb, view: &View, c: &mut Confirm) {
                 refuse(c, "running");
             }
         }
+        SlurmVerb::Signal { signal } => {
+            c.title = title(&format!("Send SIG{signal} to"));
+            c.yes = "signal";
+            c.lines.push(format!("scancel --batch --signal={signal} {id}: its batch script gets the signal and keeps running."));
+            c.lines.push("A job that traps it saves a checkpoint; one that does not may stop.".into());
+            if !matches!(j.state, SlurmState::Running | SlurmState::Suspended) {
+                refuse(c, "running or suspended");
+            }
+        }
         SlurmVerb::Resume => {
             c.title = title("Resume");
             c.yes = "resume";

@@ -125,6 +125,8 @@ fn job(source: &str, i: usize, j: &Value) -> Result<SlurmJob, ParseError> {
         priority: number(j.get("priority")).unwrap_or(0),
         restarts: number(j.get("restart_cnt")).unwrap_or(0) as u32,
         excluded: expand_hostlist(&text(j.get("excluded_nodes"))).unwrap_or_default(),
+        comment: text(j.get("comment")),
+        wckey: text(j.get("wckey")),
         state,
     })
 }
@@ -176,6 +178,10 @@ fn reason(v: Option<&Value>) -> String {
     }
 }
 
+fn names_differ(host: &str, name: &str) -> bool {
+    !host.is_empty() && host != name
+}
+
 fn node_record(source: &str, i: usize, n: &Value) -> Result<SlurmNode, ParseError> {
     let name = text(n.get("name"));
     if name.trim().is_empty() {
@@ -184,7 +190,6 @@ fn node_record(source: &str, i: usize, n: &Value) -> Result<SlurmNode, ParseErro
     let total = gres::parse(&text(n.get("gres")));
     let used = gres::parse(&text(n.get("gres_used")));
     Ok(SlurmNode {
-        name,
         state: node_state(n.get("state"), n.get("state_flags")),
         cpus: count(n.get("cpus")),
         cpus_alloc: count(n.get("alloc_cpus")),
@@ -194,6 +199,9 @@ fn node_record(source: &str, i: usize, n: &Value) -> Result<SlurmNode, ParseErro
         gpus_used_idx: used.idx,
         partitions: strings(n.get("partitions")),
         reason: reason(n.get("reason")),
+        hostname: Some(text(n.get("hostname"))).filter(|h| *h != name).unwrap_or_default(),
+        node: None,
+        name,
     })
 }
 
@@ -202,6 +210,7 @@ fn node_record(source: &str, i: usize, n: &Value) -> Result<SlurmNode, ParseErro
 /// the record's CPUs.
 fn sinfo_record(source: &str, i: usize, r: &Value) -> Result<Vec<SlurmNode>, ParseError> {
     let names = strings(r.get("nodes").and_then(|n| n.get("nodes")));
+    let hosts = strings(r.get("nodes").and_then(|n| n.get("hostnames")));
     if names.is_empty() || names.iter().any(|n| n.trim().is_empty()) {
         return Err(ParseError::new(source, format!("record {}", i + 1), "no node names (nodes.nodes), or an empty one"));
     }
@@ -225,7 +234,10 @@ fn sinfo_record(source: &str, i: usize, r: &Value) -> Result<Vec<SlurmNode>, Par
     let (cpus, cpus_alloc) = (share(cpus.and_then(|c| c.get("total"))), share(cpus.and_then(|c| c.get("allocated"))));
     Ok(names
         .into_iter()
-        .map(|name| SlurmNode {
+        .enumerate()
+        .map(|(k, name)| SlurmNode {
+            hostname: hosts.get(k).filter(|h| names_differ(h, &name) && hosts.len() == many as usize).cloned().unwrap_or_default(),
+            node: None,
             name,
             state: node_state(base.as_ref(), Some(&Value::Array(flags.clone()))),
             cpus,

@@ -89,6 +89,8 @@ pub fn jobs(source: &str, body: &str) -> Result<Vec<SlurmJob>, ParseError> {
             priority: f[11].trim().parse().unwrap_or(0),
             restarts: f[13].trim().parse().unwrap_or(0),
             excluded: Vec::new(),
+            comment: String::new(),
+            wckey: String::new(),
             name: f[14].to_string(),
             state,
         });
@@ -114,7 +116,8 @@ pub fn nodes(source: &str, body: &str) -> Result<Vec<SlurmNode>, ParseError> {
         let partition = f[6].trim_end_matches('*').to_string();
         let node = by_name.entry(f[0].trim().to_string()).or_insert_with(|| SlurmNode {
             name: f[0].trim().to_string(),
-            state: f[1].trim_end_matches(['*', '~', '#', '!', '%', '$', '@', '^', '-']).to_string(),
+            // `~` marks a powered-down CLOUD node: kept, as the JSON's flag says it.
+            state: format!("{}{}", f[1].trim_end_matches(['*', '~', '#', '!', '%', '$', '@', '^', '-']), if f[1].trim_end().ends_with('~') { "+powered_down" } else { "" }),
             cpus: f[2].trim().parse().unwrap_or(0),
             cpus_alloc: alloc,
             gpus: total.count,
@@ -123,6 +126,8 @@ pub fn nodes(source: &str, body: &str) -> Result<Vec<SlurmNode>, ParseError> {
             gpus_used_idx: used.idx,
             partitions: Vec::new(),
             reason: if f[7] == "none" { String::new() } else { f[7].to_string() },
+            hostname: String::new(),
+            node: None,
         });
         node.partitions.push(partition);
     }

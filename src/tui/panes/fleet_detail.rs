@@ -202,7 +202,13 @@ fn free_text(node: &NodeView, g: &GpuView) -> String {
 /// `j6 tokenizer-bench, j7 embed-batch` when it fits in `w`; else one job's
 /// name cut, or the ids alone, as many as fit and `+N`: an id is never cut.
 fn jobs_text(view: &View, g: &GpuView, w: usize) -> String {
-    let name = |id| view.jobs.iter().find(|j| j.id == id).map(|j| j.name.as_str());
+    let name = |id: crate::domain::ids::JobId| -> Option<String> {
+        match id.slurm_id() {
+            // A Slurm job: its name and account, from the Slurm mirror.
+            Some(slurm) => view.slurm.as_ref()?.jobs.iter().find(|j| j.id == slurm).map(|j| format!("{} ({})", j.name, j.account)),
+            None => view.jobs.iter().find(|j| j.id == id).map(|j| j.name.clone()),
+        }
+    };
     let full: Vec<String> = g
         .jobs
         .iter()
@@ -218,7 +224,7 @@ fn jobs_text(view: &View, g: &GpuView, w: usize) -> String {
     if let [id] = g.jobs.as_slice() {
         let id_text = id.to_string();
         return match name(*id) {
-            Some(n) if w >= id_text.len() + 3 => format!("{id_text} {}", fmt::trunc(n, w - id_text.len() - 1)),
+            Some(n) if w >= id_text.len() + 3 => format!("{id_text} {}", fmt::trunc(&n, w - id_text.len() - 1)),
             _ => id_text,
         };
     }

@@ -79,10 +79,15 @@ pub fn price_style(node: &NodeView, t: &Theme) -> Style {
     }
 }
 
+/// A Slurm node taking work ("slurm mixed"), not drained, down or failing.
+fn slurm_in_service(state: &str) -> bool {
+    state.strip_prefix("slurm ").is_some_and(|s| !["drain", "down", "fail", "not_responding", "maint", "reboot"].iter().any(|w| s.contains(w)))
+}
+
 pub fn state_style(node: &NodeView, t: &Theme) -> Style {
     if !node.up {
         t.alarm
-    } else if node.state == "up" {
+    } else if node.state == "up" || slurm_in_service(&node.state) {
         t.dim
     } else {
         t.warn
