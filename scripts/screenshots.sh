@@ -36,6 +36,8 @@ shot fleet-1000-gpus --sim-config fixtures/sim/large-1000.toml --pane fleet --ho
 # The Slurm screens draw the fixture cluster (the simulated world has no Slurm).
 profile=$([ "$bin" = target/debug/gpuroom ] && echo "" || echo --release)
 TUI_SHOTS="$out" cargo test $profile --lib tui::svg::shots::write_slurm_screenshots -- --ignored --quiet
+# A Slurm-on-EC2 site, fed through the live translator into a room.
+TUI_SHOTS="$out" cargo test $profile --test slurm_site_screens write_slurm_site_screenshots -- --ignored --quiet
 if command -v rsvg-convert >/dev/null; then
     for svg in "$out"/*.svg; do
         rsvg-convert "$svg" -o "${svg%.svg}.png"

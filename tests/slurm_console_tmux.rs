@@ -10,6 +10,8 @@
 //! Needs tmux and Slurm: skipped, saying so, without them unless
 //! `GPUROOM_REQUIRE_TMUX` / `GPUROOM_REQUIRE_SLURM` are set (as `.ci/run` does).
 
+#[path = "support/loopback.rs"]
+mod loopback;
 #[path = "support/slurm.rs"]
 mod slurm_support;
 #[path = "support/tmux.rs"]
@@ -24,6 +26,9 @@ use slurm_support::{cancel_all, find, slurm_conf, submit, wait_for_jobs};
 use tmux::{Tmux, tmux_available};
 
 const WAIT: Duration = Duration::from_secs(30);
+
+/// One Slurm cluster: the tests here take turns.
+static CLUSTER: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// The selected (`▶`) row of the Slurm pane's job table.
 fn selected_row(screen: &str) -> Option<&str> {
@@ -96,6 +101,7 @@ fn an_operator_drives_real_slurm_jobs_from_the_slurm_pane() {
         return;
     }
     let Some(conf) = slurm_conf() else { return };
+    let _turn = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
     cancel_all(&conf);
     let train = submit(&conf, "e2e-train", "vision", 2, &[]);
     wait_for_jobs(&conf, "e2e-train to run", |jobs| find(jobs, train).state == SlurmState::Running);
@@ -168,5 +174,55 @@ fn an_operator_drives_real_slurm_jobs_from_the_slurm_pane() {
     assert!(audit.iter().filter(|r| r.user == "e2e-ana").all(|r| r.origin == "local"), "{audit:#?}");
     let requeued = audit.iter().find(|r| r.verb == "requeue" && r.detail.contains(&format!("scontrol requeue {train}")));
     assert!(requeued.is_some(), "Slurm's answer names the command it ran: {audit:#?}");
+    cancel_all(&conf);
+}
+
+/// The fleet pane of a Slurm site: `localhost` is a node of the room, its
+/// state Slurm's, its GPUs the Slurm jobs' (drilled into: by id, name and
+/// account) with dcgm-exporter's utilization matched by host name.
+#[test]
+fn the_fleet_pane_shows_the_slurm_node_with_its_jobs_and_dcgm_figures() {
+    if !tmux_available() {
+        return;
+    }
+    let Some(conf) = slurm_conf() else { return };
+    let _turn = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    cancel_all(&conf);
+    let train = submit(&conf, "fleet-train", "vision", 3, &[]);
+    wait_for_jobs(&conf, "fleet-train to run", |jobs| find(jobs, train).state == SlurmState::Running);
+    let mut page = String::new();
+    for gpu in 0..4 {
+        let labels = format!("gpu=\"{gpu}\",modelName=\"NVIDIA A10G\",Hostname=\"localhost\"");
+        page.push_str(&format!("DCGM_FI_DEV_GPU_UTIL{{{labels}}} {}\nDCGM_FI_DEV_FB_USED{{{labels}}} 2000\nDCGM_FI_DEV_FB_FREE{{{labels}}} 20564\n", 61 + gpu));
+    }
+    let exporter = loopback::Loopback::start(move |_| loopback::Reply::ok("text/plain; version=0.0.4", page.clone()));
+
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let config = dir.path().join("config.toml");
+    let text = format!(
+        "[sources.nvml]\nenabled = false\n[sources.dcgm]\nurls = [{:?}]\nevery_secs = 1\n[sources.slurm]\npoll_secs = 1\ntimeout_secs = 20\nconf = {:?}\n\
+         [[sources.nodes]]\nhost = \"localhost\"\ninstance_type = \"g5.12xlarge\"\nbilling = \"on-demand\"\n",
+        exporter.url("/metrics"),
+        conf.display().to_string()
+    );
+    std::fs::write(&config, text).expect("write the config");
+    let bin = env!("CARGO_BIN_EXE_gpuroom");
+    let command = format!("{bin} --live --config {}; echo \"gpuroom exited with $?\"; sleep 60", config.display());
+    let tmux = Tmux::start("slurm-fleet", 160, 48, &command);
+    tmux.wait_for("the Slurm job", WAIT, |s| s.contains("fleet-train"));
+    tmux.keys(&["1"]);
+    let screen = tmux.wait_for("localhost in the fleet pane as Slurm's", WAIT, |s| s.lines().any(|l| l.contains("localhost") && l.contains("slurm mixed")));
+    let row = screen.lines().find(|l| l.contains("localhost") && l.contains("slurm mixed")).unwrap();
+    assert!(row.contains("g5.12xlarge") && row.contains("on-demand") || row.contains("OD"), "what the node is and costs:\n{screen}");
+    tmux.keys(&["Enter"]);
+    tmux.wait_for("the drill-down", WAIT, |s| s.contains("Esc back"));
+    tmux.keys(&["z"]);
+    let slurm_job = format!("slurm-{train} fleet-train (vision)");
+    let detail = tmux.wait_for("the drill-down with the Slurm job on its GPUs and dcgm's figures", WAIT, |s| s.contains(&slurm_job) && s.contains("64%"));
+    let held = detail.lines().filter(|l| l.contains(&slurm_job)).count();
+    assert_eq!(held, 3, "the job's three GPUs:\n{detail}");
+    assert!(detail.contains("61%") && detail.contains("62%") && detail.contains("63%"), "dcgm's utilization per GPU:\n{detail}");
+    tmux.keys(&["q"]);
+    tmux.wait_for("the exit", WAIT, |s| s.contains("gpuroom exited with 0"));
     cancel_all(&conf);
 }

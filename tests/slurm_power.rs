@@ -33,7 +33,7 @@ use gpuroom::domain::units::MicrosPerHour;
 use gpuroom::live::catalogue::Catalogue;
 use gpuroom::live::slurm_power::{self, PowerPolicy, CLUSTER_TAG, NODE_TAG};
 use gpuroom::sources::aws::{self, AwsConfig};
-use gpuroom::sources::slurm::hostlist;
+use gpuroom::domain::hostlist;
 
 const GPUROOM: &str = env!("CARGO_BIN_EXE_gpuroom");
 

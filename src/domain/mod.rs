@@ -11,6 +11,7 @@ pub mod discipline;
 pub mod event;
 pub mod ids;
 pub mod job;
+pub mod hostlist;
 pub mod ledger;
 pub mod serde_pairs;
 pub mod slurm;

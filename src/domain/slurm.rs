@@ -484,69 +484,19 @@ pub fn expand_indices(text: &str) -> Option<Vec<u32>> {
 }
 
 /// Node names from a Slurm host list: "gpu[01-03,07],cpu1" → gpu01 gpu02
-/// gpu03 gpu07 cpu1 (zero padding kept; "rack[1-2]-n[1-2]" gives all four).
-/// `None` when it does not parse, or names a node with a space or a control
-/// character (no node is called that: the text is not a host list).
+/// gpu03 gpu07 cpu1 (zero padding kept; "rack[1-2]-n[1-2]" gives all four;
+/// "" none). `None` when it does not parse, or names a node with a space or a
+/// control character (no node is called that: the text is not a host list).
+/// `domain::hostlist` is the parser; this is it for Slurm's own outputs.
 pub fn expand_hostlist(text: &str) -> Option<Vec<String>> {
-    let mut names = Vec::new();
-    let mut rest = text.trim();
-    while !rest.is_empty() {
-        // One item runs to the next comma outside brackets.
-        let mut depth = 0usize;
-        let end = rest.char_indices().find(|(_, c)| match c {
-            '[' => {
-                depth += 1;
-                false
-            }
-            ']' => {
-                depth = depth.saturating_sub(1);
-                false
-            }
-            ',' => depth == 0,
-            _ => false,
-        });
-        let (item, next) = match end {
-            Some((i, _)) => (&rest[..i], &rest[i + 1..]),
-            None => (rest, ""),
-        };
-        rest = next.trim_start();
-        if item.chars().any(|c| c.is_whitespace() || c.is_control()) {
-            return None;
-        }
-        if !item.is_empty() {
-            expand_item(item, &mut names)?;
-        }
+    let text = text.trim();
+    if text.is_empty() {
+        return Some(Vec::new());
     }
-    Some(names)
-}
-
-/// One host-list item, its bracket groups expanded left to right.
-fn expand_item(item: &str, names: &mut Vec<String>) -> Option<()> {
-    let Some((prefix, tail)) = item.split_once('[') else {
-        if item.contains(']') {
-            return None;
-        }
-        names.push(item.to_string());
-        return Some(());
-    };
-    if prefix.contains(']') {
+    if text.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return None;
     }
-    let (ranges, suffix) = tail.split_once(']')?;
-    let mut suffixes = Vec::new();
-    expand_item(suffix, &mut suffixes)?;
-    for part in ranges.split(',') {
-        let (a, b) = part.split_once('-').unwrap_or((part, part));
-        let width = a.len();
-        let (lo, hi): (u32, u32) = (a.parse().ok()?, b.parse().ok()?);
-        if hi < lo || hi - lo > 65_536 || names.len().saturating_add((hi - lo) as usize * suffixes.len()) > MAX_EXPANDED {
-            return None;
-        }
-        for n in lo..=hi {
-            names.extend(suffixes.iter().map(|s| format!("{prefix}{n:0width$}{s}")));
-        }
-    }
-    Some(())
+    super::hostlist::expand(text).ok()
 }
 
 #[cfg(test)]
@@ -562,7 +512,7 @@ mod tests {
         assert_eq!(expand_hostlist("r[1-2]-n[08-09]").unwrap(), ["r1-n08", "r1-n09", "r2-n08", "r2-n09"]);
         assert!(expand_hostlist("n1]").is_none() && expand_hostlist("a b").is_none() && expand_hostlist("n[1-2]\nx").is_none());
         assert!(expand_hostlist("n[3-1]").is_none() && expand_hostlist("n[1-").is_none() && expand_hostlist("n[a]").is_none());
-        let flood = vec!["n[0-60000]"; 40].join(",");
+        let flood = (0..40).map(|i| format!("n{i}-[0-60000]")).collect::<Vec<_>>().join(",");
         assert!(expand_hostlist(&flood).is_none(), "2.4 million names is no host list");
         assert!(expand_indices(&vec!["0-4000"; 400].join(",")).is_none());
         assert_eq!(expand_indices("0-1,3"), Some(vec![0, 1, 3]));

@@ -88,6 +88,32 @@ fn grouped(n: usize) -> String {
     out
 }
 
+/// Shell-style `*` (any run) and `?` (one character) over the whole name, as
+/// node patterns are written (`train-st-p4d-*`); no classes, since host names
+/// need none. One backtrack point: linear in practice, never exponential.
+pub fn glob(pattern: &str, name: &str) -> bool {
+    let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
+    let (mut i, mut j) = (0, 0);
+    // Where the last * was, and where in the name it started matching.
+    let mut star: Option<(usize, usize)> = None;
+    while j < n.len() {
+        if i < p.len() && (p[i] == '?' || p[i] == n[j]) {
+            i += 1;
+            j += 1;
+        } else if i < p.len() && p[i] == '*' {
+            star = Some((i, j));
+            i += 1;
+        } else if let Some((si, sj)) = star {
+            i = si + 1;
+            j = sj + 1;
+            star = Some((si, sj + 1));
+        } else {
+            return false;
+        }
+    }
+    p[i..].iter().all(|c| *c == '*')
+}
+
 #[cfg(test)]
 mod tests {
     use super::{bounded, clean, for_terminal};

@@ -83,30 +83,6 @@ pub struct Catalogue {
     nodes: Vec<NodeDecl>,
 }
 
-/// Shell-style `*` and `?` over the whole name (no classes: host names do not need them).
-fn glob(pattern: &str, name: &str) -> bool {
-    let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
-    // Iterative with one backtrack point: linear in practice, never exponential.
-    let (mut i, mut j, mut star, mut mark) = (0usize, 0usize, None::<usize>, 0usize);
-    while j < n.len() {
-        if i < p.len() && (p[i] == '?' || p[i] == n[j]) {
-            i += 1;
-            j += 1;
-        } else if i < p.len() && p[i] == '*' {
-            star = Some(i);
-            mark = j;
-            i += 1;
-        } else if let Some(s) = star {
-            i = s + 1;
-            mark += 1;
-            j = mark;
-        } else {
-            return false;
-        }
-    }
-    p[i..].iter().all(|c| *c == '*')
-}
-
 impl Default for Catalogue {
     fn default() -> Catalogue {
         Catalogue::new(Vec::new(), Vec::new())
@@ -147,7 +123,7 @@ impl Catalogue {
         self.nodes.iter().find(|d| d.host == host && in_partition(d)).or_else(|| {
             self.nodes.iter().find(|d| {
                 let named = !d.host.is_empty() || d.partition.is_some();
-                named && (d.host.is_empty() || glob(&d.host, host)) && in_partition(d)
+                named && (d.host.is_empty() || crate::domain::text::glob(&d.host, host)) && in_partition(d)
             })
         })
     }
@@ -198,6 +174,7 @@ impl Catalogue {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::text::glob;
 
     #[test]
     fn a_declaration_matches_by_exact_name_then_by_pattern_and_partition() {

@@ -52,7 +52,7 @@ use crate::market::hazard::{HazardConfig, HazardModel};
 use crate::sources::aws::{self, AwsConfig, LaunchSpec};
 use crate::sources::ec2_capacity;
 use crate::sources::slurm::cli::SlurmCli;
-use crate::sources::slurm::hostlist;
+use crate::domain::hostlist;
 use crate::sources::slurm::power::{PowerBilling, PowerConfig, PowerNode};
 use crate::sources::slurm::SlurmConfig;
 

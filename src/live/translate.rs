@@ -476,6 +476,51 @@ mod tests {
         }
     }
 
+    fn slurm_node(name: &str, hostname: &str, partition: &str, gpus: u32) -> crate::domain::slurm::SlurmNode {
+        crate::domain::slurm::SlurmNode { name: name.into(), hostname: hostname.into(), state: "idle".into(), gpus, gpu_type: Some("a100".into()), partitions: vec![partition.into()], ..Default::default() }
+    }
+
+    fn slurm_report(nodes: Vec<crate::domain::slurm::SlurmNode>) -> Report {
+        Report::Slurm { snapshot: crate::domain::slurm::SlurmSnapshot { cluster: "pc".into(), nodes, ..Default::default() } }
+    }
+
+    #[test]
+    fn slurm_nodes_are_matched_to_ec2_by_host_name_else_declared_by_pattern_or_partition_else_waiting_for_their_size() {
+        let decls = vec![
+            NodeDecl { host: "train-st-p4d-*".into(), instance_type: Some("p4d.24xlarge".into()), billing: Some(BillingMode::Reserved), ..NodeDecl::default() },
+            NodeDecl { partition: Some("dev".into()), instance_type: Some("g5.12xlarge".into()), ..NodeDecl::default() },
+        ];
+        let mut tr = Translator::new(Catalogue::new(Vec::new(), decls));
+        // EC2 saw the spot instance first: ParallelCluster's node is that machine.
+        let up = tr.translate(t(0), Report::Fleet { instances: vec![instance("i-1", "ip-10-0-1-7.ec2.internal", "running")] });
+        let Event::NodeUp { spec: ec2 } = &up[0] else { panic!("{up:?}") };
+        let events = tr.translate(
+            t(1),
+            slurm_report(vec![
+                slurm_node("spot-dy-p38x-1", "ip-10-0-1-7", "spot", 4),
+                slurm_node("train-st-p4d-1", "", "train", 8),
+                slurm_node("dev-st-g5-1", "", "dev", 4),
+                slurm_node("cpu-1", "", "dev", 0),
+                slurm_node("odd-1", "", "other", 2),
+            ]),
+        );
+        let ups: Vec<&NodeSpec> = events.iter().filter_map(|e| if let Event::NodeUp { spec } = e { Some(spec) } else { None }).collect();
+        let shown: Vec<(&str, &str, BillingMode, u8)> = ups.iter().map(|s| (s.name.as_str(), s.instance_type.as_str(), s.billing, s.gpu_count)).collect();
+        assert_eq!(shown, [("train-st-p4d-1", "p4d.24xlarge", BillingMode::Reserved, 8), ("dev-st-g5-1", "g5.12xlarge", BillingMode::OnDemand, 4)]);
+        let status = events.iter().find_map(|e| if let Event::SourceStatus { detail, .. } = e { Some(detail.clone()) } else { None }).unwrap();
+        assert!(status.contains("odd-1") && status.contains("dcgm-exporter"), "a node of unknown size says how to size it: {status}");
+        let Some(Event::Slurm { snapshot }) = events.last() else { panic!("the snapshot goes on last") };
+        let ids: Vec<Option<NodeId>> = snapshot.nodes.iter().map(|n| n.node).collect();
+        assert_eq!(ids, [Some(ec2.id), Some(ups[0].id), Some(ups[1].id), None, None], "the EC2 node is the spot Slurm node: one node, not two");
+        // Said once; the next snapshot matches the same nodes and adds none.
+        let again = tr.translate(t(2), slurm_report(vec![slurm_node("odd-1", "", "other", 2), slurm_node("train-st-p4d-1", "", "train", 8)]));
+        assert_eq!(again.len(), 1, "{again:?}");
+        // dcgm-exporter on the Slurm node lands on the same node.
+        let samples = tr.translate(t(3), gpus_report("dcgm", vec![reading("train-st-p4d-1", 0, 50.0)]));
+        let Event::Telemetry { gpus, .. } = &samples[0] else { panic!("{samples:?}") };
+        assert_eq!(gpus[0].0.node, ups[0].id);
+    }
+
     #[test]
     fn the_fleet_brings_nodes_up_and_loses_terminated_ones() {
         let mut tr = Translator::new(Catalogue::default());

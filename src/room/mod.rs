@@ -531,10 +531,14 @@ impl Room {
         }
         node.state = NodeState::Draining { deadline };
         let jobs = life::jobs_on(node);
+        // On a Slurm node the jobs to save are Slurm's (room::slurm_acts signals them).
+        let mut slurm_jobs: Vec<u64> = node.gpus.iter().filter_map(|g| g.slurm_job).collect();
+        slurm_jobs.sort_unstable();
+        slurm_jobs.dedup();
         self.journal.stats.notices += 1;
         let name = self.fleet.node_name(node_id);
         let secs = (deadline - at).num_seconds();
-        let text = format!("spot interruption: {name} reclaimed in {secs}s, saving {} job(s)", jobs.len());
+        let text = format!("spot interruption: {name} reclaimed in {secs}s, saving {} job(s)", jobs.len() + slurm_jobs.len());
         self.journal.raise(at, format!("notice:{}", node_id.0), text, effects);
         for job in jobs {
             self.stop_job(job, StopReason::Interruption, true, effects);

@@ -102,7 +102,7 @@ impl Room {
                     if up {
                         cluster.gpus_total += 1;
                         cluster.mem_total += u64::from(gpu.memory.0);
-                        cluster.mem_allocated += u64::from(gpu.allocated().0);
+                        cluster.mem_allocated += u64::from(held_memory(gpu).0);
                         if !gpu.allocations.is_empty() || gpu.slurm_job.is_some() {
                             cluster.gpus_busy += 1;
                         }
@@ -119,11 +119,11 @@ impl Room {
                         util: if up { gpu.util } else { None },
                         mem_total: gpu.memory,
                         mem_used: if up { gpu.mem_used } else { None },
-                        mem_allocated: gpu.allocated(),
-                        largest_free: if gpu.has_exclusive() { Mib(0) } else { gpu.largest_free_block() },
+                        mem_allocated: held_memory(gpu),
+                        largest_free: if gpu.has_exclusive() || gpu.slurm_job.is_some() { Mib(0) } else { gpu.largest_free_block() },
                         fragmentation: gpu.fragmentation(),
                         jobs: gpu.allocations.iter().map(|a| a.job).chain(gpu.slurm_job.map(JobId::slurm)).collect(),
-                        exclusive: gpu.has_exclusive(),
+                        exclusive: gpu.has_exclusive() || gpu.slurm_job.is_some(),
                         stale: gpu.stale,
                         health: gpu.health.clone(),
                     }
@@ -394,6 +394,10 @@ impl Room {
                         *burn.entry(job.spec.tags.tenant.0.as_str()).or_default() += per_gpu * share;
                     }
                 }
+                // A Slurm job's GPU burns for its account, whole.
+                if let Some(tags) = gpu.slurm_job.and_then(|id| self.costs.slurm_tags.get(&JobId::slurm(id))) {
+                    *burn.entry(tags.tenant.0.as_str()).or_default() += per_gpu;
+                }
             }
         }
         for job in self.fleet.active.iter().filter_map(|id| self.fleet.jobs.get(id)) {
@@ -585,6 +589,11 @@ impl Room {
             "no fit: capacity is planned each minute".into()
         }
     }
+}
+
+/// What is allocated of a GPU: a Slurm job's GRES is the whole of it.
+fn held_memory(gpu: &crate::domain::cluster::Gpu) -> Mib {
+    if gpu.slurm_job.is_some() && gpu.allocations.is_empty() { gpu.memory } else { gpu.allocated() }
 }
 
 /// A job shape as the memory pane names it: `4×GPU` for whole GPUs,

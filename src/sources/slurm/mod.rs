@@ -27,7 +27,6 @@
 
 pub mod cli;
 pub mod gres;
-pub mod hostlist;
 pub mod json;
 pub mod power;
 pub mod task;
@@ -103,8 +102,11 @@ impl SlurmConfig {
         if self.json { cli } else { cli.without_json() }
     }
 
-    /// The accounts as tenants; a budget that is not an amount is an error.
+    /// The accounts as tenants; a budget that is not an amount is an error,
+    /// and so is a checkpoint signal Slurm would not take (checked here, as
+    /// every engine reads its accounts before it starts).
     pub fn accounts(&self) -> Result<Vec<TenantSpec>, String> {
+        crate::domain::slurm::SlurmVerb::signal(&self.checkpoint_signal).map_err(|e| format!("[sources.slurm] checkpoint_signal: {e}"))?;
         self.account
             .iter()
             .map(|a| {
@@ -116,5 +118,19 @@ impl SlurmConfig {
 
     pub fn poll_every(&self) -> Duration {
         Duration::from_secs(self.poll_secs.clamp(1, 3600))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SlurmConfig;
+
+    #[test]
+    fn a_checkpoint_signal_slurm_would_not_take_is_refused_before_the_engine_starts() {
+        let bad = SlurmConfig { checkpoint_signal: "USR1; reboot".into(), ..SlurmConfig::default() };
+        assert!(bad.accounts().unwrap_err().contains("checkpoint_signal"));
+        let ok = SlurmConfig { checkpoint_signal: "SIGTERM".into(), checkpoint_grace_secs: 10, ..SlurmConfig::default() };
+        assert!(ok.accounts().is_ok());
+        assert_eq!((ok.policy().checkpoint_signal.as_str(), ok.policy().checkpoint_grace.0), ("SIGTERM", 10));
     }
 }

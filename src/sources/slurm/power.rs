@@ -19,6 +19,7 @@
 
 use serde::Deserialize;
 
+use crate::domain::text::glob;
 use crate::domain::units::{Micros, MicrosPerHour};
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
@@ -122,30 +123,6 @@ impl PowerConfig {
     pub fn template_for(&self, node: &str) -> Option<(usize, &PowerNode)> {
         self.nodes.iter().enumerate().find(|(_, n)| glob(&n.pattern, node)).map(|(i, n)| (i + 1, n))
     }
-}
-
-/// Whether `name` matches `pattern`: `*` any run of characters, `?` one.
-pub fn glob(pattern: &str, name: &str) -> bool {
-    let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
-    let (mut i, mut j) = (0, 0);
-    // Where the last * was, and where in the name it started matching.
-    let mut star: Option<(usize, usize)> = None;
-    while j < n.len() {
-        if i < p.len() && (p[i] == '?' || p[i] == n[j]) {
-            i += 1;
-            j += 1;
-        } else if i < p.len() && p[i] == '*' {
-            star = Some((i, j));
-            i += 1;
-        } else if let Some((si, sj)) = star {
-            i = si + 1;
-            j = sj + 1;
-            star = Some((si, sj + 1));
-        } else {
-            return false;
-        }
-    }
-    p[i..].iter().all(|c| *c == '*')
 }
 
 #[cfg(test)]
