@@ -21,8 +21,27 @@ pub struct HostlistError {
     pub why: String,
 }
 
-/// Every node name of `expr`, in order, each once.
+/// Every node name of `expr`, in order, each once; only plain node-name
+/// characters (the names go into commands and tags).
 pub fn expand(expr: &str) -> Result<Vec<String>, HostlistError> {
+    expand_names(expr, Names::Plain)
+}
+
+/// The same grammar for the node lists Slurm itself prints: any character
+/// but a control, a blank, a bracket or a comma may be part of a name, since
+/// one odd name (the console cleans it) must not cost the whole reading.
+pub fn expand_printed(expr: &str) -> Result<Vec<String>, HostlistError> {
+    expand_names(expr, Names::AsPrinted)
+}
+
+/// Which characters a node name may have.
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum Names {
+    Plain,
+    AsPrinted,
+}
+
+fn expand_names(expr: &str, names_are: Names) -> Result<Vec<String>, HostlistError> {
     let fail = |why: String| HostlistError { expr: crate::domain::text::clean(expr).chars().take(200).collect(), why };
     if let Some(c) = expr.chars().find(|c| c.is_control() && !c.is_whitespace()) {
         return Err(fail(format!("a control character ({c:?}) is not part of a node name")));
@@ -31,7 +50,7 @@ pub fn expand(expr: &str) -> Result<Vec<String>, HostlistError> {
     let mut seen = std::collections::HashSet::new();
     for item in items(expr).map_err(&fail)? {
         let mut expanded = Vec::new();
-        expand_item(item, &mut expanded).map_err(|why| fail(format!("{item:?}: {why}")))?;
+        expand_item(item, names_are, &mut expanded).map_err(|why| fail(format!("{item:?}: {why}")))?;
         for name in expanded {
             if seen.insert(name.clone()) {
                 if names.len() == MAX_NAMES {
@@ -81,7 +100,11 @@ fn items(expr: &str) -> Result<Vec<&str>, String> {
     Ok(out)
 }
 
-fn name_chars(text: &str) -> Result<(), String> {
+fn name_chars(text: &str, names_are: Names) -> Result<(), String> {
+    if names_are == Names::AsPrinted {
+        // Blanks, controls, brackets and commas never reach here as names.
+        return Ok(());
+    }
     match text.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))) {
         Some(c) => Err(format!("{c:?} is not a character of a node name (letters, digits, '-', '_', '.')")),
         None => Ok(()),
@@ -89,19 +112,19 @@ fn name_chars(text: &str) -> Result<(), String> {
 }
 
 /// One item, its bracket groups expanded left to right (brackets are known to pair up).
-fn expand_item(item: &str, out: &mut Vec<String>) -> Result<(), String> {
+fn expand_item(item: &str, names_are: Names, out: &mut Vec<String>) -> Result<(), String> {
     let Some((prefix, tail)) = item.split_once('[') else {
-        name_chars(item)?;
+        name_chars(item, names_are)?;
         out.push(item.to_string());
         return Ok(());
     };
-    name_chars(prefix)?;
+    name_chars(prefix, names_are)?;
     let (ranges, suffix) = tail.split_once(']').ok_or("a '[' is never closed")?;
     let mut suffixes = Vec::new();
     if suffix.is_empty() {
         suffixes.push(String::new());
     } else {
-        expand_item(suffix, &mut suffixes)?;
+        expand_item(suffix, names_are, &mut suffixes)?;
     }
     if ranges.is_empty() {
         return Err("empty brackets".into());
@@ -151,6 +174,13 @@ mod tests {
         assert_eq!(names("a1 a2,a3"), ["a1", "a2", "a3"], "blanks separate too");
         assert_eq!(names("a[1-2],a1,a[2]"), ["a1", "a2"], "each name once");
         assert_eq!(names("gpu-dy-p4d-24xlarge-[1-2]"), ["gpu-dy-p4d-24xlarge-1", "gpu-dy-p4d-24xlarge-2"]);
+    }
+
+    #[test]
+    fn what_slurm_printed_may_hold_odd_names_what_goes_into_commands_may_not() {
+        assert_eq!(expand_printed("local\u{202e}host,n[1-2]é").unwrap(), ["local\u{202e}host", "n1é", "n2é"]);
+        assert!(expand("local\u{202e}host").unwrap_err().to_string().contains("not a character"));
+        assert!(expand_printed("n[1-2").is_err() && expand_printed("a\u{7}b").is_err(), "the grammar is the same");
     }
 
     #[test]

@@ -496,7 +496,7 @@ pub fn expand_hostlist(text: &str) -> Option<Vec<String>> {
     if text.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return None;
     }
-    super::hostlist::expand(text).ok()
+    super::hostlist::expand_printed(text).ok()
 }
 
 #[cfg(test)]
