@@ -302,6 +302,11 @@ async fn a_spot_notice_on_the_node_drains_it_and_the_room_signals_requeues_and_r
     assert!(audit[0].detail.contains(&format!("scancel --batch --signal=USR1 {job}")), "{:?}", audit[0]);
     let log = e.live.engine.room.view().log;
     assert!(log.iter().any(|l| l.text.contains("spot interruption (terminate)")), "{log:#?}");
+    // The log alone rebuilds the room the console showed: nodes, holders, draining, alarms.
+    let live = e.live.engine.room.view();
+    let (replayed, _) = gpuroom::store::replay(e.live.engine.store.as_ref().unwrap(), false).unwrap();
+    let again = replayed.view();
+    assert_eq!((again.nodes, again.alarms, again.budgets), (live.nodes, live.alarms, live.budgets), "replay gives the live room");
     drop(e);
     clean(&conf).await;
 }
