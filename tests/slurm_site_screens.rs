@@ -167,6 +167,9 @@ fn the_site_room_shows_slurms_nodes_jobs_costs_and_the_spot_drain() {
     assert!(names.iter().any(|(n, s)| *n == "spot-dy-g5-2" && s.starts_with("draining") || *n == "spot-dy-g5-2" && s.contains("drain")), "{names:?}");
     let vision = view.budgets.iter().find(|b| b.tenant == "vision").unwrap();
     assert!(vision.month_to_date > Micros(0) && vision.burn > MicrosPerHour(0), "{vision:?}");
+    let on_spot: Vec<String> = view.spot_jobs.iter().map(|j| format!("{} {}", j.id, j.name)).collect();
+    assert!(on_spot.contains(&"slurm-4107 whisper-eval".to_string()) && !on_spot.iter().any(|j| j.contains("llama")), "Slurm's jobs on spot nodes, with the instance's max price: {on_spot:?}");
+    assert!(view.spot_jobs.iter().all(|j| j.cap.is_some() && j.market.is_some()));
     let log: Vec<&str> = view.log.iter().map(|l| l.text.as_str()).collect();
     assert!(log.iter().any(|l| l.contains("spot interruption")), "{log:#?}");
 }

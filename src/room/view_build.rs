@@ -366,6 +366,39 @@ impl Room {
                 p_next_minute: risk.map(|r| r.p_next_minute),
             });
         }
+        // Slurm's jobs on spot nodes: the cap is the instance's max price
+        // (what `gpuroom slurm-resume` asked EC2 for), the job has no bid of its own.
+        let names: BTreeMap<u64, &str> = self.slurm.snapshot.iter().flat_map(|s| s.jobs.iter().map(|j| (j.id, j.name.as_str()))).collect();
+        for node in self.fleet.nodes.values().filter(|n| n.slurm.is_some() && n.is_up() && n.spec.billing == BillingMode::Spot) {
+            let mut held: Vec<u64> = node.gpus.iter().filter_map(|g| g.slurm_job).collect();
+            held.sort_unstable();
+            held.dedup();
+            let market = self.market.price(&node.spec.pool());
+            let cap = node.spec.max_price;
+            let headroom = match (cap, market) {
+                (Some(c), Some(m)) if m.0 > 0 => Some(c.0 as f64 / m.0 as f64 - 1.0),
+                _ => None,
+            };
+            for id in held {
+                view.spot_jobs.push(SpotJobRow {
+                    id: JobId::slurm(id),
+                    name: clean(names.get(&id).copied().unwrap_or("")),
+                    node: clean(&node.spec.name),
+                    zone: clean(&node.spec.zone),
+                    instance_type: clean(&node.spec.instance_type),
+                    phase: Phase::Running,
+                    market,
+                    cap,
+                    headroom,
+                    coefficient: None,
+                    mode: None,
+                    verdict: None,
+                    interval: None,
+                    shortened: false,
+                    p_next_minute: None,
+                });
+            }
+        }
         view.spot_jobs.sort_by(|a, b| match (a.headroom, b.headroom) {
             (Some(x), Some(y)) => x.total_cmp(&y).then(a.id.cmp(&b.id)),
             (Some(_), None) => std::cmp::Ordering::Less,

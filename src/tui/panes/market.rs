@@ -134,7 +134,8 @@ fn spot_jobs(jobs: &[SpotJobRow], t: &Theme, area: Rect, buf: &mut Buffer) {
     let money = |m: Option<MicrosPerHour>| m.map(|m| Micros(m.0).to_string()).unwrap_or_else(|| "—".into());
     let ids: Vec<String> = jobs.iter().map(|j| j.id.to_string()).collect();
     let cols = [
-        Col::left("ID", widest(ids.iter().map(String::as_str), 2, 6), 0),
+        // Slurm jobs are `slurm-ID`: wide enough for theirs.
+        Col::left("ID", widest(ids.iter().map(String::as_str), 2, 11), 0),
         Col::flex("JOB", 10, 20, 0),
         Col::left("POOL", widest(jobs.iter().map(|j| j.zone.as_str()), 4, 14), 7),
         Col::right("MARKET", widest(jobs.iter().map(|j| money(j.market)).collect::<Vec<_>>().iter().map(String::as_str), 6, 10), 2),
