@@ -295,6 +295,10 @@ pub struct SlurmNodeState {
     pub state: String,
     #[serde(default)]
     pub reason: String,
+    /// Slurm's name for the node, where it is not the machine's (the
+    /// console shows Slurm's; the ledger keeps the machine's).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
 }
 
 impl Node {

@@ -54,7 +54,8 @@ impl Room {
                     *slot = Some(job);
                 }
             }
-            seen.insert(id, Seen { state: SlurmNodeState { state: n.state.clone(), reason: n.reason.clone() }, holders, powered_down: n.powered_down() });
+            let name = if n.name == node.spec.name { String::new() } else { n.name.clone() };
+            seen.insert(id, Seen { state: SlurmNodeState { state: n.state.clone(), reason: n.reason.clone(), name }, holders, powered_down: n.powered_down() });
         }
         for job in snapshot.jobs.iter().filter(|j| j.holds_gpus()) {
             self.costs.slurm_tags.insert(JobId::slurm(job.id), job.tags());

@@ -108,6 +108,23 @@ fn slurm_nodes_take_no_room_work_and_their_gpus_are_charged_to_the_slurm_jobs_ac
 }
 
 #[test]
+fn a_machine_seen_first_by_its_host_name_is_shown_by_slurms_name_and_billed_by_its_own() {
+    let mut room = site(SlurmMode::Advisory, 0);
+    let mut ip = node_spec(2, BillingMode::OnDemand, 4);
+    ip.name = "ip-10-0-1-7".into();
+    room.apply(t(0), &Event::NodeUp { spec: ip });
+    let mut queue = node("queue-st-g5-1", 2, "mixed", "");
+    queue.hostname = "ip-10-0-1-7".into();
+    room.apply(t(0), &snap(vec![queue], vec![running(7, "a", "queue-st-g5-1", &[0])]));
+    let view = room.view();
+    let shown = view.nodes.iter().find(|n| n.id == NodeId(2)).unwrap();
+    assert_eq!((shown.name.as_str(), shown.state.as_str()), ("queue-st-g5-1", "slurm mixed"));
+    assert_eq!(shown.gpus[0].jobs, [JobId::slurm(7)]);
+    let ledger = lines(&room.apply(t(3600), &Event::Tick));
+    assert!(ledger.iter().filter(|l| l.node == NodeId(2)).all(|l| l.node_name == "ip-10-0-1-7"), "the ledger keeps the machine's name");
+}
+
+#[test]
 fn a_powered_down_cloud_node_costs_nothing_until_slurm_powers_it_up() {
     let mut room = site(SlurmMode::Advisory, 0);
     room.apply(t(0), &snap(vec![node("n00", 0, "idle", ""), node("n01", 1, "idle+cloud+powered_down", "")], vec![]));

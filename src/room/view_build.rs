@@ -154,7 +154,8 @@ impl Room {
             frees.extend(free);
             view.nodes.push(NodeView {
                 id: node.spec.id,
-                name: clean(&node.spec.name),
+                // On a Slurm site the on-call engineer knows nodes by Slurm's names.
+                name: clean(node.slurm.as_ref().filter(|s| !s.name.is_empty()).map_or(&node.spec.name, |s| &s.name)),
                 instance_type: clean(&node.spec.instance_type),
                 zone: clean(&node.spec.zone),
                 billing: node.spec.billing,
