@@ -351,6 +351,6 @@ fn rate_of(market: &Market, node: &Node) -> Option<MicrosPerHour> {
 }
 
 /// The attribution of a Slurm job's GPU time, if it is one (`room::slurm_fleet` keeps them).
-fn tags_of_slurm_job<'a>(tags: &'a BTreeMap<JobId, Tags>, job: JobId) -> Option<&'a Tags> {
+fn tags_of_slurm_job(tags: &BTreeMap<JobId, Tags>, job: JobId) -> Option<&Tags> {
     job.slurm_id().and_then(|_| tags.get(&job))
 }

@@ -35,6 +35,15 @@ const NOTICE_SECS: i64 = 120;
 /// A requeue for a spot notice lands this long before the deadline at the latest.
 const BEFORE_DEADLINE_SECS: i64 = 30;
 
+/// One snapshot's pass: when, whether commands leave, and where they go.
+struct Pass<'e> {
+    at: At,
+    control: bool,
+    /// Advisory mode: what would be sent, by job.
+    proposals: BTreeMap<u64, AdviceNote>,
+    effects: &'e mut Vec<Effect>,
+}
+
 /// Why a job is acted on.
 enum Cause {
     Budget,
@@ -55,11 +64,11 @@ impl SlurmMirror {
     /// a spot interruption, with their deadlines, for the room to record.
     pub fn act(&mut self, ctx: &mut Ctx<'_>, levels: &BTreeMap<TenantId, BudgetLevel>, at: At, effects: &mut Vec<Effect>) -> Vec<(NodeId, At)> {
         let Some(snapshot) = self.snapshot.clone() else { return Vec::new() };
-        let control = ctx.policy.mode == SlurmMode::Control;
-        let mut proposals = BTreeMap::new();
-        let drained = self.spot_drains(ctx, &snapshot, at, control, &mut proposals, effects);
-        self.budgets(ctx, &snapshot, levels, at, control, &mut proposals, effects);
-        self.follow_up(ctx, &snapshot, at, effects);
+        let mut pass = Pass { at, control: ctx.policy.mode == SlurmMode::Control, proposals: BTreeMap::new(), effects };
+        let drained = self.spot_drains(ctx, &snapshot, &mut pass);
+        self.budgets(ctx, &snapshot, levels, &mut pass);
+        self.follow_up(ctx, &snapshot, &mut pass);
+        let proposals = pass.proposals;
         for (job, note) in &proposals {
             if !self.acts.proposals.contains_key(job) {
                 ctx.journal.note(at, Severity::Info, format!("slurm advice: {} job {job}: {}", note.verb, note.why));
@@ -69,7 +78,8 @@ impl SlurmMirror {
         drained
     }
 
-    fn spot_drains(&mut self, ctx: &mut Ctx<'_>, snapshot: &SlurmSnapshot, at: At, control: bool, proposals: &mut BTreeMap<u64, AdviceNote>, effects: &mut Vec<Effect>) -> Vec<(NodeId, At)> {
+    fn spot_drains(&mut self, ctx: &mut Ctx<'_>, snapshot: &SlurmSnapshot, pass: &mut Pass<'_>) -> Vec<(NodeId, At)> {
+        let at = pass.at;
         let mut newly = Vec::new();
         let mut still = BTreeSet::new();
         for n in snapshot.nodes.iter().filter(|n| n.state.contains("drain")) {
@@ -90,14 +100,15 @@ impl SlurmMirror {
                 }
             };
             for job in snapshot.jobs.iter().filter(|j| runs_on(j, &n.name)) {
-                self.save_and_requeue(ctx, job, Cause::Spot { node: n.name.clone(), deadline }, at, control, proposals, effects);
+                self.save_and_requeue(ctx, job, Cause::Spot { node: n.name.clone(), deadline }, pass);
             }
         }
         self.acts.spot_drained.retain(|name, _| still.contains(name));
         newly
     }
 
-    fn budgets(&mut self, ctx: &mut Ctx<'_>, snapshot: &SlurmSnapshot, levels: &BTreeMap<TenantId, BudgetLevel>, at: At, control: bool, proposals: &mut BTreeMap<u64, AdviceNote>, effects: &mut Vec<Effect>) {
+    fn budgets(&mut self, ctx: &mut Ctx<'_>, snapshot: &SlurmSnapshot, levels: &BTreeMap<TenantId, BudgetLevel>, pass: &mut Pass<'_>) {
+        let (at, control) = (pass.at, pass.control);
         for job in &snapshot.jobs {
             let tenant = job.tags().tenant;
             let level = levels.get(&tenant).copied().unwrap_or(BudgetLevel::Ok);
@@ -105,21 +116,21 @@ impl SlurmMirror {
             if job.state == SlurmState::Pending && level >= BudgetLevel::Limited && !job.held() {
                 let why = format!("account {name} is at its budget ({}): its pending jobs wait", level.label());
                 if !control {
-                    proposals.insert(job.id, AdviceNote { verb: SlurmVerb::Hold, for_job: 0, why });
+                    pass.proposals.insert(job.id, AdviceNote { verb: SlurmVerb::Hold, for_job: 0, why });
                 } else if self.may_send(job.id) && self.check_verb(ctx.policy, job.id, &SlurmVerb::Hold).is_ok() {
-                    self.send(at, job.id, SlurmVerb::Hold, Cause::Budget.by().to_string(), effects);
+                    self.send(at, job.id, SlurmVerb::Hold, Cause::Budget.by().to_string(), pass.effects);
                     self.acts.budget_held.insert(job.id);
                 }
             } else if job.held() && level < BudgetLevel::Limited && self.acts.budget_held.contains(&job.id) {
                 let why = format!("account {name} is back under its budget ({})", level.label());
                 if !control {
-                    proposals.insert(job.id, AdviceNote { verb: SlurmVerb::Release, for_job: 0, why });
+                    pass.proposals.insert(job.id, AdviceNote { verb: SlurmVerb::Release, for_job: 0, why });
                 } else if self.check_verb(ctx.policy, job.id, &SlurmVerb::Release).is_ok() {
-                    self.send(at, job.id, SlurmVerb::Release, Cause::Budget.by().to_string(), effects);
+                    self.send(at, job.id, SlurmVerb::Release, Cause::Budget.by().to_string(), pass.effects);
                     self.acts.budget_held.remove(&job.id);
                 }
             } else if job.holds_gpus() && level == BudgetLevel::Blocked {
-                self.save_and_requeue(ctx, job, Cause::Budget, at, control, proposals, effects);
+                self.save_and_requeue(ctx, job, Cause::Budget, pass);
             }
         }
         // A job gone from Slurm, or run by someone else's release, is no longer ours to release.
@@ -127,7 +138,8 @@ impl SlurmMirror {
     }
 
     /// The checkpoint signal now, the requeue after the grace period.
-    fn save_and_requeue(&mut self, ctx: &mut Ctx<'_>, job: &SlurmJob, cause: Cause, at: At, control: bool, proposals: &mut BTreeMap<u64, AdviceNote>, effects: &mut Vec<Effect>) {
+    fn save_and_requeue(&mut self, ctx: &mut Ctx<'_>, job: &SlurmJob, cause: Cause, pass: &mut Pass<'_>) {
+        let at = pass.at;
         if self.acts.follow_ups.contains_key(&job.id) || !matches!(job.state, SlurmState::Running | SlurmState::Suspended) {
             return;
         }
@@ -141,21 +153,22 @@ impl SlurmMirror {
             Cause::Budget => format!("account {} passed its hard budget limit: save, then requeue at {}", clean(&job.tags().tenant.0), due.format("%H:%M:%SZ")),
             Cause::Spot { node, deadline } => format!("node {} is reclaimed at {}: save, then requeue at {}", clean(node), deadline.format("%H:%M:%SZ"), due.format("%H:%M:%SZ")),
         };
-        if !control {
-            proposals.insert(job.id, AdviceNote { verb: signal, for_job: 0, why });
+        if !pass.control {
+            pass.proposals.insert(job.id, AdviceNote { verb: signal, for_job: 0, why });
             return;
         }
         if !self.may_send(job.id) || self.check_verb(ctx.policy, job.id, &signal).is_err() {
             return;
         }
         let by = cause.by().to_string();
-        self.send(at, job.id, signal, by.clone(), effects);
+        self.send(at, job.id, signal, by.clone(), pass.effects);
         self.acts.follow_ups.insert(job.id, FollowUp { verb: SlurmVerb::Requeue, due, by });
     }
 
     /// Sends the requeues whose grace period is over; drops those whose job
     /// no longer runs (it ended, or someone else moved it).
-    fn follow_up(&mut self, ctx: &mut Ctx<'_>, snapshot: &SlurmSnapshot, at: At, effects: &mut Vec<Effect>) {
+    fn follow_up(&mut self, ctx: &mut Ctx<'_>, snapshot: &SlurmSnapshot, pass: &mut Pass<'_>) {
+        let at = pass.at;
         let jobs: Vec<u64> = self.acts.follow_ups.keys().copied().collect();
         for id in jobs {
             let running = snapshot.jobs.iter().any(|j| j.id == id && matches!(j.state, SlurmState::Running | SlurmState::Suspended));
@@ -169,7 +182,7 @@ impl SlurmMirror {
             }
             self.acts.follow_ups.remove(&id);
             if self.check_verb(ctx.policy, id, &f.verb).is_ok() {
-                self.send(at, id, f.verb, f.by, effects);
+                self.send(at, id, f.verb, f.by, pass.effects);
             }
         }
     }
