@@ -338,8 +338,15 @@ impl Room {
             self.settle_all(at);
         }
         let check = Check { policy: &self.config.cost.budget, books: &self.costs.books, fleet: &mut self.fleet, now: self.now, checkpoint: &self.config.checkpoint };
-        if self.budgets.check(at, check, &mut self.journal, &mut effects) {
+        let levels_moved = self.budgets.check(at, check, &mut self.journal, &mut effects);
+        if levels_moved {
             self.sched.queue_dirty = true;
+        }
+        // Slurm hears of a budget level at once (an approval releases now),
+        // and a requeue follows its checkpoint signal when due, not at the next poll.
+        if !matches!(event, Event::Slurm { .. }) && self.slurm.snapshot.is_some() && (levels_moved || self.slurm.follow_up_due(at)) {
+            let mut ctx = slurm::Ctx { policy: &self.config.slurm, tenants: &self.fleet.tenants, journal: &mut self.journal };
+            self.slurm.act(&mut ctx, &self.budgets.levels, at, &mut effects);
         }
         if waits::check(&mut self.sched.waits_checked, &self.config.sched.max_wait, &mut self.fleet, &mut self.journal, at, &mut effects) {
             self.sched.queue_dirty = true;

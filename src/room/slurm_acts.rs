@@ -78,6 +78,12 @@ impl SlurmMirror {
         drained
     }
 
+    /// Whether a requeue's grace period is over and nothing for its job is
+    /// on its way (asked on every event: it must not fire again while one is).
+    pub fn follow_up_due(&self, at: At) -> bool {
+        self.acts.follow_ups.iter().any(|(job, f)| f.due <= at && !self.in_flight.values().any(|c| c.job == *job))
+    }
+
     fn spot_drains(&mut self, ctx: &mut Ctx<'_>, snapshot: &SlurmSnapshot, pass: &mut Pass<'_>) -> Vec<(NodeId, At)> {
         let at = pass.at;
         let mut newly = Vec::new();

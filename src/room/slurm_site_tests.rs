@@ -143,9 +143,9 @@ fn at_its_budget_an_accounts_pending_jobs_are_held_and_an_approval_releases_them
     let nodes = || vec![node("n00", 0, "mixed", ""), node("n01", 1, "idle", "")];
     room.apply(t(0), &snap(nodes(), vec![running(7, "a", "n00", &[0]), pending(9, "a"), pending(10, "b")]));
     // 70 minutes: $2.10 spent, past 100% but not 120%.
-    room.apply(t(4200), &Event::Tick);
-    let effects = room.apply(t(4201), &snap(nodes(), vec![running(7, "a", "n00", &[0]), pending(9, "a"), pending(10, "b")]));
-    assert_eq!(sent(&effects), [(9, SlurmVerb::Hold, "budget".to_string())], "only a's pending job, held");
+    let effects = room.apply(t(4200), &Event::Tick);
+    assert_eq!(sent(&effects), [(9, SlurmVerb::Hold, "budget".to_string())], "only a's pending job, held, as the level moves");
+    assert!(sent(&room.apply(t(4201), &snap(nodes(), vec![running(7, "a", "n00", &[0]), pending(9, "a"), pending(10, "b")]))).is_empty(), "sent once");
     let id = room.slurm.in_flight.keys().next().copied().unwrap();
     room.apply(t(4202), &Event::SlurmDone { command: id, ok: true, message: "scontrol hold 9".into() });
     let mut nine = pending(9, "a");
@@ -154,9 +154,9 @@ fn at_its_budget_an_accounts_pending_jobs_are_held_and_an_approval_releases_them
 
     let alice = crate::domain::event::Actor { user: "alice".into(), origin: "console".into(), role: crate::domain::event::Role::Operator };
     let approve = crate::domain::event::Action::ApproveOverrun { tenant: TenantId("a".into()), reason: "deadline".into(), amount: Some(Micros(50_000_000)), until: None };
-    room.apply(t(4300), &Event::Operator { actor: alice, action: approve });
-    let effects = room.apply(t(4305), &snap(nodes(), vec![running(7, "a", "n00", &[0]), nine, pending(10, "b")]));
-    assert_eq!(sent(&effects), [(9, SlurmVerb::Release, "budget".to_string())], "the approval releases what the budget held");
+    let effects = room.apply(t(4300), &Event::Operator { actor: alice, action: approve });
+    assert_eq!(sent(&effects), [(9, SlurmVerb::Release, "budget".to_string())], "the approval releases what the budget held, at once");
+    assert!(sent(&room.apply(t(4305), &snap(nodes(), vec![running(7, "a", "n00", &[0]), nine, pending(10, "b")]))).is_empty(), "once");
 }
 
 #[test]
@@ -166,8 +166,7 @@ fn past_the_hard_limit_running_jobs_are_signalled_then_requeued_and_advisory_mod
         let nodes = || vec![node("n00", 0, "mixed", ""), node("n01", 1, "idle", "")];
         let jobs = || vec![running(7, "a", "n00", &[0]), running(8, "b", "n00", &[1])];
         room.apply(t(0), &snap(nodes(), jobs()));
-        room.apply(t(3600), &Event::Tick);
-        let effects = room.apply(t(3601), &snap(nodes(), jobs()));
+        let effects = room.apply(t(3600), &Event::Tick);
         if mode == SlurmMode::Advisory {
             assert!(sent(&effects).is_empty());
             let row = room.view().slurm.unwrap().jobs.into_iter().find(|j| j.id == 7).unwrap();
@@ -178,7 +177,8 @@ fn past_the_hard_limit_running_jobs_are_signalled_then_requeued_and_advisory_mod
         let id = room.slurm.in_flight.keys().next().copied().unwrap();
         room.apply(t(3602), &Event::SlurmDone { command: id, ok: true, message: String::new() });
         assert!(sent(&room.apply(t(3630), &snap(nodes(), jobs()))).is_empty(), "the grace period runs");
-        assert_eq!(sent(&room.apply(t(3662), &snap(nodes(), jobs()))), [(7, SlurmVerb::Requeue, "budget".to_string())]);
+        assert!(sent(&room.apply(t(3659), &Event::Tick)).is_empty());
+        assert_eq!(sent(&room.apply(t(3660), &Event::Tick)), [(7, SlurmVerb::Requeue, "budget".to_string())], "when due (signal + 60 s), not at the next poll");
     }
 }
 
