@@ -30,12 +30,19 @@ impl Room {
     /// Mirrors the snapshot's nodes and GPU holders into the fleet.
     pub(super) fn on_slurm_fleet(&mut self, at: At, snapshot: &SlurmSnapshot, effects: &mut Vec<Effect>) {
         let mut seen: BTreeMap<NodeId, Seen> = BTreeMap::new();
+        // Each node's jobs, found once: a site has thousands of both.
+        let mut on_node: BTreeMap<&str, Vec<&crate::domain::slurm::SlurmJob>> = BTreeMap::new();
+        for job in snapshot.jobs.iter().filter(|j| j.holds_gpus()) {
+            for name in &job.nodes {
+                on_node.entry(name.as_str()).or_default().push(job);
+            }
+        }
         for n in &snapshot.nodes {
             let Some(id) = n.node else { continue };
             let Some(node) = self.fleet.nodes.get(&id) else { continue };
             let mut holders: Vec<Option<u64>> = vec![None; node.gpus.len()];
             let mut counted: Vec<(u64, u32)> = Vec::new();
-            for job in snapshot.jobs.iter().filter(|j| j.holds_gpus()) {
+            for job in on_node.get(n.name.as_str()).map(Vec::as_slice).unwrap_or_default() {
                 match job.gpus_on(&n.name) {
                     GpusOn::Indices(idx) => {
                         for i in idx {
