@@ -301,6 +301,19 @@ pub struct SlurmNodeState {
     pub name: String,
 }
 
+impl SlurmNodeState {
+    /// Slurm powered the node down: no machine behind it.
+    pub fn powered_down(&self) -> bool {
+        slurm_powered_down(&self.state)
+    }
+}
+
+/// Whether a Slurm node's state ("idle+cloud+powered_down") says Slurm
+/// powered it down (a CLOUD node with no machine behind it, nothing billed).
+pub fn slurm_powered_down(state: &str) -> bool {
+    state.contains("powered_down") || (state.contains("cloud") && state.contains("power_down") && !state.contains("powering_down"))
+}
+
 impl Node {
     pub fn new(spec: NodeSpec, at: At) -> Node {
         let gpus = spec

@@ -72,7 +72,7 @@ impl SlurmNode {
 
     /// A CLOUD node Slurm has powered down: no machine behind it, nothing billed.
     pub fn powered_down(&self) -> bool {
-        self.state.contains("powered_down") || (self.state.contains("cloud") && self.state.contains("power_down") && !self.state.contains("powering_down"))
+        super::cluster::slurm_powered_down(&self.state)
     }
 
     /// Takes no new work: down, drained or draining, failed, not responding.

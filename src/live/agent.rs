@@ -52,7 +52,7 @@ pub struct AgentOptions {
 /// gethostname(2) returns on Linux), else `$HOSTNAME`, else the output of
 /// `hostname`; cut at the first dot. `None` when none of them gives one.
 pub fn short_host_name() -> Option<String> {
-    let short = |name: String| Some(name.trim().split('.').next().unwrap_or("").to_string()).filter(|n| !n.is_empty());
+    let short = |name: String| Some(super::translate::short_host(name.trim()).to_string()).filter(|n| !n.is_empty());
     let command = || std::process::Command::new("hostname").output().ok().filter(|o| o.status.success()).map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
     std::fs::read_to_string("/proc/sys/kernel/hostname").ok().and_then(short)
         .or_else(|| std::env::var("HOSTNAME").ok().and_then(short))

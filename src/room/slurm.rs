@@ -62,8 +62,8 @@ pub struct AdviceNote {
     pub why: String,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 /// What budgets and spot notices asked of Slurm jobs (`room::slurm_acts`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SlurmActs {
     /// Jobs gpuroom held for their account's budget: only these are released.
     pub budget_held: BTreeSet<u64>,

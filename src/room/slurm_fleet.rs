@@ -77,7 +77,7 @@ impl Room {
         let holders_now: Vec<Option<u64>> = node.gpus.iter().map(|g| g.slurm_job).collect();
         let down_here = matches!(node.state, NodeState::Down { .. });
         // Only a node Slurm itself powered down comes back: one the room lost stays lost.
-        let revive = down_here && !seen.powered_down && node.slurm.as_ref().is_some_and(|s| powered_down_state(&s.state));
+        let revive = down_here && !seen.powered_down && node.slurm.as_ref().is_some_and(SlurmNodeState::powered_down);
         let power_off = seen.powered_down && node.is_up();
         // A spot drain Slurm no longer shows (an operator resumed the node): it takes work again.
         let undrained = matches!(node.state, NodeState::Draining { .. }) && !seen.state.state.contains("drain") && !seen.powered_down;
@@ -113,8 +113,4 @@ impl Room {
             self.sched.queue_dirty = true;
         }
     }
-}
-
-fn powered_down_state(state: &str) -> bool {
-    crate::domain::slurm::SlurmNode { state: state.to_string(), ..Default::default() }.powered_down()
 }

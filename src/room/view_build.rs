@@ -145,7 +145,7 @@ impl Room {
             // Slurm's own word for its nodes: drained and down read as such.
             let state = match (&node.slurm, &node.state) {
                 (Some(s), NodeState::Up) => format!("slurm {}", clean(&s.state)),
-                (Some(s), NodeState::Down { .. }) if crate::domain::slurm::SlurmNode { state: s.state.clone(), ..Default::default() }.powered_down() => "powered down".to_string(),
+                (Some(s), NodeState::Down { .. }) if s.powered_down() => "powered down".to_string(),
                 _ => state,
             };
             let free = node.accepts_work().then(|| frag_gradient::node_free(node, time_sharing));
