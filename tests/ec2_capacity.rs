@@ -170,7 +170,7 @@ async fn insufficient_capacity_becomes_a_launch_failure_and_the_room_tries_the_o
     let server = Loopback::start(move |request| {
         if request.body.contains("Action=RunInstances") {
             seen.fetch_add(1, Ordering::SeqCst);
-            Reply { status: 500, content_type: "text/xml".into(), body: ICE.into(), delay: Duration::ZERO }
+            Reply { status: 500, content_type: "text/xml".into(), body: ICE.into(), delay: Duration::ZERO, headers: Vec::new() }
         } else {
             Reply::status(400, "unexpected call")
         }

@@ -22,6 +22,7 @@ const GARBAGE_ACTION: u8 = 1;
 const STALL_ACTION: u8 = 2;
 const GARBAGE_REBALANCE: u8 = 3;
 const NO_TOKENS: u8 = 4;
+const REDIRECT_ACTION: u8 = 5;
 
 /// A generous cap on any wait: only a hang trips it.
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -41,6 +42,8 @@ struct Fake {
     deadline: Mutex<String>,
     rebalance: AtomicBool,
     mode: AtomicU8,
+    /// Where REDIRECT_ACTION sends the poller.
+    elsewhere: Mutex<String>,
 }
 
 impl Fake {
@@ -58,6 +61,7 @@ impl Fake {
             deadline: Mutex::new(String::new()),
             rebalance: AtomicBool::new(false),
             mode: AtomicU8::new(OK),
+            elsewhere: Mutex::new(String::new()),
         })
     }
 
@@ -98,6 +102,7 @@ impl Fake {
                 match mode {
                     GARBAGE_ACTION => Reply::ok("text/plain", "{\"action\": <html>"),
                     STALL_ACTION => Reply::status(404, "").after(Duration::from_secs(4)),
+                    REDIRECT_ACTION => Reply::redirect(&self.elsewhere.lock().unwrap()),
                     _ if self.notice.load(SeqCst) => {
                         let time = self.deadline.lock().unwrap().clone();
                         Reply::ok("text/plain", format!(r#"{{"action": "terminate", "time": "{time}"}}"#))
@@ -357,4 +362,27 @@ async fn a_service_that_starts_late_turns_healthy() {
     let got = run.until("Healthy", is_healthy).await;
     assert_eq!(got.len(), 1, "{got:?}");
     fake.assert_clean_auth();
+}
+
+/// Issue 33: a redirect from the metadata service is not followed, so the
+/// session token never leaves for another host; the poll fails plainly.
+#[tokio::test]
+async fn a_redirect_is_not_followed_and_the_token_stays_home() {
+    let fake = Fake::new("21600");
+    let server = fake.serve();
+    let stolen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let thief = {
+        let stolen = stolen.clone();
+        Loopback::start(move |seen| {
+            stolen.lock().unwrap().push(format!("{} {} token={:?}", seen.method, seen.url, seen.header("X-aws-ec2-metadata-token")));
+            Reply::status(404, "")
+        })
+    };
+    *fake.elsewhere.lock().unwrap() = thief.url("/collect");
+    fake.mode.store(REDIRECT_ACTION, SeqCst);
+    let mut run = Run::start(config(&server, 1, 1000));
+    let got = run.until("a Failed", is_failed).await;
+    let Report::Failed { why, .. } = got.last().unwrap() else { unreachable!() };
+    assert!(why.contains("HTTP 302"), "{why}");
+    assert!(stolen.lock().unwrap().is_empty(), "the other host was asked: {:?}", stolen.lock().unwrap());
 }

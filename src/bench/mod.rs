@@ -98,7 +98,7 @@ pub fn write_page(path: &std::path::Path, text: &str) -> anyhow::Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
-    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+    crate::host::output::write_bytes(path, None, text.as_bytes())?;
     progress(format_args!("wrote {}", path.display()));
     Ok(())
 }

@@ -48,14 +48,14 @@ fn expand_names(expr: &str, names_are: Names) -> Result<Vec<String>, HostlistErr
     }
     let mut names: Vec<String> = Vec::new();
     let mut seen = std::collections::HashSet::new();
+    // Repeats count too: a thousand copies of one large range would otherwise
+    // be expanded a thousand times before anything says no.
+    let mut made = 0usize;
     for item in items(expr).map_err(&fail)? {
-        let mut expanded = Vec::new();
-        expand_item(item, names_are, &mut expanded).map_err(|why| fail(format!("{item:?}: {why}")))?;
+        let expanded = expand_item(item, names_are, MAX_NAMES - made).map_err(|why| fail(format!("{item:?}: {why}")))?;
+        made += expanded.len();
         for name in expanded {
             if seen.insert(name.clone()) {
-                if names.len() == MAX_NAMES {
-                    return Err(fail(format!("more than {MAX_NAMES} names")));
-                }
                 names.push(name);
             }
         }
@@ -111,24 +111,14 @@ fn name_chars(text: &str, names_are: Names) -> Result<(), String> {
     }
 }
 
-/// One item, its bracket groups expanded left to right (brackets are known to pair up).
-fn expand_item(item: &str, names_are: Names, out: &mut Vec<String>) -> Result<(), String> {
-    let Some((prefix, tail)) = item.split_once('[') else {
-        name_chars(item, names_are)?;
-        out.push(item.to_string());
-        return Ok(());
-    };
-    name_chars(prefix, names_are)?;
-    let (ranges, suffix) = tail.split_once(']').ok_or("a '[' is never closed")?;
-    let mut suffixes = Vec::new();
-    if suffix.is_empty() {
-        suffixes.push(String::new());
-    } else {
-        expand_item(suffix, names_are, &mut suffixes)?;
-    }
+/// One bracket group's numbers: `(lo, hi, width)` per range, in order.
+type Ranges = Vec<(u64, u64, usize)>;
+
+fn ranges_of(ranges: &str) -> Result<Ranges, String> {
     if ranges.is_empty() {
         return Err("empty brackets".into());
     }
+    let mut out = Vec::new();
     for part in ranges.split(',') {
         let (a, b) = part.split_once('-').unwrap_or((part, part));
         let number = |t: &str| -> Result<u64, String> {
@@ -141,16 +131,48 @@ fn expand_item(item: &str, names_are: Names, out: &mut Vec<String>) -> Result<()
         if hi < lo {
             return Err(format!("the range {part} runs backwards"));
         }
-        let count = (hi - lo + 1).saturating_mul(suffixes.len() as u64);
-        if count.saturating_add(out.len() as u64) > MAX_NAMES as u64 {
+        out.push((lo, hi, a.len()));
+    }
+    Ok(out)
+}
+
+/// One item, its bracket groups expanded (the first group outermost), at
+/// most `room` names. A loop over the groups, not a recursion: a name with
+/// tens of thousands of groups must not exhaust the stack.
+fn expand_item(item: &str, names_are: Names, room: usize) -> Result<Vec<String>, String> {
+    // The item as text, group, text, group, …, text.
+    let mut texts = Vec::new();
+    let mut groups: Vec<Ranges> = Vec::new();
+    let mut rest = item;
+    while let Some((text, tail)) = rest.split_once('[') {
+        let (ranges, after) = tail.split_once(']').ok_or("a '[' is never closed")?;
+        name_chars(text, names_are)?;
+        texts.push(text);
+        groups.push(ranges_of(ranges)?);
+        rest = after;
+    }
+    name_chars(rest, names_are)?;
+    texts.push(rest);
+    let mut count: u64 = 1;
+    for group in &groups {
+        let size = group.iter().map(|(lo, hi, _)| hi - lo + 1).fold(0u64, u64::saturating_add);
+        count = count.saturating_mul(size);
+        if count > room as u64 {
             return Err(format!("more than {MAX_NAMES} names"));
         }
-        let width = a.len();
-        for n in lo..=hi {
-            out.extend(suffixes.iter().map(|s| format!("{prefix}{n:0width$}{s}")));
-        }
     }
-    Ok(())
+    // Built from the last group back, so the first group varies slowest.
+    let mut names = vec![texts[groups.len()].to_string()];
+    for (group, text) in groups.iter().zip(&texts).rev() {
+        let mut longer = Vec::with_capacity(names.len());
+        for &(lo, hi, width) in group {
+            for n in lo..=hi {
+                longer.extend(names.iter().map(|s| format!("{text}{n:0width$}{s}")));
+            }
+        }
+        names = longer;
+    }
+    Ok(names)
 }
 
 #[cfg(test)]
@@ -205,9 +227,21 @@ mod tests {
             ("n[1 - 2]", "blank inside"),
             ("a\u{1b}[31m", "control character"),
             ("n[1-2]x[", "never closed"),
+            ("n[1-40000],n[1-40000]", "more than 65536"),
         ] {
             let err = expand(expr).expect_err(expr);
             assert!(err.to_string().contains(says), "{expr:?}: {err}");
         }
+    }
+
+    /// Issue 33: 40,000 bracket groups overflowed the stack of
+    /// `slurm-resume`; a thousand copies of one range took 17 s to refuse.
+    #[test]
+    fn many_groups_and_many_repeats_are_cheap() {
+        let deep = format!("n{}", "[1]".repeat(40_000));
+        assert_eq!(expand(&deep).unwrap(), [format!("n{}", "1".repeat(40_000))]);
+        let repeats = vec!["n[1-60000]"; 1_000].join(",");
+        // Refused at the second copy, counting repeats, not after expanding all thousand.
+        assert!(expand(&repeats).unwrap_err().to_string().contains("more than 65536"));
     }
 }

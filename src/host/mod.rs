@@ -31,6 +31,7 @@ pub mod attach;
 pub mod console;
 pub mod driver;
 pub mod headless;
+pub mod output;
 pub mod runs;
 pub mod screenshot;
 pub mod settings;

@@ -92,9 +92,23 @@ pub fn run_replay(db: &Path, from_snapshot: bool) -> Result<()> {
     store.check_integrity()?;
     let meta = store.meta()?;
     let wall = Instant::now();
-    let (room, applied) = store::replay(&store, from_snapshot)?;
-    print!("{}", report::summary(&room.view(), None));
-    println!("replayed {applied} events of {} ({}) in {:.2} s", shown(db), for_terminal(&meta.source), wall.elapsed().as_secs_f64());
+    let replayed = store::replay_checked(&store, from_snapshot)?;
+    for note in &replayed.notes {
+        eprintln!("gpuroom: {}", for_terminal(note));
+    }
+    print!("{}", report::summary(&replayed.room.view(), None));
+    let from = replayed.started_after.map_or_else(String::new, |seq| format!(" after the snapshot at event {seq}"));
+    println!(
+        "replayed {} events{from} of {} ({}) in {:.2} s",
+        replayed.applied,
+        shown(db),
+        for_terminal(&meta.source),
+        wall.elapsed().as_secs_f64()
+    );
+    if !replayed.checked.is_empty() {
+        let seqs: Vec<String> = replayed.checked.iter().map(|s| s.to_string()).collect();
+        println!("the rebuilt room matches the engine's snapshot at event {}", seqs.join(" and "));
+    }
     Ok(())
 }
 
@@ -112,8 +126,7 @@ pub fn run_export(db: &Path, format: crate::export::Format, month: &str, out: Op
     };
     match out {
         Some(path) => {
-            let mut file = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
-            write(&mut file).with_context(|| format!("writing {}", path.display()))?;
+            super::output::write(path, Some(db), |w| write(w).map_err(std::io::Error::other))?;
             let total: crate::domain::units::Micros = lines.iter().map(|l| l.amount).sum();
             eprintln!("{} lines, {total} in all, written to {}", lines.len(), shown(path));
         }
@@ -167,7 +180,7 @@ fn experiment(
     print!("{markdown}");
     println!("\n(ran in {:.2} s)", wall.elapsed().as_secs_f64());
     if let Some(path) = out {
-        std::fs::write(path, &markdown).with_context(|| format!("writing {}", path.display()))?;
+        super::output::write_bytes(path, None, markdown.as_bytes())?;
         println!("written to {}", shown(path));
     }
     Ok(())

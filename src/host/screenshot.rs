@@ -129,7 +129,7 @@ pub fn run_screenshot(world: &WorldChoice, policy: &Policy, out: &Path, shot: &S
     let hex = crate::tui::svg::color_hex;
     let bg = hex(ctx.theme.background, crate::tui::svg::DEFAULT_BG);
     let fg = hex(ctx.theme.text.fg.unwrap_or(ratatui::style::Color::Reset), crate::tui::svg::DEFAULT_FG);
-    std::fs::write(out, crate::tui::svg::buffer_to_svg_with(&buffer, &fg, &bg)).with_context(|| format!("writing {}", out.display()))?;
+    super::output::write_bytes(out, None, crate::tui::svg::buffer_to_svg_with(&buffer, &fg, &bg).as_bytes())?;
     println!("wrote {} ({width}×{height}, after {} simulated hours)", super::runs::shown(out), shot.hours);
     Ok(())
 }

@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 
 use crate::domain::discipline::DisciplineKind;
 use crate::domain::text::for_terminal;
@@ -110,7 +110,7 @@ pub fn run_whatif(args: &WhatIfArgs) -> Result<()> {
     let text = comparison.render(format);
     match &args.out {
         Some(path) => {
-            std::fs::write(path, &text).with_context(|| format!("writing {}", path.display()))?;
+            super::output::write_bytes(path, Some(&args.db), text.as_bytes())?;
             eprintln!("whatif: written to {}", super::runs::shown(path));
         }
         None => print!("{text}"),

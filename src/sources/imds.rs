@@ -139,8 +139,15 @@ pub struct Imds {
 impl Imds {
     pub fn new(config: &ImdsConfig) -> Imds {
         let timeout = Duration::from_millis(config.timeout_ms.max(1));
-        // The metadata address is link-local: an HTTP_PROXY would never reach it.
-        let client = reqwest::Client::builder().no_proxy().timeout(timeout).build().map_err(|e| chain(&e));
+        // The metadata address is link-local: an HTTP_PROXY would never reach
+        // it. A redirect is never followed: the session token would go with
+        // the request to wherever the answer pointed.
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(timeout)
+            .build()
+            .map_err(|e| chain(&e));
         Imds {
             endpoint: config.endpoint.trim_end_matches('/').to_string(),
             timeout,

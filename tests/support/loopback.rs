@@ -29,14 +29,20 @@ pub struct Reply {
     pub content_type: String,
     pub body: String,
     pub delay: Duration,
+    /// More headers (a redirect's Location).
+    pub headers: Vec<(String, String)>,
 }
 
 impl Reply {
     pub fn ok(content_type: &str, body: impl Into<String>) -> Reply {
-        Reply { status: 200, content_type: content_type.to_string(), body: body.into(), delay: Duration::ZERO }
+        Reply { status: 200, content_type: content_type.to_string(), body: body.into(), delay: Duration::ZERO, headers: Vec::new() }
     }
     pub fn status(status: u16, body: impl Into<String>) -> Reply {
-        Reply { status, content_type: "text/plain".to_string(), body: body.into(), delay: Duration::ZERO }
+        Reply { status, content_type: "text/plain".to_string(), body: body.into(), delay: Duration::ZERO, headers: Vec::new() }
+    }
+    /// A 302 to `location`.
+    pub fn redirect(location: &str) -> Reply {
+        Reply { headers: vec![("Location".to_string(), location.to_string())], ..Reply::status(302, "") }
     }
     pub fn after(mut self, delay: Duration) -> Reply {
         self.delay = delay;
@@ -73,7 +79,10 @@ impl Loopback {
                     let reply = handler(&seen);
                     std::thread::sleep(reply.delay);
                     let header = tiny_http::Header::from_bytes("Content-Type", reply.content_type.as_bytes()).expect("a header");
-                    let response = tiny_http::Response::from_string(reply.body).with_status_code(reply.status).with_header(header);
+                    let mut response = tiny_http::Response::from_string(reply.body).with_status_code(reply.status).with_header(header);
+                    for (name, value) in &reply.headers {
+                        response.add_header(tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("a header"));
+                    }
                     let _ = request.respond(response);
                 });
             }
