@@ -162,7 +162,7 @@ fn telemetry_is_kept_as_compact_frames_that_read_back_the_same_from_any_event() 
 const V5_LOG: &str = "fixtures/logs/v5-default-4h-seed7.db";
 
 #[test]
-fn a_version_5_log_is_read_as_it_is_and_resumed_as_version_6() {
+fn a_version_5_log_is_read_as_it_is_and_resumed_as_the_current_version() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("v5.db");
     std::fs::copy(V5_LOG, &path).unwrap();
@@ -199,7 +199,9 @@ fn a_version_5_log_is_read_as_it_is_and_resumed_as_version_6() {
     assert!(telemetry.len() > 100);
     {
         let mut store = Store::open_for_writing(&path).unwrap();
-        assert_eq!(version(&path), "6");
+        assert_eq!(version(&path), "7");
+        // The migration ran in WAL mode: a kill inside it leaves no hot journal.
+        assert!(!gpuroom::store::file::sibling(&path, "-journal").exists());
         let store_events = {
             let mut out = Vec::new();
             Store::open_read_only(Path::new(V5_LOG)).unwrap().for_each_event(0, |_, at, e| out.push((at, e))).unwrap();
@@ -229,6 +231,8 @@ fn a_version_5_log_is_read_as_it_is_and_resumed_as_version_6() {
     let packed: i64 = conn.query_row("SELECT COUNT(*) FROM events WHERE packed IS NOT NULL", [], |r| r.get(0)).unwrap();
     let keys: i64 = conn.query_row("SELECT COUNT(*) FROM events WHERE substr(packed, 1, 1) = x'01'", [], |r| r.get(0)).unwrap();
     assert_eq!((packed, keys), (130, 2), "a key frame first and one after 120 frames");
+    let summed: i64 = conn.query_row("SELECT COUNT(*) FROM events WHERE sum IS NOT NULL", [], |r| r.get(0)).unwrap();
+    assert_eq!(summed, 131, "the events written after the upgrade carry a checksum, the version-5 ones are read unchecked");
     let (room, _) = replay(&Store::open_read_only(&path).unwrap(), false).unwrap();
     assert_ne!(room.view(), view_before, "the new telemetry was applied");
 }

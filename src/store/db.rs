@@ -86,9 +86,37 @@ pub struct Store {
     /// Whether the log has `events.packed` (schema 6 on): every log this
     /// version writes does; an older one is only read.
     pub(super) packs_telemetry: bool,
+    /// Whether the log has `events.sum` (schema 7 on): events are written
+    /// with their checksum and every one that has it is verified on reading.
+    pub(super) sums_events: bool,
     pub(super) frames: FrameBases,
     /// The ledger's repeated words and the numbers they are filed under.
     pub(super) ledger_words: std::collections::HashMap<super::words::WordKey, i64>,
+}
+
+/// The SQL that brings a log of `version` up to this one (empty when it is
+/// current), or why it cannot be resumed.
+fn migration_for(version: i64) -> Result<String, String> {
+    Ok(match version {
+        schema::SCHEMA_VERSION => String::new(),
+        6 => schema::MIGRATE_6_TO_7.to_string(),
+        5 => format!("{} {}", schema::migrate_5_to_6(), schema::MIGRATE_6_TO_7),
+        4 => format!("{} {} {}", schema::MIGRATE_4_TO_5, schema::migrate_5_to_6(), schema::MIGRATE_6_TO_7),
+        1..=3 => return Err(format!("schema version {version} was written by an older gpuroom and cannot be resumed (replay or view it instead)")),
+        other => return Err(unknown_version(other)),
+    })
+}
+
+/// A version this gpuroom does not know: newer (the usual case) or nonsense.
+fn unknown_version(version: i64) -> String {
+    if version > schema::SCHEMA_VERSION {
+        format!(
+            "schema version {version} was written by a newer gpuroom (this one reads versions 1 to {}): open it with that version",
+            schema::SCHEMA_VERSION
+        )
+    } else {
+        format!("unsupported schema version {version}")
+    }
 }
 
 pub(super) fn at_text(at: At) -> String {
@@ -143,6 +171,7 @@ impl Store {
         let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE).map_err(|e| Self::wrap(path, e))?;
         let mut store = Store::with_conn(conn, path, 1);
         store.packs_telemetry = true;
+        store.sums_events = true;
         store.pragmas()?;
         Ok(store)
     }
@@ -171,6 +200,7 @@ impl Store {
             taken: Vec::new(),
             note: None,
             packs_telemetry: false,
+            sums_events: false,
             frames: FrameBases::default(),
             ledger_words: Default::default(),
         }
@@ -185,6 +215,7 @@ impl Store {
         if !path.exists() {
             return Err(StoreError::Format { path: path.display().to_string(), message: "no such file".into() });
         }
+        file::refuse_hot_journal(path)?;
         let mut store = match file::read_only_mode(path) {
             file::ReadOnlyOpen::Immutable => Self::open_immutable(path)?,
             file::ReadOnlyOpen::Shared => {
@@ -205,6 +236,11 @@ impl Store {
         match store.schema_version()? {
             schema::SCHEMA_VERSION => {
                 store.packs_telemetry = true;
+                store.sums_events = true;
+                Ok(store)
+            }
+            6 => {
+                store.packs_telemetry = true;
                 Ok(store)
             }
             5 => Ok(store.with_legacy_tables(5)),
@@ -212,7 +248,7 @@ impl Store {
             3 => Ok(store.with_legacy_tables(3)),
             2 => Ok(store.with_legacy_tables(2)),
             1 => Ok(store.with_legacy_tables(1)),
-            other => Err(StoreError::Format { path: path.display().to_string(), message: format!("unsupported schema version {other}") }),
+            other => Err(StoreError::Format { path: path.display().to_string(), message: unknown_version(other) }),
         }
     }
 
@@ -240,31 +276,60 @@ impl Store {
             });
         }
         let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE).map_err(|e| Self::wrap(path, e))?;
+        // Another engine may be upgrading the same old log this instant.
+        conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(|e| Self::wrap(path, e))?;
         let mut store = Store::with_conn(conn, path, 0);
-        let version = store.schema_version()?;
+        migration_for(store.schema_version()?).map_err(|message| StoreError::Format { path: shown.clone(), message })?;
         // Nothing is written to a damaged file, not even the lease.
         store.check_integrity()?;
-        let migration = match version {
-            schema::SCHEMA_VERSION => None,
-            5 => Some(schema::migrate_5_to_6()),
-            4 => Some(format!("{} {}", schema::MIGRATE_4_TO_5, schema::migrate_5_to_6())),
-            other => {
-                return Err(StoreError::Format {
-                    path: shown,
-                    message: format!("schema version {other} was written by an older gpuroom and cannot be resumed (replay or view it instead)"),
-                });
-            }
-        };
-        // One transaction: an older log is brought up to date whole or not at all.
-        if let Some(sql) = migration {
-            store.conn.execute_batch(&format!("BEGIN IMMEDIATE; {sql} COMMIT;")).map_err(|e| store.sql_err(e))?;
-        }
-        store.packs_telemetry = true;
+        // WAL before any migration: a migration killed half-way then leaves
+        // a WAL that any reader sees past, never a hot rollback journal that
+        // read-only tools cannot open.
         store.pragmas()?;
+        store.migrate()?;
+        store.packs_telemetry = true;
+        store.sums_events = true;
         store.conn.execute_batch(schema::COMMANDS_GUARDS).map_err(|e| store.sql_err(e))?;
         let last: Option<i64> = store.conn.query_row("SELECT MAX(seq) FROM events", [], |r| r.get(0)).map_err(|e| store.sql_err(e))?;
         store.next_seq = last.unwrap_or(0) + 1;
         Ok(store)
+    }
+
+    /// Runs `f` inside one read transaction: every query it makes sees the
+    /// log as it was when `f` began, however much an engine appends
+    /// meanwhile (a what-if on a log still being written compares figures
+    /// over one and the same span). Inside an open batch, `f` just runs.
+    pub fn consistently<T>(&self, f: impl FnOnce() -> T) -> Result<T, StoreError> {
+        if self.in_tx || !self.conn.is_autocommit() {
+            return Ok(f());
+        }
+        self.conn.execute_batch("BEGIN DEFERRED").map_err(|e| Self::wrap(&self.path, e))?;
+        // A deferred transaction takes its snapshot at its first read.
+        if let Err(e) = self.conn.query_row("SELECT COUNT(*) FROM meta", [], |r| r.get::<_, i64>(0)) {
+            let _ = self.conn.execute_batch("ROLLBACK");
+            return Err(Self::wrap(&self.path, e));
+        }
+        let out = f();
+        let _ = self.conn.execute_batch("COMMIT");
+        Ok(out)
+    }
+
+    /// Brings an older log up to this version, in one transaction that
+    /// re-reads the version under the write lock: of two engines resuming
+    /// one old log, the second finds it migrated and does nothing.
+    fn migrate(&mut self) -> Result<(), StoreError> {
+        self.conn.execute_batch("BEGIN IMMEDIATE").map_err(|e| self.sql_err(e))?;
+        let migrated = self.schema_version().and_then(|version| {
+            let sql = migration_for(version).map_err(|message| StoreError::Format { path: self.path.display().to_string(), message })?;
+            self.conn.execute_batch(&sql).map_err(|e| self.sql_err(e))
+        });
+        match migrated {
+            Ok(()) => self.conn.execute_batch("COMMIT").map_err(|e| self.sql_err(e)),
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
     }
 
     /// SQLite's quick check of every page: a damaged file is named as such
@@ -313,13 +378,23 @@ impl Store {
     }
 
     fn pragmas(&mut self) -> Result<(), StoreError> {
-        self.conn.pragma_update(None, "journal_mode", "WAL").map_err(|e| self.sql_err(e))?;
+        self.conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(|e| self.sql_err(e))?;
+        // Switching an older file to WAL needs it alone for an instant, and
+        // SQLite answers "busy" at once, not after its timeout, while another
+        // engine upgrading the same log has it open: try again for as long.
+        let mut tries = 0;
+        while let Err(e) = self.conn.pragma_update(None, "journal_mode", "WAL") {
+            let busy = matches!(e.sqlite_error_code(), Some(rusqlite::ErrorCode::DatabaseBusy));
+            tries += 1;
+            if !busy || tries >= 100 {
+                return Err(self.sql_err(e));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
         // The WAL and its index exist once something is read: share them as the log is shared.
         self.conn.query_row("SELECT COUNT(*) FROM meta", [], |r| r.get::<_, i64>(0)).map_err(|e| self.sql_err(e))?;
         file::match_side_files(&self.path);
         self.conn.pragma_update(None, "synchronous", "NORMAL").map_err(|e| self.sql_err(e))?;
-        // Attached consoles write commands between the engine's batches.
-        self.conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(|e| self.sql_err(e))?;
         Ok(())
     }
 

@@ -8,6 +8,10 @@
 //! snapshot); a writer codes each frame against the last one it wrote that
 //! is, or will be, committed with it.
 //!
+//! From schema 7 each event row carries `sum`, a CRC-32 of its columns
+//! (`checksum`), checked on every read: a flipped bit in a body or a frame
+//! is named by its event, never replayed as a slightly different run.
+//!
 //! Owns the events' and snapshots' SQL; knows nothing of what events mean.
 
 use rusqlite::{params, OptionalExtension};
@@ -39,11 +43,13 @@ impl Store {
             }
             _ => (serde_json::to_string(event).map_err(|e| self.format_err(e.to_string()))?, None),
         };
-        // Only a schema-6 log is ever written: an older one is brought up to it when resumed.
+        // Only a current log is ever written: an older one is brought up to it when resumed.
         let frame = packed.as_ref().map(|(frame, _)| frame.as_slice());
+        let row = Row { seq, at: text_unless_whole_millis(at), at_ms: at.timestamp_millis(), kind: event.kind(), body: body.as_bytes(), packed: frame };
+        let sum = self.sums_events.then(|| row.checksum());
         self.conn
-            .prepare_cached("INSERT INTO events (seq, at, at_ms, kind, body, packed) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
-            .and_then(|mut stmt| stmt.execute(params![seq, text_unless_whole_millis(at), at.timestamp_millis(), event.kind(), body, frame]))
+            .prepare_cached("INSERT INTO events (seq, at, at_ms, kind, body, packed, sum) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
+            .and_then(|mut stmt| stmt.execute(params![seq, row.at, row.at_ms, row.kind, body, frame, sum]))
             .map_err(|e| self.sql_err(e))?;
         if let Some((_, basis)) = packed {
             self.frames.wrote(basis);
@@ -92,36 +98,53 @@ impl Store {
 
     /// The latest snapshot and the sequence number it covers.
     pub fn latest_snapshot(&self) -> Result<Option<(i64, Room)>, StoreError> {
-        let row: Option<(i64, rusqlite::types::Value)> = self
+        let Some(&seq) = self.snapshot_seqs()?.last() else { return Ok(None) };
+        let json = self.snapshot_json(seq)?;
+        serde_json::from_slice(&json).map(|room| Some((seq, room))).map_err(|e| self.format_err(format!("snapshot {seq}: {e}")))
+    }
+
+    /// The events the kept snapshots were taken after, oldest first.
+    pub fn snapshot_seqs(&self) -> Result<Vec<i64>, StoreError> {
+        let mut stmt = self.conn.prepare("SELECT seq FROM snapshots ORDER BY seq").map_err(|e| self.sql_err(e))?;
+        let seqs = stmt.query_map([], |r| r.get(0)).and_then(|rows| rows.collect()).map_err(|e| Self::wrap(&self.path, e));
+        seqs
+    }
+
+    /// The room's JSON as the engine saved it after event `seq` (inflated).
+    pub fn snapshot_json(&self, seq: i64) -> Result<Vec<u8>, StoreError> {
+        let saved: rusqlite::types::Value = self
             .conn
-            .query_row("SELECT seq, room FROM snapshots ORDER BY seq DESC LIMIT 1", [], |r| Ok((r.get(0)?, r.get(1)?)))
-            .optional()
-            .map_err(|e| self.sql_err(e))?;
-        let Some((seq, saved)) = row else { return Ok(None) };
-        let room = match saved {
+            .query_row("SELECT room FROM snapshots WHERE seq = ?1", params![seq], |r| r.get(0))
+            .map_err(|e| Self::wrap(&self.path, e))?;
+        match saved {
             rusqlite::types::Value::Blob(deflated) => {
                 let mut json = Vec::with_capacity(deflated.len() * 8);
                 std::io::Read::read_to_end(&mut flate2::read::ZlibDecoder::new(deflated.as_slice()), &mut json)
                     .map_err(|e| self.format_err(format!("snapshot {seq}: {e}")))?;
-                serde_json::from_slice(&json)
+                Ok(json)
             }
-            rusqlite::types::Value::Text(json) => serde_json::from_str(&json),
-            other => return Err(self.format_err(format!("snapshot {seq}: a {:?}, not a room", other.data_type()))),
-        };
-        room.map(|room| Some((seq, room))).map_err(|e| self.format_err(format!("snapshot {seq}: {e}")))
+            rusqlite::types::Value::Text(json) => Ok(json.into_bytes()),
+            other => Err(self.format_err(format!("snapshot {seq}: a {:?}, not a room", other.data_type()))),
+        }
     }
 
     /// Calls `f` for every event after `after_seq`, in order, reading in pages.
     pub fn for_each_event(&self, after_seq: i64, f: impl FnMut(i64, At, Event)) -> Result<u64, StoreError> {
-        let sql = format!("SELECT seq, at, body, {}, at_ms FROM events WHERE seq > ?1 ORDER BY seq", self.packed_column());
+        let sql = format!("SELECT {} FROM events WHERE seq > ?1 ORDER BY seq", self.row_columns());
         self.each_event(&sql, params![after_seq], f)
+    }
+
+    /// Calls `f` for every event after `after_seq` up to `through_seq`, in order.
+    pub fn for_each_event_through(&self, after_seq: i64, through_seq: i64, f: impl FnMut(i64, At, Event)) -> Result<u64, StoreError> {
+        let sql = format!("SELECT {} FROM events WHERE seq > ?1 AND seq <= ?2 ORDER BY seq", self.row_columns());
+        self.each_event(&sql, params![after_seq, through_seq], f)
     }
 
     /// Calls `f` for every event of these kinds (`Event::kind`), in order;
     /// the others are not read.
     pub fn for_each_event_of_kinds(&self, kinds: &[&str], f: impl FnMut(i64, At, Event)) -> Result<u64, StoreError> {
         let kinds = serde_json::to_string(kinds).unwrap_or_else(|_| "[]".into());
-        let sql = format!("SELECT seq, at, body, {}, at_ms FROM events WHERE kind IN (SELECT value FROM json_each(?1)) ORDER BY seq", self.packed_column());
+        let sql = format!("SELECT {} FROM events WHERE kind IN (SELECT value FROM json_each(?1)) ORDER BY seq", self.row_columns());
         self.each_event(&sql, params![kinds], f)
     }
 
@@ -136,9 +159,44 @@ impl Store {
         row.map(|(text, ms)| event_time(&text, ms).map_err(|e| self.format_err(e))).transpose()
     }
 
-    /// Logs before schema 6 have no `packed` column: read it as empty.
-    fn packed_column(&self) -> &'static str {
-        if self.packs_telemetry { "packed" } else { "NULL" }
+    /// An event row's columns in `RowRead`'s order. Logs before schema 6
+    /// have no `packed` column, before 7 no `sum`: read them as empty.
+    fn row_columns(&self) -> String {
+        let packed = if self.packs_telemetry { "packed" } else { "NULL" };
+        let sum = if self.sums_events { "sum" } else { "NULL" };
+        format!("seq, at, at_ms, kind, body, {packed}, {sum}")
+    }
+
+    /// One row as `row_columns` selects it, its checksum verified.
+    fn read_row(&self, row: &rusqlite::Row<'_>) -> Result<RowRead, StoreError> {
+        let get = |e| Self::wrap(&self.path, e);
+        let read = RowRead {
+            seq: row.get(0).map_err(get)?,
+            at: row.get(1).map_err(get)?,
+            at_ms: row.get(2).map_err(get)?,
+            kind: row.get(3).map_err(get)?,
+            // As bytes: a damaged body need not be UTF-8, and is named by its checksum.
+            body: match row.get_ref(4).map_err(get)? {
+                rusqlite::types::ValueRef::Text(bytes) | rusqlite::types::ValueRef::Blob(bytes) => bytes.to_vec(),
+                _ => Vec::new(),
+            },
+            packed: row.get(5).map_err(get)?,
+        };
+        let sum: Option<i64> = row.get(6).map_err(get)?;
+        let found = Row { seq: read.seq, at: read.at.clone(), at_ms: read.at_ms, kind: &read.kind, body: &read.body, packed: read.packed.as_deref() }.checksum();
+        match sum {
+            Some(sum) if sum != found => Err(StoreError::BadEvent {
+                path: self.path.display().to_string(),
+                seq: read.seq,
+                message: format!(
+                    "its checksum does not match ({sum:08x} recorded, {found:08x} now): the row was changed or damaged after the engine wrote it; \
+                     nothing after it is replayed"
+                ),
+            }),
+            // A row of an older log, or a file whose checksums were removed
+            // by hand: it is read unchecked, as before schema 7.
+            _ => Ok(read),
+        }
     }
 
     fn each_event(&self, sql: &str, args: impl rusqlite::Params, mut f: impl FnMut(i64, At, Event)) -> Result<u64, StoreError> {
@@ -149,17 +207,11 @@ impl Store {
         let mut telemetry: Option<Basis> = None;
         let mut count = 0;
         while let Some(row) = rows.next().map_err(|e| Self::wrap(&self.path, e))? {
-            let seq: i64 = row.get(0).map_err(|e| Self::wrap(&self.path, e))?;
-            let at: String = row.get(1).map_err(|e| Self::wrap(&self.path, e))?;
-            let at_ms: i64 = row.get(4).map_err(|e| Self::wrap(&self.path, e))?;
+            let RowRead { seq, at, at_ms, body, packed, .. } = self.read_row(row)?;
             let at = event_time(&at, at_ms).map_err(|e| bad(seq, e))?;
-            let frame: Option<Vec<u8>> = row.get(3).map_err(|e| Self::wrap(&self.path, e))?;
-            let event = match frame {
+            let event = match packed {
                 Some(frame) => self.decode_frame(seq, &frame, &mut telemetry)?,
-                None => {
-                    let body: String = row.get(2).map_err(|e| Self::wrap(&self.path, e))?;
-                    serde_json::from_str(&body).map_err(|e| bad(seq, format!("body: {e}")))?
-                }
+                None => serde_json::from_slice(&body).map_err(|e| bad(seq, format!("body: {e}")))?,
             };
             f(seq, at, event);
             count += 1;
@@ -187,13 +239,15 @@ impl Store {
     fn basis_at(&self, seq: i64) -> Result<Basis, StoreError> {
         let mut chain = Vec::new();
         let mut at = seq;
+        let sql = format!("SELECT {} FROM events WHERE seq = ?1", self.row_columns());
+        let mut stmt = self.conn.prepare_cached(&sql).map_err(|e| Self::wrap(&self.path, e))?;
         loop {
-            let frame: Option<Option<Vec<u8>>> = self
-                .conn
-                .query_row("SELECT packed FROM events WHERE seq = ?1", params![at], |r| r.get(0))
-                .optional()
-                .map_err(|e| Self::wrap(&self.path, e))?;
-            let frame = frame.flatten().ok_or_else(|| self.frame_err(seq, FrameError::Malformed("the telemetry a frame is coded against is missing")))?;
+            let mut rows = stmt.query(params![at]).map_err(|e| Self::wrap(&self.path, e))?;
+            let frame = match rows.next().map_err(|e| Self::wrap(&self.path, e))? {
+                Some(row) => self.read_row(row)?.packed,
+                None => None,
+            };
+            let frame = frame.ok_or_else(|| self.frame_err(seq, FrameError::Malformed("the telemetry a frame is coded against is missing")))?;
             let base = frames::base_of(&frame, at).map_err(|e| self.frame_err(at, e))?;
             chain.push((at, frame));
             match base {
@@ -208,6 +262,52 @@ impl Store {
             basis = Some(Basis::after(basis.as_ref(), *at, basis.is_none(), &gpus, &progress));
         }
         basis.ok_or_else(|| self.frame_err(seq, FrameError::Malformed("no telemetry frame")))
+    }
+}
+
+/// An event row's columns as they are written and checksummed.
+struct Row<'a> {
+    seq: i64,
+    at: String,
+    at_ms: i64,
+    kind: &'a str,
+    body: &'a [u8],
+    packed: Option<&'a [u8]>,
+}
+
+/// An event row as read, before its body or frame is decoded.
+struct RowRead {
+    seq: i64,
+    at: String,
+    at_ms: i64,
+    kind: String,
+    body: Vec<u8>,
+    packed: Option<Vec<u8>>,
+}
+
+impl Row<'_> {
+    /// CRC-32 (crc32fast, already in the tree for the snapshots' deflate) of
+    /// every column, each with its length, so no two rows share a text. It
+    /// catches every single-bit flip and every burst up to 32 bits; what it
+    /// guards against is damage and a casual edit, not someone who may write
+    /// the file (they could recompute it), which is why only the owner may.
+    fn checksum(&self) -> i64 {
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&self.seq.to_le_bytes());
+        crc.update(&self.at_ms.to_le_bytes());
+        for part in [self.at.as_bytes(), self.kind.as_bytes(), self.body] {
+            crc.update(&(part.len() as u64).to_le_bytes());
+            crc.update(part);
+        }
+        match self.packed {
+            Some(frame) => {
+                crc.update(&[1]);
+                crc.update(&(frame.len() as u64).to_le_bytes());
+                crc.update(frame);
+            }
+            None => crc.update(&[0]),
+        }
+        i64::from(crc.finalize())
     }
 }
 

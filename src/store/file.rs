@@ -190,6 +190,27 @@ pub(super) fn publish(tmp: &Path, path: &Path) -> Result<(), FileError> {
     }
 }
 
+/// A `-journal` beside a log means a write in rollback mode is under way or
+/// was interrupted (a migration by an engine killed half-way): the file may
+/// be half-changed until a writer rolls the journal back, which a read-only
+/// open cannot do. Say so, and how to recover, instead of "corrupt".
+pub(super) fn refuse_hot_journal(path: &Path) -> Result<(), FileError> {
+    let journal = sibling(path, "-journal");
+    if journal.exists() {
+        return Err(format_err(
+            path,
+            format!(
+                "{} is beside it: a write to this log (an upgrade of an older log, most likely) is under way or was interrupted, \
+                 and until it is rolled back the file cannot be read as it stands. If no engine is running, the log's owner \
+                 recovers it by opening it once with `gpuroom engine --db` (or `gpuroom --db`), which rolls the journal back; \
+                 do not remove the journal by hand",
+                journal.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// How a read-only open should reach the file.
 pub(super) enum ReadOnlyOpen {
     /// An engine has (or had) it open: read through its WAL.

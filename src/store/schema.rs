@@ -14,11 +14,14 @@
 /// millisecond has an empty `at` (its `at_ms` is exact). An older log is
 /// read as it is, and brought up to 6 when resumed (`migrate_5_to_6`), its
 /// older telemetry left as JSON.
-pub(super) const SCHEMA_VERSION: i64 = 6;
+/// 7 gives each event a checksum (`events.sum`, CRC-32 of its columns; see
+/// `events::checksum`), verified on every read; an older log's events are
+/// read unchecked, and a resumed one checks the events written from then on.
+pub(super) const SCHEMA_VERSION: i64 = 7;
 
 /// The event log itself: the run's metadata, events and snapshots.
 pub(super) const LOG: &str = "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE events (seq INTEGER PRIMARY KEY, at TEXT NOT NULL, at_ms INTEGER NOT NULL, kind TEXT NOT NULL, body TEXT NOT NULL, packed BLOB);
+CREATE TABLE events (seq INTEGER PRIMARY KEY, at TEXT NOT NULL, at_ms INTEGER NOT NULL, kind TEXT NOT NULL, body TEXT NOT NULL, packed BLOB, sum INTEGER);
 CREATE TABLE snapshots (seq INTEGER PRIMARY KEY, at TEXT NOT NULL, room TEXT NOT NULL);";
 
 const LEDGER_COLUMNS: &str = "(
@@ -116,6 +119,11 @@ pub(super) fn migrate_5_to_6() -> String {
         ledger()
     )
 }
+
+/// A version-6 log resumed by this version: its events from now on carry a checksum.
+pub(super) const MIGRATE_6_TO_7: &str = "
+ALTER TABLE events ADD COLUMN sum INTEGER;
+UPDATE meta SET value = '7' WHERE key = 'schema_version';";
 
 /// A version-1 log has no ledger: reads see an empty temporary one.
 pub(super) fn legacy_ledger() -> String {

@@ -165,10 +165,15 @@ fn rerun_all<R>(rerunner: &Rerunner<'_>, scenarios: &[Scenario], span: (At, At),
     })
 }
 
+/// How many of a simulated log's first events are checked against the
+/// world its meta describes before that world is re-run as the run's own.
+const WORLD_CHECK_EVENTS: i64 = 20_000;
+
 /// Reads `store`'s run and re-runs it under each scenario, over `window`.
 /// The re-runs run side by side, one per core; a simulated run's start as
 /// soon as its ticks and actions are read, while this thread reads and
-/// scores the whole log.
+/// scores the whole log. The log is read in one transaction: on a log an
+/// engine is still writing, every figure is of the same span.
 pub fn compare(
     store: &Store,
     log_name: &str,
@@ -177,7 +182,19 @@ pub fn compare(
     model: Model,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Comparison, WhatIfError> {
+    store.consistently(|| compare_now(store, log_name, scenarios, window, model, progress))?
+}
+
+fn compare_now(
+    store: &Store,
+    log_name: &str,
+    scenarios: &[Scenario],
+    window: Window,
+    model: Model,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Comparison, WhatIfError> {
     let meta = store.meta()?;
+    let mut world_note = None;
     let no_events = || WhatIfError::Setup(format!("{log_name}: no events in the window asked"));
     let horizon = store.last_event_before(window.until)?.ok_or_else(no_events)?;
     let first_at = store.first_event_at()?.ok_or_else(no_events)?;
@@ -191,6 +208,7 @@ pub fn compare(
         (Some(world), Model::Auto) => {
             let config = SimConfig::parse(&world.config_name, &world.config_toml).map_err(|e| WhatIfError::Setup(format!("{log_name}: the recorded simulated world: {e}")))?;
             let traces = Traces::embedded().map_err(|e| WhatIfError::Setup(format!("the embedded traces: {e}")))?;
+            world_note = world_differs(store, &meta.room_config, &config, &traces, world.seed)?;
             let mut controls = Vec::new();
             store.for_each_event_of_kinds(&[Event::Tick.kind(), "operator"], |_, at, event| {
                 if window.until.is_none_or(|u| at < u) {
@@ -218,7 +236,7 @@ pub fn compare(
     for column in std::mem::take(&mut board.done) {
         columns.push(column.ok_or_else(|| WhatIfError::Setup("a re-run stopped without an answer".into()))??);
     }
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = world_note.into_iter().collect();
     let model_text = match exact {
         Some(seed) => format!("the simulated world (seed {seed}) re-run exactly"),
         None => {
@@ -228,6 +246,30 @@ pub fn compare(
     };
     (board.progress)(Progress { stage: "done".into(), done: 1.0 });
     Ok(Comparison { log: log_name.to_string(), model: model_text, from: window.from.or(Some(first_at)), until: Some(window.until.unwrap_or(horizon)), events: recorded.events, columns, notes })
+}
+
+/// Whether the simulated world the log's meta describes still produces the
+/// log's first events (as a resume checks them): a meta edited by hand, or
+/// a log of another gpuroom, would otherwise be "re-run exactly" as a run
+/// it never was. `Some(why)` when it does not.
+fn world_differs(store: &Store, room: &RoomConfig, config: &SimConfig, traces: &Traces, seed: u64) -> Result<Option<String>, WhatIfError> {
+    let mut world = Simulation::new(config.clone(), traces, seed).map_err(|e| WhatIfError::Setup(format!("the recorded simulated world: {e}")))?;
+    let mut room = Room::new(room.clone());
+    let mut differs: Option<String> = None;
+    store.for_each_event_through(0, WORLD_CHECK_EVENTS, |seq, at, event| {
+        if differs.is_some() {
+            return;
+        }
+        let effects = room.apply(at, &event);
+        if let Err(why) = world.recover(at, &event, &effects) {
+            differs = Some(format!(
+                "the simulated world this log's meta describes does not produce its events (event {seq}: {why}): the exact re-runs are \
+                 not of the recorded run, so their differences from it are not the policies' alone (was the meta edited, or the log \
+                 written by another gpuroom?); `--model live` re-runs it on the live model instead"
+            ));
+        }
+    })?;
+    Ok(differs)
 }
 
 /// The same loop as the engine's (`Engine::run_toward`), with no log and a
