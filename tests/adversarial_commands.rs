@@ -81,10 +81,10 @@ fn the_engine_records_who_made_each_command_and_refuses_hostile_files() {
     let job = view.view.jobs.iter().find(|j| j.phase == Phase::Running).unwrap().id;
     let me = file::user_name(file::nix_uid());
 
-    let mallory = Actor { user: "root-admin\u{1b}[2J".into(), origin: "ssh 6.6.6.6".into(), role: Role::Operator };
+    let mallory = Actor { user: "root-admin\u{1b}[2J".into(), origin: "ssh 6.6.6.6".into(), role: Role::Operator, account: None };
     let ticket = attached.submit(&mallory, &Action::Preempt { job }, 0).unwrap();
     assert!(matches!(answered(&attached, &ticket), CommandState::Applied { .. }));
-    let viewer = Actor { user: me.clone(), origin: "wall".into(), role: Role::Viewer };
+    let viewer = Actor { user: me.clone(), origin: "wall".into(), role: Role::Viewer, account: None };
     let ticket = attached.submit(&viewer, &Action::Cancel { job }, 0).unwrap();
     assert!(matches!(answered(&attached, &ticket), CommandState::Refused { .. }));
 

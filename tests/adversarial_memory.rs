@@ -61,7 +61,7 @@ fn finished_jobs_retire_and_the_books_still_reconcile() {
     let at = now + TimeDelta::seconds(1);
     let effects = room.apply(at, &Event::JobSubmitted { spec });
     assert!(effects.iter().any(|e| matches!(e, Effect::Rejected { reason } if reason.contains("already exists"))), "{effects:?}");
-    let operator = Actor { user: "ana".into(), origin: "local".into(), role: Role::Operator };
+    let operator = Actor { user: "ana".into(), origin: "local".into(), role: Role::Operator, account: None };
     let effects = room.apply(at, &Event::Operator { actor: operator, action: Action::Requeue { job: first } });
     assert!(effects.iter().any(|e| matches!(e, Effect::Rejected { reason } if reason.contains("no longer held"))), "{effects:?}");
 }

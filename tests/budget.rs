@@ -28,7 +28,7 @@ fn room(at_limit: AtLimit) -> Room {
 }
 
 fn operator(role: Role) -> Actor {
-    Actor { user: "ana".into(), origin: "10.0.0.7".into(), role }
+    Actor { user: "ana".into(), origin: "10.0.0.7".into(), role, account: None }
 }
 
 fn alarm_text(room: &Room) -> String {

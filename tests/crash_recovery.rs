@@ -65,7 +65,7 @@ fn busy_view(attached: &Attached, limit: Duration) -> gpuroom::room::View {
 }
 
 fn operator() -> Actor {
-    Actor { user: "crash-test".into(), origin: "local".into(), role: Role::Operator }
+    Actor { user: "crash-test".into(), origin: "local".into(), role: Role::Operator, account: None }
 }
 
 /// The log's events, in order: (seq, event).
@@ -110,7 +110,7 @@ fn an_engine_killed_mid_run_resumes_with_nothing_lost_or_applied_twice() {
         };
         ids.push(attached.submit(&operator(), &action, now).unwrap());
     }
-    let viewer = Actor { user: "wall".into(), origin: "ops-room".into(), role: Role::Viewer };
+    let viewer = Actor { user: "wall".into(), origin: "ops-room".into(), role: Role::Viewer, account: None };
     let refused_viewer = attached.submit(&viewer, &Action::Cancel { job: running[0] }, now).unwrap();
     let garbage = attached.submit_bytes(b"{\"claimed\": {\"user\": 1}, \"action\": {\"Explode\": {}}}", now).unwrap();
     // Wait until some, not necessarily all, are done: the kill lands mid-stream.

@@ -79,7 +79,7 @@ fn random_garbage_never_panics_and_never_breaks_an_invariant() {
                 9 => Event::PriceTick { zone: "us-east-1c".into(), instance_type: "p3.16xlarge".into(), price: MicrosPerHour(rng.random_range(-10..30_000_000)) },
                 10 => Event::InterruptionNotice { node, deadline: t(now + 120) },
                 11 => {
-                    let actor = Actor { user: "op".into(), origin: "chaos".into(), role: if rng.random::<bool>() { Role::Operator } else { Role::Viewer } };
+                    let actor = Actor { user: "op".into(), origin: "chaos".into(), role: if rng.random::<bool>() { Role::Operator } else { Role::Viewer }, account: None };
                     let action = [Action::Preempt { job }, Action::Requeue { job }, Action::Cancel { job }][rng.random_range(0..3)].clone();
                     Event::Operator { actor, action }
                 }

@@ -38,7 +38,7 @@ fn submit(room: &mut Room, at: i64, spec: JobSpec) -> Vec<Effect> {
 }
 
 fn operator(user: &str, role: Role) -> Actor {
-    Actor { user: user.into(), origin: "test".into(), role }
+    Actor { user: user.into(), origin: "test".into(), role, account: None }
 }
 
 fn phase(room: &Room, id: u64) -> Phase {

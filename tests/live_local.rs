@@ -83,7 +83,7 @@ async fn an_operator_preemption_saves_stops_requeues_and_the_job_resumes() {
     let job = JobId(1);
     let progressed = |l: &Live| l.engine.room.view().jobs.iter().any(|j| j.id == job && j.state == "running" && j.progress > 0.1);
     assert!(run_until(&mut live, &mut adapters.reports, progressed).await, "the job runs and reports progress");
-    let actor = Actor { user: "ana".into(), origin: "test".into(), role: Role::Operator };
+    let actor = Actor { user: "ana".into(), origin: "test".into(), role: Role::Operator, account: None };
     let outcome = live.engine.operate(&actor, Action::Preempt { job }).expect("the store");
     assert!(outcome.is_ok(), "{outcome:?}");
     let saved = |l: &Live| l.engine.room.view().jobs.iter().any(|j| j.id == job && j.last_save.is_some() && j.state != "running" && j.state != "ckpt");

@@ -30,7 +30,7 @@ fn engine(path: &std::path::Path) -> Engine {
 }
 
 fn actor(role: Role) -> Actor {
-    Actor { user: "ana".into(), origin: "ssh 10.0.0.5".into(), role }
+    Actor { user: "ana".into(), origin: "ssh 10.0.0.5".into(), role, account: None }
 }
 
 fn running(engine: &Engine) -> Vec<JobId> {

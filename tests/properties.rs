@@ -120,12 +120,12 @@ fn run(config: SchedConfig, steps: Vec<Step>) {
             Step::Operator(k, a) => match nth_job(&room, k) {
                 Some(job) => {
                     let action = [Action::Preempt { job }, Action::Requeue { job }, Action::Cancel { job }][usize::from(a)].clone();
-                    Event::Operator { actor: Actor { user: "p".into(), origin: "prop".into(), role: Role::Operator }, action }
+                    Event::Operator { actor: Actor { user: "p".into(), origin: "prop".into(), role: Role::Operator, account: None }, action }
                 }
                 None => Event::Tick,
             },
             Step::Switch(d) => Event::Operator {
-                actor: Actor { user: "p".into(), origin: "prop".into(), role: Role::Operator },
+                actor: Actor { user: "p".into(), origin: "prop".into(), role: Role::Operator, account: None },
                 action: Action::SetDiscipline { discipline: DisciplineKind::ALL[usize::from(d)] },
             },
             Step::Wait(secs) => {
@@ -142,7 +142,7 @@ fn run(config: SchedConfig, steps: Vec<Step>) {
                 lifetimes: secs.into_iter().map(|s| gpuroom::market::hazard::Lifetime { secs: Secs(s), interrupted: s % 3 != 0 }).collect(),
             },
             Step::Approve(tenant, reason, amount) => Event::Operator {
-                actor: Actor { user: "p".into(), origin: "prop".into(), role: Role::Operator },
+                actor: Actor { user: "p".into(), origin: "prop".into(), role: Role::Operator, account: None },
                 action: Action::ApproveOverrun {
                     tenant: gpuroom::domain::ids::TenantId(["a", "b", "c"][usize::from(tenant)].into()),
                     reason: if reason { "deadline".into() } else { String::new() },

@@ -309,10 +309,10 @@ fn mig_slices_take_small_jobs_side_by_side() {
 #[test]
 fn the_discipline_switches_at_run_time_and_viewers_cannot_switch_it() {
     let mut h = Harness::new(config(DisciplineKind::Fifo), vec![tenant_spec("a", 64)], vec![node_spec(1, BillingMode::Reserved, 1)]);
-    let viewer = Actor { user: "wall".into(), origin: "wall".into(), role: Role::Viewer };
+    let viewer = Actor { user: "wall".into(), origin: "wall".into(), role: Role::Viewer, account: None };
     h.apply(Event::Operator { actor: viewer, action: Action::SetDiscipline { discipline: DisciplineKind::Drf } });
     assert_eq!(h.room.view().discipline, "fifo");
-    let op = Actor { user: "ops".into(), origin: "ssh".into(), role: Role::Operator };
+    let op = Actor { user: "ops".into(), origin: "ssh".into(), role: Role::Operator, account: None };
     h.apply(Event::Operator { actor: op, action: Action::SetDiscipline { discipline: DisciplineKind::Drf } });
     assert_eq!(h.room.view().discipline, "drf");
     assert!(h.room.view().log.iter().any(|l| l.text.contains("queue discipline fifo → drf")));

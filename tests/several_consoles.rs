@@ -84,7 +84,7 @@ fn consoles_attach_to_one_engine_and_only_operators_can_act() {
 
     // A viewer queueing a command is refused by the engine.
     let attached = Attached::open(&db).unwrap();
-    let viewer = Actor { user: "mallory".into(), origin: "local".into(), role: Role::Viewer };
+    let viewer = Actor { user: "mallory".into(), origin: "local".into(), role: Role::Viewer, account: None };
     let id = attached.submit(&viewer, &Action::Cancel { job: gpuroom::domain::ids::JobId(1) }, 0).unwrap();
     wait("the viewer's command to be answered", Duration::from_secs(10), || attached.state(&id).unwrap() != Some(CommandState::Pending));
     let Some(CommandState::Refused { reason, .. }) = attached.state(&id).unwrap() else { panic!("a viewer's command was applied") };

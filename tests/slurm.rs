@@ -329,7 +329,7 @@ async fn advisory_mode_shows_the_advice_and_an_operators_verbs_and_failures_are_
     assert_eq!((job(&s, second).state.clone(), job(&s, waiting).state.clone()), (SlurmState::Running, SlurmState::Pending), "advice only");
 
     // The operator suspends a's first job through the engine; Slurm does it.
-    let alice = Actor { user: "alice".into(), origin: "console".into(), role: Role::Operator };
+    let alice = Actor { user: "alice".into(), origin: "console".into(), role: Role::Operator, account: None };
     let sent = e.live.engine.operate(&alice, Action::Slurm { job: first, verb: SlurmVerb::Suspend }).unwrap();
     assert!(sent.as_ref().unwrap().contains(&format!("slurm suspend job {first}")), "{sent:?}");
     e.until("the suspension to show", |l| l.engine.room.view().slurm.is_some_and(|s| s.jobs.iter().any(|j| j.id == first && j.state == SlurmState::Suspended))).await;

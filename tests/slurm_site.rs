@@ -252,7 +252,7 @@ async fn an_account_at_its_budget_has_its_pending_jobs_held_in_slurm_until_an_op
     assert_eq!(holds.len(), 1, "{audit:#?}");
     assert!(holds[0].origin == "policy" && holds[0].outcome == "done" && holds[0].detail.contains(&format!("scontrol hold {waiting}")), "{:?}", holds[0]);
 
-    let alice = Actor { user: "alice".into(), origin: "console".into(), role: Role::Operator };
+    let alice = Actor { user: "alice".into(), origin: "console".into(), role: Role::Operator, account: None };
     let approve = Action::ApproveOverrun { tenant: TenantId("acme".into()), reason: "paper deadline".into(), amount: Some(Micros(20_000_000)), until: None };
     e.live.engine.operate(&alice, approve).unwrap().unwrap();
     e.until("the approval releases it", |l| !held(&conf, waiting) && audited(l, "release")).await;

@@ -36,7 +36,7 @@ fn record_on(db: &Path, sim_config: Option<&str>, hours: i64, seed: u64, discipl
     for minute in (10..=hours * 60).step_by(10) {
         engine.run_until(start + TimeDelta::minutes(minute)).unwrap();
         if switch_at_hour == Some(minute / 60) && minute % 60 == 0 {
-            let actor = Actor { user: "alice".into(), origin: "test".into(), role: Role::Operator };
+            let actor = Actor { user: "alice".into(), origin: "test".into(), role: Role::Operator, account: None };
             let outcome = engine.operate(&actor, Action::SetDiscipline { discipline: DisciplineKind::Drf }).unwrap();
             assert!(outcome.is_ok(), "{outcome:?}");
         }

@@ -39,6 +39,22 @@ pub struct Actor {
     /// Where the action came from, e.g. the SSH client address or "console".
     pub origin: String,
     pub role: Role,
+    /// The OS account the engine established for this actor (the kernel's
+    /// word, not the console's): what a Slurm verb is checked against,
+    /// since gpuroom runs Slurm's commands with the engine's own rights.
+    /// `None` in logs from before it was recorded (and for the policy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<OsAccount>,
+}
+
+/// An OS account as the engine established it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OsAccount {
+    /// The user name (or "uid N" where the system has none).
+    pub name: String,
+    /// Whether it is the engine's own user: the one whose rights Slurm's
+    /// commands run with, who could run them directly anyway.
+    pub engine: bool,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -425,6 +425,66 @@ pub struct SlurmPolicy {
     /// 30 s before a spot deadline).
     #[serde(default = "default_grace")]
     pub checkpoint_grace: Secs,
+    /// Who, besides a job's own user and the engine's, may act on a Slurm
+    /// job through gpuroom (`[[sources.slurm.operators]]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub operators: Vec<SlurmOperator>,
+}
+
+/// A user who may act on other users' Slurm jobs through gpuroom: gpuroom
+/// runs Slurm's commands as the engine's user, so without such a line a
+/// console's user acts only on their own jobs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SlurmOperator {
+    /// The OS user name.
+    pub user: String,
+    /// The Slurm accounts whose jobs they may act on; `"*"`: every account.
+    pub accounts: Vec<String>,
+    /// May send any signal, not only the configured checkpoint signal.
+    #[serde(default)]
+    pub any_signal: bool,
+}
+
+impl SlurmPolicy {
+    /// Whether `account` may use `verb` on `job` through gpuroom. An actor
+    /// from before accounts were recorded (`None`) is judged as it was then.
+    /// The engine's own user holds the engine's rights anyway; anyone else
+    /// acts on their own jobs, or as an operator of the job's account; and
+    /// `signal` carries only the checkpoint signal unless an operator with
+    /// `any_signal` asks.
+    pub fn may_act(&self, account: Option<&super::event::OsAccount>, job: &SlurmJob, verb: &SlurmVerb) -> Result<(), String> {
+        let Some(account) = account else { return Ok(()) };
+        if account.engine {
+            return Ok(());
+        }
+        let who = super::text::clean(&account.name);
+        let operator = self.operators.iter().find(|o| o.user == account.name && o.accounts.iter().any(|a| a == "*" || *a == job.account));
+        let own = job.user == account.name;
+        if !own && operator.is_none() {
+            return Err(format!(
+                "{who} may not {} Slurm job {}: it is {}'s (account {}), and {who} is not an operator of that account \
+                 ([[sources.slurm.operators]]); gpuroom runs Slurm's commands with the engine's rights, so it acts for others only on their own jobs",
+                verb.name(),
+                job.id,
+                super::text::clean(&job.user),
+                super::text::clean(&job.account)
+            ));
+        }
+        if let SlurmVerb::Signal { signal } = verb {
+            let checkpoint = SlurmVerb::signal(&self.checkpoint_signal).ok();
+            let is_checkpoint = checkpoint.as_ref().is_some_and(|c| matches!(c, SlurmVerb::Signal { signal: s } if s == signal));
+            if !is_checkpoint && !operator.is_some_and(|o| o.any_signal) {
+                return Err(format!(
+                    "{who} may send Slurm job {} only the checkpoint signal ({}), not {}: other signals need an operator with any_signal = true",
+                    job.id,
+                    super::text::clean(&self.checkpoint_signal),
+                    super::text::clean(signal)
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 fn default_signal() -> String {
@@ -437,7 +497,14 @@ fn default_grace() -> Secs {
 
 impl Default for SlurmPolicy {
     fn default() -> Self {
-        SlurmPolicy { mode: SlurmMode::Advisory, preempt_by: PreemptBy::Requeue, wait_alarm: Secs(3600), checkpoint_signal: default_signal(), checkpoint_grace: default_grace() }
+        SlurmPolicy {
+            mode: SlurmMode::Advisory,
+            preempt_by: PreemptBy::Requeue,
+            wait_alarm: Secs(3600),
+            checkpoint_signal: default_signal(),
+            checkpoint_grace: default_grace(),
+            operators: Vec::new(),
+        }
     }
 }
 

@@ -214,7 +214,7 @@ fn advisory_mode_proposes_and_an_operator_approval_launches() {
     let view = room.view();
     let cap = view.capacity.expect("the capacity pane");
     assert!(cap.proposals.iter().any(|p| p.text.contains("launch 1 × OD p3.x4") && p.text.contains("for j1")), "{:?}", cap.proposals);
-    let actor = crate::domain::event::Actor { user: "ops".into(), origin: "console".into(), role: crate::domain::event::Role::Operator };
+    let actor = crate::domain::event::Actor { user: "ops".into(), origin: "console".into(), role: crate::domain::event::Role::Operator, account: None };
     let action = crate::domain::event::Action::ApproveCapacity { proposal: id };
     let effects = room.apply(t(90), &Event::Operator { actor, action });
     assert_eq!(launches(&effects).len(), 1, "{effects:?}");

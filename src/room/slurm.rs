@@ -84,7 +84,7 @@ pub struct FollowUp {
 
 /// The actor policy commands are audited under.
 pub fn policy_actor() -> Actor {
-    Actor { user: "gpuroom".to_string(), origin: "policy".to_string(), role: Role::Operator }
+    Actor { user: "gpuroom".to_string(), origin: "policy".to_string(), role: Role::Operator, account: None }
 }
 
 const COMMAND_ALARM: &str = "slurm:commands";
@@ -153,6 +153,9 @@ impl SlurmMirror {
     pub fn on_action(&mut self, policy: &SlurmPolicy, at: At, actor: &Actor, job: u64, verb: &SlurmVerb, effects: &mut Vec<Effect>) -> Result<String, String> {
         let who = format!("{}@{}", clean(&actor.user), clean(&actor.origin));
         let verb = self.check_verb(policy, job, verb)?;
+        if let Some(target) = self.snapshot.as_ref().and_then(|s| s.jobs.iter().find(|j| j.id == job)) {
+            policy.may_act(actor.account.as_ref(), target, &verb)?;
+        }
         let name = self.job_name(job);
         self.send(at, job, verb.clone(), who, effects);
         Ok(format!("slurm {verb} job {job} {name} (sent)"))
@@ -304,7 +307,7 @@ impl SlurmMirror {
 /// Back from the `by` text a command carries to who it was.
 fn actor_of(by: &str) -> Actor {
     match by.split_once('@') {
-        Some((user, origin)) => Actor { user: user.to_string(), origin: origin.to_string(), role: Role::Operator },
+        Some((user, origin)) => Actor { user: user.to_string(), origin: origin.to_string(), role: Role::Operator, account: None },
         None => policy_actor(),
     }
 }

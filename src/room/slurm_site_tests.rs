@@ -152,7 +152,7 @@ fn at_its_budget_an_accounts_pending_jobs_are_held_and_an_approval_releases_them
     nine.reason = "JobHeldAdmin".into();
     assert!(sent(&room.apply(t(4205), &snap(nodes(), vec![running(7, "a", "n00", &[0]), nine.clone(), pending(10, "b")]))).is_empty(), "held once");
 
-    let alice = crate::domain::event::Actor { user: "alice".into(), origin: "console".into(), role: crate::domain::event::Role::Operator };
+    let alice = crate::domain::event::Actor { user: "alice".into(), origin: "console".into(), role: crate::domain::event::Role::Operator, account: None };
     let approve = crate::domain::event::Action::ApproveOverrun { tenant: TenantId("a".into()), reason: "deadline".into(), amount: Some(Micros(50_000_000)), until: None };
     let effects = room.apply(t(4300), &Event::Operator { actor: alice, action: approve });
     assert_eq!(sent(&effects), [(9, SlurmVerb::Release, "budget".to_string())], "the approval releases what the budget held, at once");

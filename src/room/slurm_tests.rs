@@ -54,7 +54,7 @@ fn room(mode: SlurmMode) -> Room {
 }
 
 fn alice() -> Actor {
-    Actor { user: "alice".into(), origin: "console".into(), role: Role::Operator }
+    Actor { user: "alice".into(), origin: "console".into(), role: Role::Operator, account: None }
 }
 
 fn sent(effects: &[Effect]) -> Vec<(u64, u64, SlurmVerb)> {
@@ -180,4 +180,52 @@ fn the_mirror_survives_a_snapshot_of_the_room() {
     let json = serde_json::to_string(&room).unwrap();
     let back: Room = serde_json::from_str(&json).unwrap();
     assert_eq!(back.slurm(), room.slurm());
+}
+
+/// Issue 33, item 3: gpuroom runs Slurm's commands with the engine's
+/// rights, so a console's user acts only on their own jobs unless named an
+/// operator of the job's account, and sends only the checkpoint signal
+/// unless that operator may send any.
+#[test]
+fn a_console_user_acts_on_their_own_slurm_jobs_or_as_an_operator_of_the_account() {
+    use crate::domain::event::OsAccount;
+    use crate::domain::slurm::SlurmOperator;
+    let mut config = RoomConfig::default();
+    config.slurm.operators = vec![
+        SlurmOperator { user: "olga".into(), accounts: vec!["a".into()], any_signal: false },
+        SlurmOperator { user: "root-ops".into(), accounts: vec!["*".into()], any_signal: true },
+    ];
+    let mut room = Room::new(config);
+    let mut jobs = contested();
+    jobs[0].user = "alice".into();
+    jobs[1].user = "bob".into();
+    jobs[2].user = "bob".into();
+    room.apply(t(40), &snapshot(jobs));
+    let who = |name: &str, engine: bool| Actor { user: name.into(), origin: "ssh 10.0.0.9".into(), role: Role::Operator, account: Some(OsAccount { name: name.into(), engine }) };
+    let mut at = 41;
+    let mut act = |room: &mut Room, actor: Actor, job: u64, verb: SlurmVerb| {
+        at += 1;
+        room.apply(t(at), &Event::Operator { actor, action: Action::Slurm { job, verb } })
+    };
+    let kill = || SlurmVerb::Signal { signal: "KILL".into() };
+    let usr1 = || SlurmVerb::Signal { signal: "USR1".into() };
+
+    let refused = rejected(&act(&mut room, who("mallory", false), 1, SlurmVerb::Cancel)).expect("not hers");
+    assert!(refused.contains("mallory may not cancel Slurm job 1: it is alice's (account a)"), "{refused}");
+    assert!(rejected(&act(&mut room, who("alice", false), 2, SlurmVerb::Requeue)).unwrap().contains("it is bob's"));
+    let refused = rejected(&act(&mut room, who("alice", false), 1, kill())).expect("only the checkpoint signal");
+    assert!(refused.contains("only the checkpoint signal (USR1), not KILL"), "{refused}");
+    assert_eq!(sent(&act(&mut room, who("alice", false), 1, usr1())).len(), 1, "her own job, the checkpoint signal");
+    let effects = act(&mut room, who("olga", false), 2, SlurmVerb::Suspend);
+    assert_eq!(sent(&effects).len(), 1, "an operator of account a: {:?}", rejected(&effects));
+    assert!(rejected(&act(&mut room, who("olga", false), 3, SlurmVerb::Hold)).unwrap().contains("not an operator of that account"), "b is not olga's");
+    assert_eq!(sent(&act(&mut room, who("root-ops", false), 3, SlurmVerb::Hold)).len(), 1);
+    // The engine's own user holds its rights anyway; an actor from an older log is judged as then.
+    let mut later = contested();
+    later.extend([SlurmJob { user: "zed".into(), ..job(5, "b", SlurmState::Running, 0, 50) }, SlurmJob { user: "zed".into(), ..job(6, "b", SlurmState::Running, 0, 50) }]);
+    room.apply(t(48), &snapshot(later));
+    let effects = act(&mut room, who("gpuroom-svc", true), 5, kill());
+    assert_eq!(sent(&effects).len(), 1, "{:?}", rejected(&effects));
+    let effects = act(&mut room, alice(), 6, SlurmVerb::Requeue);
+    assert_eq!(sent(&effects).len(), 1, "{:?}", rejected(&effects));
 }

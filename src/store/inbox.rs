@@ -88,13 +88,14 @@ impl Inbox {
 /// name the console claimed is kept as what it said, never in its place.
 fn derived_actor(uid: u32, claimed: Option<&Actor>) -> Actor {
     let user = user_name(uid);
+    let account = Some(crate::domain::event::OsAccount { name: user.clone(), engine: uid == super::file::nix_uid() });
     match claimed {
         Some(c) => {
             let says = text::clean(&c.user);
             let user = if says == user || says.is_empty() { user } else { format!("{user} (says {})", bounded(&says, 64)) };
-            Actor { user, origin: bounded(&text::clean(&c.origin), 128), role: c.role }
+            Actor { user, origin: bounded(&text::clean(&c.origin), 128), role: c.role, account }
         }
-        None => Actor { user, origin: "unreadable command".into(), role: crate::domain::event::Role::Viewer },
+        None => Actor { user, origin: "unreadable command".into(), role: crate::domain::event::Role::Viewer, account },
     }
 }
 

@@ -166,7 +166,7 @@ pub fn demo_room() -> Room {
     }
     // nlp's month-end projection is far past its budget: an operator lets it
     // run $50 past the block threshold ahead of time (not needed yet: 87%).
-    let ana = Actor { user: "ana".into(), origin: "console".into(), role: Role::Operator };
+    let ana = Actor { user: "ana".into(), origin: "console".into(), role: Role::Operator, account: None };
     let approve = Action::ApproveOverrun { tenant: TenantId("nlp".into()), reason: "paper deadline".into(), amount: Some(Micros(50_000_000)), until: None };
     d.apply(2 * H + 52 * 60, Event::Operator { actor: ana, action: approve });
     // The embedding batch reports what it has served: unit costs.

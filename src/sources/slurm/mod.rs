@@ -16,6 +16,10 @@
 //! id = "vision"
 //! quota_gpus = 16
 //! monthly_budget = "0"
+//! [[sources.slurm.operators]]      # who may act on others' jobs through gpuroom
+//! user = "ana"
+//! accounts = ["vision"]            # or ["*"]
+//! any_signal = false               # true: any signal, not only checkpoint_signal
 //! ```
 //!
 //! * `gres` / `json` / `text` — reading Slurm's outputs (both JSON shapes,
@@ -62,6 +66,8 @@ pub struct SlurmConfig {
     pub checkpoint_signal: String,
     pub checkpoint_grace_secs: u64,
     pub account: Vec<TenantDecl>,
+    /// Who may act on other users' jobs (see `SlurmPolicy::may_act`).
+    pub operators: Vec<crate::domain::slurm::SlurmOperator>,
     /// Power saving: what `gpuroom slurm-resume` launches for a CLOUD node (`power`).
     pub power: Option<power::PowerConfig>,
 }
@@ -81,6 +87,7 @@ impl Default for SlurmConfig {
             checkpoint_signal: "USR1".to_string(),
             checkpoint_grace_secs: 60,
             account: Vec::new(),
+            operators: Vec::new(),
             power: None,
         }
     }
@@ -94,6 +101,7 @@ impl SlurmConfig {
             wait_alarm: Secs(i64::try_from(self.wait_alarm_mins).unwrap_or(i64::MAX / 120).saturating_mul(60)),
             checkpoint_signal: self.checkpoint_signal.clone(),
             checkpoint_grace: Secs(i64::try_from(self.checkpoint_grace_secs.min(86_400)).unwrap_or(60)),
+            operators: self.operators.clone(),
         }
     }
 
@@ -132,5 +140,14 @@ mod tests {
         let ok = SlurmConfig { checkpoint_signal: "SIGTERM".into(), checkpoint_grace_secs: 10, ..SlurmConfig::default() };
         assert!(ok.accounts().is_ok());
         assert_eq!((ok.policy().checkpoint_signal.as_str(), ok.policy().checkpoint_grace.0), ("SIGTERM", 10));
+    }
+
+    #[test]
+    fn operators_are_read_and_a_misspelt_key_is_refused() {
+        let config: SlurmConfig = toml::from_str("[[operators]]\nuser = \"ana\"\naccounts = [\"vision\", \"*\"]\nany_signal = true\n").unwrap();
+        let ops = &config.policy().operators;
+        assert_eq!((ops[0].user.as_str(), ops[0].accounts.len(), ops[0].any_signal), ("ana", 2, true));
+        let err = toml::from_str::<SlurmConfig>("[[operators]]\nuser = \"ana\"\naccount = [\"vision\"]\n").unwrap_err().to_string();
+        assert!(err.contains("account"), "{err}");
     }
 }
