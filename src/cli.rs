@@ -75,8 +75,9 @@ pub struct PolicyArgs {
     /// Queue discipline, overriding the configuration: fifo, priority, drf or mlfq.
     #[arg(long, value_name = "NAME", value_parser = parse_discipline)]
     pub discipline: Option<DisciplineKind>,
-    /// Share a new event log with this group of operators (name or id): they may read
-    /// it and queue commands. Default: the log is yours alone (see README, Security).
+    /// Share a new run with this group of operators (name or id): they attach consoles
+    /// and act through the engine's socket; the log stays yours alone (see README,
+    /// Security). You must be a member of the group. Default: yours alone.
     #[arg(long, value_name = "GROUP")]
     pub log_group: Option<String>,
 }
@@ -245,6 +246,21 @@ pub enum Command {
         /// With --speed max: simulated minutes per batch (commands are taken between batches).
         #[arg(long, default_value_t = 60.0, value_name = "MINUTES")]
         step_minutes: f64,
+    },
+    /// Send one operator action to the engine running on a log, as the console's command
+    /// bar takes it (`preempt 12`, `approve acme 500 6h over the weekend`, `slurm 4242
+    /// requeue`), and print what came of it: the engine records it under this OS user.
+    /// Exits 0 when done, 1 when refused.
+    Act {
+        /// The event log whose engine receives it.
+        #[arg(long, value_name = "PATH")]
+        db: PathBuf,
+        /// Seconds to wait for the engine's answer.
+        #[arg(long, default_value_t = 30)]
+        timeout: u64,
+        /// The command, as typed after ':' in the console.
+        #[arg(required = true, num_args = 1.., value_name = "WORDS")]
+        words: Vec<String>,
     },
     /// On a Slurm compute node that is an EC2 spot instance: poll the instance metadata
     /// service and, on a spot interruption notice (stop, terminate, hibernate), drain this

@@ -80,6 +80,7 @@ fn run(cli: Cli) -> Result<()> {
         }
         Some(Command::SlurmResume { hostlist, config }) => slurm_power(Power::Resume, &hostlist, config),
         Some(Command::SlurmSuspend { hostlist, config }) => slurm_power(Power::Suspend, &hostlist, config),
+        Some(Command::Act { db, timeout, words }) => gpuroom::host::act::run_act(&db, &words.join(" "), timeout),
         Some(Command::Doctor { policy, dcgm }) => runs::run_doctor(&policy.policy(), dcgm),
         Some(Command::Bench { what: Some(cli::BenchWhat::Placement { seeds, quick, pods, out }), .. }) => runs::run_placement_bench(seeds, quick, pods, out),
         Some(Command::Bench { what: None, quick, out, no_build, probe_memory }) => runs::run_bench(quick, out, !no_build, probe_memory),

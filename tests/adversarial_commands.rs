@@ -1,8 +1,8 @@
 //! The adversarial suite, commands: forged rows, borrowed names and hostile
-//! files in the inbox, against a real engine process and its real log.
-//! Issue 22, item 3: anyone who could write the file could act as anyone.
+//! input on the engine's socket, against a real engine process and its
+//! real log. Issue 22, item 3: anyone who could write the file could act as
+//! anyone.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::thread::sleep;
@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use gpuroom::domain::event::{Action, Actor, Role};
 use gpuroom::domain::job::Phase;
-use gpuroom::store::{file, Attached, CommandState, RunMeta, Store};
+use gpuroom::host::client::Client;
+use gpuroom::store::{file, CommandState, RunMeta, Store};
 
 const BIN: &str = env!("CARGO_BIN_EXE_gpuroom");
 
@@ -32,10 +33,6 @@ fn wait<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
         assert!(start.elapsed() < Duration::from_secs(60), "waited a minute for {what}");
         sleep(Duration::from_millis(50));
     }
-}
-
-fn answered(attached: &Attached, ticket: &str) -> CommandState {
-    wait("the engine's answer", || attached.state(ticket).unwrap().filter(|s| *s != CommandState::Pending))
 }
 
 /// Even the log's owner, writing SQL by hand, cannot queue a command as
@@ -67,56 +64,69 @@ fn the_log_refuses_rows_born_done_and_moves_the_engine_does_not_make() {
     assert!(insert("UPDATE commands SET state = 'pending', outcome = NULL, done_ms = NULL").is_err(), "a done command went back to pending");
 }
 
-/// The engine records the OS user who made the command file, not the name
-/// the console claims; a claimed viewer stays a viewer; hostile files
-/// (garbage, huge, a link to a secret, a pipe) are refused with an audit
-/// row each, unread, while the engine goes on.
+/// The engine records the OS user the kernel names for the connection, not
+/// the name the console claims; a claimed viewer stays a viewer; hostile
+/// input (garbage, a frame past the limit, a bad ticket, a client that
+/// never says hello or never reads) is refused, audited where it is a
+/// command, and the engine goes on.
 #[test]
-fn the_engine_records_who_made_each_command_and_refuses_hostile_files() {
+fn the_engine_records_who_sent_each_command_and_refuses_hostile_input() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("run.db");
     let child = engine(&db);
-    let attached = wait("the log", || Attached::open(&db).ok());
-    let view = wait("running jobs", || attached.latest_view(i64::MIN).ok().flatten().filter(|p| p.view.jobs.iter().any(|j| j.phase == Phase::Running)));
+    let mallory = Actor { user: "root-admin\u{1b}[2J".into(), origin: "ssh 6.6.6.6".into(), role: Role::Operator, account: None };
+    let attached = wait("the engine", || Client::connect(&db, &mallory, true).ok());
+    let view = wait("running jobs", || attached.latest_view(i64::MIN).filter(|p| p.view.jobs.iter().any(|j| j.phase == Phase::Running)));
     let job = view.view.jobs.iter().find(|j| j.phase == Phase::Running).unwrap().id;
     let me = file::user_name(file::nix_uid());
+    assert_eq!(attached.actor.user, format!("{me} (says root-admin[2J)"), "the welcome names the recorded actor");
 
-    let mallory = Actor { user: "root-admin\u{1b}[2J".into(), origin: "ssh 6.6.6.6".into(), role: Role::Operator, account: None };
-    let ticket = attached.submit(&mallory, &Action::Preempt { job }, 0).unwrap();
-    assert!(matches!(answered(&attached, &ticket), CommandState::Applied { .. }));
+    let ticket = attached.submit(&Action::Preempt { job }).unwrap();
+    assert!(matches!(answered(&attached, &ticket), Some(CommandState::Applied { .. })));
+    // Sent again under the same ticket (a reconnecting console): answered, not applied twice.
+    attached.submit_as(&ticket, &Action::Preempt { job }).unwrap();
+    assert!(matches!(answered(&attached, &ticket), Some(CommandState::Applied { .. })));
     let viewer = Actor { user: me.clone(), origin: "wall".into(), role: Role::Viewer, account: None };
-    let ticket = attached.submit(&viewer, &Action::Cancel { job }, 0).unwrap();
-    assert!(matches!(answered(&attached, &ticket), CommandState::Refused { .. }));
+    let wall = Client::connect(&db, &viewer, false).unwrap();
+    let ticket = wall.submit(&Action::Cancel { job }).unwrap();
+    assert!(matches!(answered(&wall, &ticket), Some(CommandState::Refused { .. })));
 
-    let inbox = file::inbox_of(&db);
-    let garbage = attached.submit_bytes(b"{\"claimed\": 1}", 0).unwrap();
-    std::fs::write(inbox.join("9999999999998-huge.cmd"), vec![b'{'; 1 << 20]).unwrap();
-    let secret = dir.path().join("secret");
-    std::fs::write(&secret, "{\"claimed\":{\"user\":\"x\",\"origin\":\"y\",\"role\":\"operator\"},\"action\":{\"Cancel\":{\"job\":987654}}}").unwrap();
-    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
-    std::os::unix::fs::symlink(&secret, inbox.join("9999999999999-link.cmd")).unwrap();
-    nix::unistd::mkfifo(&inbox.join("9999999999999-pipe.cmd"), nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
-    let garbage_state = answered(&attached, &garbage);
-    assert!(matches!(&garbage_state, CommandState::Refused { reason, event_seq: None } if reason.contains("unreadable")), "{garbage_state:?}");
-    wait("the inbox emptied", || std::fs::read_dir(&inbox).unwrap().next().is_none().then_some(()));
-    // The engine went on.
-    let before = Store::open_read_only(&db).unwrap().event_count().unwrap();
-    wait("more events", || (Store::open_read_only(&db).unwrap().event_count().unwrap() > before).then_some(()));
+    // Garbage is filed refused and audited; a bad ticket is refused unfiled.
+    attached.send_frame(b"{\"claimed\": 1}").unwrap();
+    attached.send_frame(b"{\"Command\": {\"ticket\": \"../../etc\", \"action\": {\"Cancel\": {\"job\": 987654}}}}").unwrap();
+    let bad = answered(&attached, "../../etc");
+    assert!(matches!(&bad, Some(CommandState::Refused { reason, .. }) if reason.contains("a ticket is")), "{bad:?}");
+    // A client that never says hello is dropped; one past the frame limit is told why.
+    let silent = std::os::unix::net::UnixStream::connect(gpuroom::host::serve::socket_of(&db)).unwrap();
+    let huge = Client::connect(&db, &viewer, false).unwrap();
+    huge.send_frame(&vec![b'{'; 1 << 20]).unwrap_or(());
+    let why = wait("the goodbye", || huge.closed());
+    assert!(why.contains("a command has at most 65536"), "{why}");
+    // A client that asks for views and reads none does not hold the engine up.
+    let stuck = std::os::unix::net::UnixStream::connect(gpuroom::host::serve::socket_of(&db)).unwrap();
+    let hello = gpuroom::host::wire::Ask::Hello { protocol: gpuroom::host::wire::PROTOCOL, claimed: viewer.clone(), views: true };
+    std::io::Write::write_all(&mut &stuck, &gpuroom::host::wire::encode(&hello)).unwrap();
+    let before = attached.latest_view(i64::MIN).unwrap().seq;
+    wait("more events", || attached.latest_view(i64::MIN).filter(|p| p.seq > before + 500));
+    let ticket = attached.submit(&Action::Requeue { job }).unwrap();
+    assert!(answered(&attached, &ticket).is_some(), "commands are still answered");
+    drop((silent, stuck));
     stop(child);
 
     let store = Store::open_read_only(&db).unwrap();
     let audit = store.audit_records().unwrap();
-    let preempt = audit.iter().find(|r| r.verb == "preempt").expect("the preempt's audit row");
-    assert_eq!(preempt.user, format!("{me} (says root-admin[2J)"), "the OS user, with the claim beside it, cleaned");
-    assert_eq!(preempt.outcome, "done");
+    let preempt: Vec<_> = audit.iter().filter(|r| r.verb == "preempt").collect();
+    assert_eq!(preempt.len(), 1, "applied once: {audit:#?}");
+    assert_eq!(preempt[0].user, format!("{me} (says root-admin[2J)"), "the OS user, with the claim beside it, cleaned");
+    assert_eq!(preempt[0].outcome, "done");
     let unreadable: Vec<_> = audit.iter().filter(|r| r.verb == "unreadable").collect();
-    assert_eq!(unreadable.len(), 4, "{audit:#?}");
-    assert!(unreadable.iter().all(|r| r.outcome == "refused" && r.role == Role::Viewer), "{unreadable:#?}");
-    let details: String = unreadable.iter().map(|r| r.detail.clone()).collect::<Vec<_>>().join("\n");
-    assert!(details.contains("more than the 65536"), "{details}");
-    assert!(details.contains("links are never followed"), "{details}");
-    assert!(details.contains("not a plain file"), "{details}");
-    // The secret behind the link was never queued as a command.
+    assert_eq!(unreadable.len(), 1, "{audit:#?}");
+    assert!(unreadable.iter().all(|r| r.outcome == "refused" && r.role == Role::Viewer && r.detail.contains("unreadable command")), "{unreadable:#?}");
+    // The bad ticket's command was never filed.
     assert!(store.commands().unwrap().iter().all(|c| !c.action.contains("987654")));
     assert!(!audit.iter().any(|r| r.action.contains("987654")));
+}
+
+fn answered(client: &Client, ticket: &str) -> Option<CommandState> {
+    client.wait_answer(ticket, Duration::from_secs(60)).unwrap_or_else(|e| panic!("{ticket}: {e}"))
 }

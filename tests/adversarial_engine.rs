@@ -264,7 +264,7 @@ fn the_wall_never_creates_or_writes_a_log() {
     let out = Command::new(BIN).arg("--wall").arg("--db").arg(&db).stdin(Stdio::null()).output().unwrap();
     let text = stderr_of(&out);
     assert!(!out.status.success() && text.contains("the wall display only reads"), "{text}");
-    assert!(!db.exists() && side_files(&db).is_empty() && !gpuroom::store::file::inbox_of(&db).exists());
+    assert!(!db.exists() && side_files(&db).is_empty() && !gpuroom::host::serve::socket_of(&db).exists());
 }
 
 fn finished_log(dir: &Path) -> PathBuf {
@@ -306,47 +306,50 @@ fn read_only_logs_are_replayed_and_exported_without_writing_anything() {
     }
 }
 
-/// Item 3: the log must be private whatever the umask, or shared with one
-/// group of operators on request.
+/// Item 3: the log must be private whatever the umask; a run shared with a
+/// group of operators shares its engine's socket, never the file (issue 33,
+/// item 2: a member who could read the `-shm` could lock the writer out).
 #[test]
-fn logs_are_private_whatever_the_umask_unless_shared_with_a_group() {
+fn logs_are_the_owners_alone_whatever_the_umask_and_a_group_shares_the_socket() {
     let _serial = serial();
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
     let dir = tempfile::tempdir().unwrap();
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
-    for (name, group, log_mode, inbox_mode) in [("private.db", None, 0o600, 0o700), ("shared.db", Some("0"), 0o640, 0o3730)] {
+    for (name, group) in [("private.db", None), ("shared.db", Some("0"))] {
         let db = dir.path().join(name);
         let group_arg = group.map(|g| format!("--log-group {g}")).unwrap_or_default();
         let script = format!("umask 000; exec {BIN} engine --seed 4 --speed max --until-hours 3 {group_arg} --db {}", db.display());
         let out = Command::new("sh").args(["-c", &script]).output().unwrap();
         assert!(out.status.success(), "{}", stderr_of(&out));
-        assert_eq!(mode(&db), log_mode, "{name}");
-        let inbox = gpuroom::store::file::inbox_of(&db);
-        assert_eq!(mode(&inbox), inbox_mode, "{name}'s inbox");
-        if let Some(g) = group {
-            assert_eq!(std::fs::metadata(&db).unwrap().gid().to_string(), g);
-        }
+        assert_eq!(mode(&db), 0o600, "{name}");
+        assert!(!gpuroom::host::serve::socket_of(&db).exists(), "a stopped engine removes its socket");
     }
-    // While an engine runs, its -wal and -shm are the log's group's too, or a
-    // member (not in the engine user's own group) would see no live data.
+    // While an engine runs: its log, -wal and -shm are its owner's alone; its
+    // socket is the group's (0660), made whole before anyone could connect.
+    let db = dir.path().join("live-shared.db");
+    let mut child = spawn(&db, &["--speed", "600", "--log-group", "4242"]);
+    while events(&db) < 2 {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut text = String::new();
+            std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut text).unwrap();
+            panic!("the shared engine exited ({status}): {text}");
+        }
+        sleep(Duration::from_millis(20));
+    }
+    for side in ["", "-wal", "-shm"] {
+        let file = gpuroom::store::file::sibling(&db, side);
+        assert_eq!(mode(&file), 0o600, "{side}");
+    }
+    let socket = gpuroom::host::serve::socket_of(&db);
+    let meta = std::fs::metadata(&socket).unwrap();
+    assert!(meta.file_type().is_socket());
     if nix::unistd::geteuid().is_root() {
-        let db = dir.path().join("live-shared.db");
-        let mut child = spawn(&db, &["--speed", "600", "--log-group", "4242"]);
-        while events(&db) < 2 {
-            if let Some(status) = child.try_wait().unwrap() {
-                let mut text = String::new();
-                std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut text).unwrap();
-                panic!("the shared engine exited ({status}): {text}");
-            }
-            sleep(Duration::from_millis(20));
-        }
-        for side in ["-wal", "-shm"] {
-            let meta = std::fs::metadata(gpuroom::store::file::sibling(&db, side)).unwrap();
-            assert_eq!((meta.gid(), meta.permissions().mode() & 0o777), (4242, 0o640), "{side}");
-        }
-        sigterm(&child);
-        assert!(wait_exit(child, "the shared engine").status.success());
+        assert_eq!((meta.gid(), meta.permissions().mode() & 0o777), (4242, 0o660));
     }
+    let hidden: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with('.')).collect();
+    assert!(hidden.is_empty(), "the socket's private folder is gone: {hidden:?}");
+    sigterm(&child);
+    assert!(wait_exit(child, "the shared engine").status.success());
     let out = Command::new(BIN).args(["engine", "--speed", "max", "--until-hours", "1", "--log-group", "no-such-group-anywhere", "--db"]).arg(dir.path().join("x.db")).output().unwrap();
     assert!(!out.status.success() && stderr_of(&out).contains("no group named"), "{}", stderr_of(&out));
     assert!(!dir.path().join("x.db").exists());

@@ -200,17 +200,27 @@ fn the_live_console_runs_a_real_job_and_names_failed_sources() {
     tmux.wait_for("the dead exporter as an alarm", Duration::from_secs(20), |s| s.contains(&format!("127.0.0.1:{dead}")));
 
     // The live engine owns its log like a simulated one: it holds the lease,
-    // beats its heartbeat and publishes views for attached consoles.
-    let attached = gpuroom::store::Attached::open(&db).expect("attach to the live log");
-    let lease = attached.lease().expect("the lease table").expect("the live engine holds the lease");
-    let view = attached.latest_view(i64::MIN).expect("the views table").expect("the live engine publishes views");
+    // beats its heartbeat, and serves views to attached consoles over its socket.
+    let store = Store::open_read_only(&db).expect("the live log");
+    let lease = store.lease().expect("the lease table").expect("the live engine holds the lease");
+    let viewer = gpuroom::domain::event::Actor { user: "e2e".into(), origin: "test".into(), role: gpuroom::domain::event::Role::Viewer, account: None };
+    let attached = gpuroom::host::client::Client::connect(&db, &viewer, true).expect("attach to the live engine");
+    assert_eq!(attached.engine, lease.holder, "the socket is the lease holder's");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let view = loop {
+        if let Some(view) = attached.latest_view(i64::MIN) {
+            break view;
+        }
+        assert!(std::time::Instant::now() < deadline, "the live engine published no view");
+        sleep(Duration::from_millis(100));
+    };
     assert!(view.view.jobs.iter().any(|j| j.name == "e2e-train"), "the published view shows the job");
     let beat = lease.heartbeat_ms;
     sleep(Duration::from_millis(1500));
-    let later = attached.lease().expect("the lease table").expect("still held");
+    let later = store.lease().expect("the lease table").expect("still held");
     assert_eq!(later.holder, lease.holder);
     assert!(later.heartbeat_ms > beat, "the heartbeat moves: {beat} then {}", later.heartbeat_ms);
-    drop(attached);
+    drop((attached, store));
 
     // Preempt the running job from the queue: saved, stopped, queued, running again.
     tmux.keys(&["3", "p"]);

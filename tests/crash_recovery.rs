@@ -1,8 +1,10 @@
 //! Crash recovery, with real processes: `gpuroom engine` runs a busy
-//! simulated cluster into a real SQLite log while commands are queued into
-//! it as an attached console queues them; the test kills it with SIGKILL
-//! mid-run, starts it again on the same file, and then proves from the
-//! database alone that nothing was lost or applied twice:
+//! simulated cluster into a real SQLite log while commands reach it over
+//! its socket as an attached console sends them; the test kills it with
+//! SIGKILL mid-run, starts it again on the same file, sends the commands
+//! that had no answer again under their tickets (as a console does when it
+//! reconnects), and then proves from the database alone that nothing was
+//! lost or applied twice:
 //!
 //! * the event log is contiguous, and replaying it gives the state the
 //!   resumed engine saved when it stopped;
@@ -23,7 +25,8 @@ use std::time::{Duration, Instant};
 
 use gpuroom::domain::event::{Action, Actor, Event, Role};
 use gpuroom::domain::job::Phase;
-use gpuroom::store::{self, Attached, CommandState, Store};
+use gpuroom::host::client::Client;
+use gpuroom::store::{self, CommandState, Store};
 
 const BIN: &str = env!("CARGO_BIN_EXE_gpuroom");
 
@@ -50,10 +53,10 @@ fn kill(mut child: Child) {
 }
 
 /// Waits until the engine has published a view with running jobs, then returns it.
-fn busy_view(attached: &Attached, limit: Duration) -> gpuroom::room::View {
+fn busy_view(attached: &Client, limit: Duration) -> gpuroom::room::View {
     let start = Instant::now();
     loop {
-        if let Ok(Some(p)) = attached.latest_view(i64::MIN)
+        if let Some(p) = attached.latest_view(i64::MIN)
             && p.view.jobs.iter().filter(|j| j.phase == Phase::Running).count() >= 6
             && p.seq > 2_000
         {
@@ -80,6 +83,22 @@ fn submitted_actions(store: &Store) -> BTreeMap<String, String> {
     store.commands().unwrap().into_iter().map(|row| (row.ticket, row.action)).collect()
 }
 
+/// A client's ticket as the log files it: under the sender's uid.
+fn filed(ticket: &str) -> String {
+    format!("u{}-{ticket}", gpuroom::store::file::nix_uid())
+}
+
+fn connect(db: &Path, actor: &Actor) -> Client {
+    let start = Instant::now();
+    loop {
+        match Client::connect(db, actor, true) {
+            Ok(client) => return client,
+            Err(e) => assert!(start.elapsed() < Duration::from_secs(60), "no engine to connect to: {e}"),
+        }
+        sleep(Duration::from_millis(20));
+    }
+}
+
 fn command_states(store: &Store) -> BTreeMap<String, CommandState> {
     store.commands().unwrap().into_iter().map(|row| (row.ticket, row.state)).collect()
 }
@@ -89,40 +108,38 @@ fn an_engine_killed_mid_run_resumes_with_nothing_lost_or_applied_twice() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("run.db");
     let first = engine(&db, 100);
-    let start = Instant::now();
-    while !db.exists() {
-        assert!(start.elapsed() < Duration::from_secs(30), "the engine made no log");
-        sleep(Duration::from_millis(20));
-    }
-    sleep(Duration::from_millis(300));
-    let attached = Attached::open(&db).unwrap();
+    let attached = connect(&db, &operator());
     let view = busy_view(&attached, Duration::from_secs(60));
     let running: Vec<_> = view.jobs.iter().filter(|j| j.phase == Phase::Running).map(|j| j.id).collect();
 
-    // A burst of commands, as consoles would queue them, then the kill.
-    let now = chrono::Utc::now().timestamp_millis();
-    let mut ids = Vec::new();
+    // A burst of commands, as consoles would send them, then the kill.
+    let mut sent: Vec<(String, Action)> = Vec::new();
     for (i, job) in running.iter().take(6).enumerate() {
         let action = match i % 3 {
             0 => Action::Preempt { job: *job },
             1 => Action::Requeue { job: *job },
             _ => Action::Cancel { job: *job },
         };
-        ids.push(attached.submit(&operator(), &action, now).unwrap());
+        sent.push((attached.submit(&action).unwrap(), action));
     }
     let viewer = Actor { user: "wall".into(), origin: "ops-room".into(), role: Role::Viewer, account: None };
-    let refused_viewer = attached.submit(&viewer, &Action::Cancel { job: running[0] }, now).unwrap();
-    let garbage = attached.submit_bytes(b"{\"claimed\": {\"user\": 1}, \"action\": {\"Explode\": {}}}", now).unwrap();
+    let wall = connect(&db, &viewer);
+    let refused_viewer = filed(&wall.submit(&Action::Cancel { job: running[0] }).unwrap());
+    wall.send_frame(b"{\"Command\": {\"ticket\": \"t1\", \"action\": {\"Explode\": {}}}}").unwrap();
     // Wait until some, not necessarily all, are done: the kill lands mid-stream.
-    let waited = Instant::now();
-    while attached.state(&ids[0]).unwrap() == Some(CommandState::Pending) && waited.elapsed() < Duration::from_secs(30) {
-        sleep(Duration::from_millis(5));
-    }
+    let first_answer = attached.wait_answer(&sent[0].0, Duration::from_secs(30)).expect("the first command answered");
+    assert!(matches!(first_answer, Some(CommandState::Applied { .. } | CommandState::Refused { .. })), "{first_answer:?}");
+    let mut answered = BTreeSet::from([sent[0].0.clone()]);
     for (i, job) in running.iter().skip(6).take(4).enumerate() {
         let action = if i % 2 == 0 { Action::Preempt { job: *job } } else { Action::Requeue { job: *job } };
-        ids.push(attached.submit(&operator(), &action, now).unwrap());
+        sent.push((attached.submit(&action).unwrap(), action));
     }
     kill(first);
+    for (ticket, _) in &sent {
+        if attached.take_answer(ticket).is_some() {
+            answered.insert(ticket.clone());
+        }
+    }
 
     let before = Store::open_read_only(&db).unwrap();
     let events_before = before.event_count().unwrap();
@@ -130,10 +147,21 @@ fn an_engine_killed_mid_run_resumes_with_nothing_lost_or_applied_twice() {
     let lease = before.lease().unwrap().expect("a killed engine leaves its lease behind");
     drop(before);
     assert!(events_before > 2_000, "killed after {events_before} events");
-    eprintln!("killed holding {} after {events_before} events; {} of {} commands done", lease.holder, done_before.len(), ids.len() + 2);
+    eprintln!("killed holding {} after {events_before} events; {} commands done, {} of {} answered", lease.holder, done_before.len(), answered.len(), sent.len());
+    for ticket in &answered {
+        assert!(done_before.contains_key(&filed(ticket)), "command {ticket} was answered before it was on disk");
+    }
 
-    // Start again on the same file: it takes the lease over and goes on to the end.
-    let log = finish(engine(&db, 100));
+    // Start again on the same file: it takes the lease over and goes on to the
+    // end; the console sends what had no answer again, under the same tickets.
+    let resumed = engine(&db, 150);
+    let again = connect(&db, &operator());
+    for (ticket, action) in sent.iter().filter(|(t, _)| !answered.contains(t)) {
+        again.submit_as(ticket, action).unwrap();
+        let answer = again.wait_answer(ticket, Duration::from_secs(60)).unwrap();
+        assert!(matches!(answer, Some(CommandState::Applied { .. } | CommandState::Refused { .. })), "{ticket}: {answer:?}");
+    }
+    let log = finish(resumed);
     assert!(log.contains("resuming") && log.contains("stopped without releasing it"), "{log}");
 
     let store = Store::open_read_only(&db).unwrap();
@@ -167,11 +195,19 @@ fn an_engine_killed_mid_run_resumes_with_nothing_lost_or_applied_twice() {
     assert_eq!(operator_events, seqs.len(), "an operator event with no command, or a command applied twice");
     let unreadable = commands.values().filter(|s| matches!(s, CommandState::Refused { event_seq: None, .. })).count();
     assert_eq!(store.audit_records().unwrap().len(), operator_events + unreadable, "one audit row per operator action and per unreadable command");
-    let CommandState::Refused { reason, .. } = &commands[&refused_viewer] else { panic!("a viewer's command was not refused") };
-    assert!(reason.contains("viewer") || reason.contains("read-only") || reason.contains("operator"), "{reason}");
-    let CommandState::Refused { reason, event_seq: None } = &commands[&garbage] else { panic!("an unreadable command was not refused") };
-    assert!(reason.contains("unreadable"), "{reason}");
-    assert!(ids.iter().any(|id| matches!(commands[id], CommandState::Applied { .. })), "{commands:?}");
+    if let Some(state) = commands.get(&refused_viewer) {
+        let CommandState::Refused { reason, .. } = state else { panic!("a viewer's command was not refused") };
+        assert!(reason.contains("viewer") || reason.contains("read-only") || reason.contains("operator"), "{reason}");
+    }
+    // Every command the console sent is in the log once, under its ticket.
+    for (ticket, _) in &sent {
+        assert!(commands.contains_key(&filed(ticket)), "command {ticket} was lost");
+    }
+    if let Some((_, state)) = commands.iter().find(|(t, _)| t.contains("unreadable")) {
+        let CommandState::Refused { reason, event_seq: None } = state else { panic!("an unreadable command was not refused") };
+        assert!(reason.contains("unreadable"), "{reason}");
+    }
+    assert!(sent.iter().any(|(t, _)| matches!(commands[&filed(t)], CommandState::Applied { .. })), "{commands:?}");
 
     // Every job once; the state the engine saved is the log's; money reconciles.
     let (room, _) = store::replay(&store, false).unwrap();

@@ -1,9 +1,9 @@
 //! One engine, several consoles, through real terminals: `gpuroom engine`
 //! owns a log; a second engine on it is refused; `gpuroom --db` in one tmux
-//! attaches to it and preempts a job with the keys (the command goes through
-//! the `commands` table, the engine applies and answers it); `gpuroom --wall
-//! --db` in another opens it read-only and its keys do nothing. When the
-//! engine stops, the wall shows the data as stale.
+//! attaches to it and preempts a job with the keys (the command goes over
+//! the engine's socket into the `commands` table, the engine applies and
+//! answers it); `gpuroom --wall --db` in another draws its views and its
+//! keys do nothing. When the engine stops, the wall shows the data as stale.
 //!
 //! Needs tmux; without it the test says so and passes, unless
 //! `GPUROOM_REQUIRE_TMUX` is set (as `.ci/run` does).
@@ -16,7 +16,8 @@ use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 use gpuroom::domain::event::{Action, Actor, Event, Role};
-use gpuroom::store::{Attached, CommandState, Store};
+use gpuroom::host::client::Client;
+use gpuroom::store::{CommandState, Store};
 use tmux::{Tmux, tmux_available};
 
 const BIN: &str = env!("CARGO_BIN_EXE_gpuroom");
@@ -42,16 +43,17 @@ fn consoles_attach_to_one_engine_and_only_operators_can_act() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start the engine");
-    wait("the engine's first view", Duration::from_secs(60), || {
-        Attached::open(&db).ok().and_then(|a| a.latest_view(i64::MIN).ok().flatten()).is_some_and(|p| p.view.queue.running > 3)
-    });
+    let me = Actor { user: "test".into(), origin: "local".into(), role: Role::Viewer, account: None };
+    wait("the engine", Duration::from_secs(60), || Client::connect(&db, &me, false).is_ok());
+    let watching = Client::connect(&db, &me, true).unwrap();
+    wait("a busy view", Duration::from_secs(60), || watching.latest_view(i64::MIN).is_some_and(|p| p.view.queue.running > 3));
 
     // A second engine on the same file is refused and changes nothing.
     let second = Command::new(BIN).args(["engine", "--speed", "max", "--until-hours", "1", "--db"]).arg(&db).output().unwrap();
     let said = String::from_utf8_lossy(&second.stderr);
     assert!(!second.status.success() && said.contains("already owned by the engine pid"), "{said}");
 
-    // An operator's console attaches and preempts through the command inbox.
+    // An operator's console attaches and preempts through the engine's socket.
     let console = Tmux::start(
         "attached",
         200,
@@ -82,12 +84,11 @@ fn consoles_attach_to_one_engine_and_only_operators_can_act() {
     let screen = wall.screen();
     assert!(!screen.contains("Confirm"), "the wall opened a dialog:\n{screen}");
 
-    // A viewer queueing a command is refused by the engine.
-    let attached = Attached::open(&db).unwrap();
+    // A viewer sending a command is refused by the engine.
     let viewer = Actor { user: "mallory".into(), origin: "local".into(), role: Role::Viewer, account: None };
-    let id = attached.submit(&viewer, &Action::Cancel { job: gpuroom::domain::ids::JobId(1) }, 0).unwrap();
-    wait("the viewer's command to be answered", Duration::from_secs(10), || attached.state(&id).unwrap() != Some(CommandState::Pending));
-    let Some(CommandState::Refused { reason, .. }) = attached.state(&id).unwrap() else { panic!("a viewer's command was applied") };
+    let attached = Client::connect(&db, &viewer, false).unwrap();
+    let id = attached.submit(&Action::Cancel { job: gpuroom::domain::ids::JobId(1) }).unwrap();
+    let Some(CommandState::Refused { reason, .. }) = attached.wait_answer(&id, Duration::from_secs(10)).unwrap() else { panic!("a viewer's command was applied") };
     assert!(reason.contains("read-only"), "{reason}");
 
     // The engine stops on SIGTERM, cleanly; the wall sees the data go stale.

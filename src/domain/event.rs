@@ -47,15 +47,7 @@ pub struct Actor {
     pub account: Option<OsAccount>,
 }
 
-/// An OS account as the engine established it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OsAccount {
-    /// The user name (or "uid N" where the system has none).
-    pub name: String,
-    /// Whether it is the engine's own user: the one whose rights Slurm's
-    /// commands run with, who could run them directly anyway.
-    pub engine: bool,
-}
+pub use super::ids::OsAccount;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

@@ -80,6 +80,16 @@ impl fmt::Display for PoolKey {
     }
 }
 
+/// An OS account as the engine established it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OsAccount {
+    /// The user name (or "uid N" where the system has none).
+    pub name: String,
+    /// Whether it is the engine's own user: the one whose rights Slurm's
+    /// commands run with, who could run them directly anyway.
+    pub engine: bool,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -453,7 +453,7 @@ impl SlurmPolicy {
     /// acts on their own jobs, or as an operator of the job's account; and
     /// `signal` carries only the checkpoint signal unless an operator with
     /// `any_signal` asks.
-    pub fn may_act(&self, account: Option<&super::event::OsAccount>, job: &SlurmJob, verb: &SlurmVerb) -> Result<(), String> {
+    pub fn may_act(&self, account: Option<&super::ids::OsAccount>, job: &SlurmJob, verb: &SlurmVerb) -> Result<(), String> {
         let Some(account) = account else { return Ok(()) };
         if account.engine {
             return Ok(());

@@ -1,12 +1,19 @@
 //! A console on another engine's log: the link that feeds it the published
 //! views (stamped with when, and by which engine, they were published) and,
-//! for an operator, carries its actions into the log's command inbox and
-//! the engine's answers back. Both open the log read-only; a wall display
-//! gets no command path at all (and its actor is a viewer, so
-//! the engine would refuse it anyway).
+//! for an operator, carries its actions to the engine and the engine's
+//! answers back, through the engine's socket (`client`); it never opens
+//! the log while an engine runs. A wall display asks for views only, and
+//! its actor is a viewer, so the engine would refuse it anyway.
 //!
-//! Runs on its own thread: SQLite calls block, and the console must not.
+//! When the engine goes away the link keeps the last view (the console
+//! shows it aging, then STALE) and connects again to whichever engine takes
+//! the log over, asking how the commands it was waiting for ended. A wall
+//! on a log no engine runs reads the last view the log holds, where it may
+//! read the log at all (its owner).
+//!
+//! Runs on its own thread: the console must not wait on a socket or a file.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,16 +21,18 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, watch};
 
-use super::now_ms;
-use crate::domain::event::{Action, Actor};
+use super::client::{Client, ConnectError};
+use crate::domain::event::{Action, Actor, Role};
 use crate::room::view::{Publication, View};
-use crate::store::{Attached, CommandState, Lease, Published, Store, StoreError};
+use crate::store::{CommandState, Published, Store};
 use crate::tui::run::OperatorLink;
 
 /// How often the link looks for a newer view and for answers.
 const POLL: Duration = Duration::from_millis(200);
 /// How long to wait for an engine's first view.
 const FIRST_VIEW: Duration = Duration::from_secs(5);
+/// How often a link whose engine went away tries again.
+const RECONNECT: Duration = Duration::from_secs(1);
 
 /// What an attached console gets.
 pub struct AttachedConsole {
@@ -39,65 +48,82 @@ impl Drop for AttachedConsole {
     }
 }
 
-/// The two ways in: read-write for commands, or read-only.
-enum Conn {
-    Operator(Attached),
-    Wall(Store),
+/// Where the views come from.
+enum Source {
+    Engine(Client),
+    /// No engine answers: the last view the log holds (a wall of its owner's).
+    Log(Box<Store>),
+    None,
 }
 
-impl Conn {
-    fn latest_view(&self, after_ms: i64) -> Result<Option<Published>, StoreError> {
-        match self {
-            Conn::Operator(a) => a.latest_view(after_ms),
-            Conn::Wall(s) => s.latest_view(after_ms),
-        }
-    }
-    fn lease(&self) -> Result<Option<Lease>, StoreError> {
-        match self {
-            Conn::Operator(a) => a.lease(),
-            Conn::Wall(s) => s.lease(),
-        }
-    }
-}
-
-/// Attaches to the log at `path`: as `actor` (an operator console), or read
-/// only when `actor` is `None` (a wall). Waits for the engine's first view.
+/// Attaches to the engine of the log at `path`: as `actor` (an operator
+/// console), or for views only when `actor` is `None` (a wall). Waits for
+/// the engine's first view.
 pub fn attach(path: &Path, actor: Option<Actor>) -> anyhow::Result<AttachedConsole> {
-    let conn = match &actor {
-        Some(_) => Conn::Operator(Attached::open(path)?),
-        None => Conn::Wall(Store::open_read_only(path)?),
+    let wall = actor.is_none();
+    let claimed = actor.clone().unwrap_or_else(|| crate::operator::actor_from_env(Role::Viewer));
+    let (source, engine) = match Client::connect(path, &claimed, true) {
+        Ok(client) => {
+            let engine = engine_label(&client);
+            (Source::Engine(client), engine)
+        }
+        Err(ConnectError::NoEngine(why)) if wall => match Store::open_read_only(path) {
+            Ok(store) => (Source::Log(Box::new(store)), "no engine".to_string()),
+            Err(e) => anyhow::bail!("{why}; and the log cannot be read here ({e})"),
+        },
+        Err(e) => return Err(e.into()),
     };
-    let lease = conn.lease()?;
     let deadline = Instant::now() + FIRST_VIEW;
     let first = loop {
-        if let Some(published) = conn.latest_view(i64::MIN)? {
+        if let Some(published) = latest(&source, i64::MIN) {
             break published;
         }
+        if let Source::Engine(c) = &source
+            && let Some(why) = c.closed()
+        {
+            anyhow::bail!("{}: the engine closed the connection: {why}", path.display());
+        }
         if Instant::now() > deadline {
-            let who = lease.as_ref().map_or_else(|| "no engine holds it".to_string(), |l| format!("its engine is {}", l.holder));
-            anyhow::bail!("{}: no view has been published ({who}); is the engine running?", path.display());
+            anyhow::bail!("{}: no view has been published (its engine is {engine}); is the engine running?", path.display());
         }
         std::thread::sleep(POLL);
     };
-    let engine = engine_label(lease.as_ref());
     let (views_tx, views) = watch::channel(Arc::new(stamped(first.view, first.published_ms, &engine)));
     let stop = Arc::new(AtomicBool::new(false));
     let (operator, orders) = match actor {
-        Some(actor) => {
+        Some(_) => {
             let (actions, actions_rx) = mpsc::channel(16);
             let (outcomes_tx, outcomes) = mpsc::channel(16);
-            (Some(OperatorLink { actions, outcomes }), Some(Orders { actor, actions: actions_rx, outcomes: outcomes_tx, waiting: Vec::new() }))
+            (Some(OperatorLink { actions, outcomes }), Some(Orders { actions: actions_rx, outcomes: outcomes_tx, waiting: HashMap::new() }))
         }
         None => (None, None),
     };
-    let link = Link { conn, path: path.to_path_buf(), views: views_tx, last_ms: first.published_ms, engine, orders, stop: stop.clone() };
+    let link = Link {
+        source,
+        claimed,
+        path: path.to_path_buf(),
+        views: views_tx,
+        last_ms: first.published_ms,
+        engine,
+        orders,
+        stop: stop.clone(),
+        last_try: Instant::now(),
+    };
     std::thread::Builder::new().name("gpuroom-attach".into()).spawn(move || link.run())?;
     Ok(AttachedConsole { views, operator, stop })
 }
 
-/// "pid N" of the lease's holder, or "no engine" when none holds it.
-fn engine_label(lease: Option<&Lease>) -> String {
-    lease.map_or_else(|| "no engine".to_string(), |l| format!("pid {}", l.holder.pid))
+fn latest(source: &Source, after_ms: i64) -> Option<Published> {
+    match source {
+        Source::Engine(c) => c.latest_view(after_ms),
+        Source::Log(s) => s.latest_view(after_ms).ok().flatten(),
+        Source::None => None,
+    }
+}
+
+/// "pid N" of the engine a client talks to.
+fn engine_label(client: &Client) -> String {
+    format!("pid {}", client.engine.pid)
 }
 
 /// The view with where it came from: its age counts from its publication,
@@ -109,15 +135,17 @@ fn stamped(mut view: View, published_ms: i64, engine: &str) -> View {
 
 /// An operator's actions in flight.
 struct Orders {
-    actor: Actor,
     actions: mpsc::Receiver<Action>,
     outcomes: mpsc::Sender<Result<String, String>>,
-    /// Submitted commands (tickets) not yet answered.
-    waiting: Vec<String>,
+    /// Sent commands not yet answered, by ticket, with the action (sent
+    /// again under the same ticket to an engine that took over: applied
+    /// once, whichever engine had it).
+    waiting: HashMap<String, Action>,
 }
 
 struct Link {
-    conn: Conn,
+    source: Source,
+    claimed: Actor,
     path: PathBuf,
     views: watch::Sender<Arc<View>>,
     last_ms: i64,
@@ -125,65 +153,99 @@ struct Link {
     engine: String,
     orders: Option<Orders>,
     stop: Arc<AtomicBool>,
+    last_try: Instant,
 }
 
 impl Link {
     fn run(mut self) {
         while !self.stop.load(Ordering::Relaxed) && !self.views.is_closed() {
-            // Another engine may have taken the log over since the last look.
-            let engine = self.conn.lease().map(|l| engine_label(l.as_ref())).unwrap_or_else(|_| self.engine.clone());
-            let changed_engine = engine != self.engine;
-            self.engine = engine;
-            match self.conn.latest_view(self.last_ms) {
-                Ok(Some(published)) => {
-                    self.last_ms = published.published_ms;
-                    let _ = self.views.send(Arc::new(stamped(published.view, published.published_ms, &self.engine)));
-                }
-                Ok(None) if changed_engine => {
-                    let mut view = (**self.views.borrow()).clone();
-                    if let Some(p) = view.publication.as_mut() {
-                        p.engine = self.engine.clone();
-                    }
-                    let _ = self.views.send(Arc::new(view));
-                }
-                Ok(None) => {}
-                // A view that does not decode is skipped; the console shows the data aging.
-                Err(_) => {}
+            self.keep_connected();
+            if let Some(published) = latest(&self.source, self.last_ms) {
+                self.last_ms = published.published_ms;
+                let _ = self.views.send(Arc::new(stamped(published.view, published.published_ms, &self.engine)));
             }
-            if let (Some(orders), Conn::Operator(attached)) = (self.orders.as_mut(), &self.conn) {
-                orders.exchange(attached, &self.path);
+            if let (Some(orders), Source::Engine(client)) = (self.orders.as_mut(), &self.source) {
+                orders.exchange(client);
+            } else if let Some(orders) = self.orders.as_mut() {
+                orders.refuse_while_away(&self.path);
             }
             std::thread::sleep(POLL);
+        }
+    }
+
+    /// A connection that ended is tried again every second; the header
+    /// names the engine (or none) as it changes.
+    fn keep_connected(&mut self) {
+        let gone = match &self.source {
+            Source::Engine(c) => c.closed().is_some(),
+            Source::Log(_) | Source::None => true,
+        };
+        if !gone || self.last_try.elapsed() < RECONNECT {
+            return;
+        }
+        self.last_try = Instant::now();
+        let was = self.engine.clone();
+        match Client::connect(&self.path, &self.claimed, true) {
+            Ok(client) => {
+                self.engine = engine_label(&client);
+                if let Some(orders) = self.orders.as_ref() {
+                    for (ticket, action) in &orders.waiting {
+                        let _ = client.submit_as(ticket, action);
+                    }
+                }
+                self.source = Source::Engine(client);
+            }
+            Err(_) if matches!(self.source, Source::Engine(_)) => {
+                self.source = Source::None;
+                self.engine = "no engine".to_string();
+            }
+            Err(_) => {}
+        }
+        if self.engine != was {
+            let mut view = (**self.views.borrow()).clone();
+            if let Some(p) = view.publication.as_mut() {
+                p.engine = self.engine.clone();
+            }
+            let _ = self.views.send(Arc::new(view));
         }
     }
 }
 
 impl Orders {
-    /// Submits new actions and hands back the answers that arrived.
-    fn exchange(&mut self, attached: &Attached, path: &Path) {
+    /// Sends new actions and hands back the answers that arrived.
+    fn exchange(&mut self, client: &Client) {
         while let Ok(action) = self.actions.try_recv() {
-            match attached.submit(&self.actor, &action, now_ms()) {
-                Ok(ticket) => self.waiting.push(ticket),
+            match client.submit(&action) {
+                Ok(ticket) => {
+                    self.waiting.insert(ticket, action);
+                }
                 Err(e) => {
-                    let _ = self.outcomes.try_send(Err(format!("not queued for the engine: {e}")));
+                    let _ = self.outcomes.try_send(Err(format!("not sent to the engine: {e}")));
                 }
             }
         }
         let outcomes = &self.outcomes;
-        self.waiting.retain(|id| match attached.state(id) {
-            Ok(Some(CommandState::Applied { detail, .. })) => {
+        self.waiting.retain(|ticket, _| match client.take_answer(ticket) {
+            Some(Some(CommandState::Applied { detail, .. })) => {
                 let _ = outcomes.try_send(Ok(detail));
                 false
             }
-            Ok(Some(CommandState::Refused { reason, .. })) => {
+            Some(Some(CommandState::Refused { reason, .. })) => {
                 let _ = outcomes.try_send(Err(reason));
                 false
             }
-            Ok(Some(CommandState::Pending)) => true,
-            Ok(None) | Err(_) => {
-                let _ = outcomes.try_send(Err(format!("command {id} is no longer in {}", path.display())));
+            Some(None) => {
+                let _ = outcomes.try_send(Err(format!("the engine has no command {ticket}")));
                 false
             }
+            Some(Some(CommandState::Pending)) | None => true,
         });
+    }
+
+    /// No engine to send to: a new action is refused at once, plainly.
+    fn refuse_while_away(&mut self, path: &Path) {
+        while let Ok(_action) = self.actions.try_recv() {
+            let _ = self.outcomes.try_send(Err(format!("not sent: no engine is running on {} right now (waiting for one to take it over)", path.display())));
+        }
     }
 }

@@ -128,7 +128,7 @@ pub fn run_sim_console(opts: &ConsoleOptions) -> Result<()> {
         None => (super::runs::build(&opts.world, &opts.policy, None, &traces)?, Duty::new(super::this_process()), None),
         Some(path) => match super::runs::open_sim_log(&opts.world, &opts.policy, path, &traces)? {
             Opened::Attach { .. } => return run_attached(opts, path),
-            Opened::Owner { engine, duty, resumed } => (*engine, duty, resumed),
+            Opened::Owner { engine, duty, resumed } => (*engine, *duty, resumed),
         },
     };
     match (&resumed, log_path.as_deref()) {
@@ -220,12 +220,13 @@ pub fn run_live_console(opts: &ConsoleOptions, live_opts: &LiveOptions) -> Resul
     };
     let log_path = if opts.no_log { None } else { opts.db.clone().or_else(|| settings::default_log_path("live")) };
     // The live engine owns its log like a simulated one: other consoles attach
-    // with `gpuroom --db FILE` and act through its command inbox.
+    // with `gpuroom --db FILE` and act through its socket.
     let (store, duty) = match log_path.as_deref() {
         Some(path) => {
             let me = super::this_process();
-            let store = super::runs::create_store(path, &room_config, format!("live host={host}"), None, &opts.policy.access()?, Some(&me))?;
-            (Some(store), Some(Duty::owning(me, path)))
+            let access = opts.policy.access()?;
+            let store = super::runs::create_store(path, &room_config, format!("live host={host}"), None, &access, Some(&me))?;
+            (Some(store), Some(Duty::owning(me, path, access.group)))
         }
         None => (None, None),
     };

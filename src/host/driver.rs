@@ -164,7 +164,20 @@ pub async fn drive<R: Runner>(mut runner: R, mut links: Links, actor: Actor, mut
     loop {
         tokio::select! {
             _ = tick.tick() => {
-                let (caught, view) = batch(&mut runner, duty.as_mut(), links.views.is_some())?;
+                if duty.as_ref().is_some_and(Duty::backing_off) {
+                    continue;
+                }
+                let (caught, view) = match batch(&mut runner, duty.as_mut(), links.views.is_some()) {
+                    Ok(done) => done,
+                    // Someone holds a lock on the log: nothing was begun,
+                    // nothing is lost (the world keeps what it would have
+                    // written); say who, and try again a little later.
+                    Err(e) if e.is_busy() && duty.is_some() => {
+                        let view = duty.as_mut().map(|d| d.blocked(runner.engine(), &e));
+                        (Caught::default(), view.filter(|_| links.views.is_some()))
+                    }
+                    Err(e) => return Err(e.into()),
+                };
                 if let (Some(views), Some(view)) = (&links.views, view)
                     && views.send(Arc::new(view)).is_err()
                 {
@@ -174,13 +187,26 @@ pub async fn drive<R: Runner>(mut runner: R, mut links: Links, actor: Actor, mut
                     break;
                 }
             }
-            Some(report) = next_report(&mut links.reports) => runner.report(report)?,
+            Some(report) = next_report(&mut links.reports) => match runner.report(report) {
+                Ok(()) => {}
+                // Its events wait in the world for the next batch.
+                Err(e) if e.is_busy() => {}
+                Err(e) => return Err(e.into()),
+            },
             Some(action) = links.actions.recv() => {
                 // Applied at once, between batches, and shown on the next view.
-                let outcome = runner.engine().operate(&actor, action)?;
+                let outcome = match runner.engine().operate(&actor, action) {
+                    Ok(outcome) => outcome,
+                    Err(e) if e.is_busy() => Err(format!("not done: {e}; nothing was changed, try again")),
+                    Err(e) => return Err(e.into()),
+                };
                 let _ = links.outcomes.send(outcome).await;
                 if let Some(views) = &links.views {
-                    let _ = views.send(Arc::new(runner.engine().room.view()));
+                    let mut view = runner.engine().room.view();
+                    if let Some(d) = duty.as_ref() {
+                        d.decorate(&mut view);
+                    }
+                    let _ = views.send(Arc::new(view));
                 }
             }
             _ = &mut links.stopped => break,
@@ -204,12 +230,19 @@ fn batch<R: Runner>(runner: &mut R, mut duty: Option<&mut Duty>, console: bool) 
     let changed = caught.changed || commands > 0;
     let engine = runner.engine();
     let publish = engine.store.is_some() && duty.as_deref().is_some_and(|d| d.publish_due(now) || commands > 0);
-    let view = ((console && changed) || publish).then(|| engine.room.view());
-    if let (true, Some(d), Some(v)) = (publish, duty, view.as_ref()) {
+    let mut view = ((console && changed) || publish).then(|| engine.room.view());
+    if let (Some(d), Some(v)) = (duty.as_deref(), view.as_mut()) {
+        d.decorate(v);
+    }
+    if let (true, Some(d), Some(v)) = (publish, duty.as_deref_mut(), view.as_ref()) {
         d.publish(engine, v, now)?;
     }
     if own_batch {
         engine.end_batch()?;
+        // Answers leave only once what they say is on disk.
+        if let Some(d) = duty {
+            d.after_commit(engine);
+        }
     }
     Ok((caught, view.filter(|_| console && changed)))
 }

@@ -73,14 +73,19 @@ pub fn run_engine(world: &WorldChoice, policy: &Policy, db: &Path, pace: Pace, u
     let until = until_hours.map(settings::hours).transpose()?;
     let traces = Traces::embedded().context("parsing the embedded traces")?;
     let (engine, duty, resumed) = match super::runs::open_sim_log(world, policy, db, &traces)? {
-        Opened::Attach { lease } => bail!("{}: already owned by the engine {} (attach a console with gpuroom --db {})", db.display(), lease.holder, db.display()),
-        Opened::Owner { engine, duty, resumed } => (*engine, duty, resumed),
+        Opened::Attach { engine } => bail!("{}: already owned by the engine {engine} (attach a console with gpuroom --db {})", db.display(), db.display()),
+        Opened::Owner { engine, duty, resumed } => (*engine, *duty, resumed),
     };
     match &resumed {
         Some(r) => eprintln!("engine: {}", for_terminal(&r.describe(db))),
         None => eprintln!("engine: new run in {}", super::runs::shown(db)),
     }
     eprintln!("engine: owns {} as {}", super::runs::shown(db), for_terminal(&duty.holder.to_string()));
+    match (duty.socket(), &duty.socket_error) {
+        (Some(socket), _) => eprintln!("engine: consoles attach through {}", super::runs::shown(socket)),
+        (None, Some(why)) => eprintln!("engine: consoles cannot attach: {}", for_terminal(why)),
+        (None, None) => {}
+    }
     let start = engine.world.config().start;
     let end = until.map(|h| start + h);
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;

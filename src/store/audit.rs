@@ -65,6 +65,18 @@ impl Store {
         Ok(())
     }
 
+    /// Records something the engine refused that is no action of the room's
+    /// (a user's commands refused for their number): `verb` names it.
+    pub fn append_audit_note(&mut self, at: At, actor: &Actor, verb: &str, detail: &str) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "INSERT INTO audit (at, user, origin, role, verb, action, outcome, detail) VALUES (?1, ?2, ?3, ?4, ?5, 'null', 'refused', ?6)",
+                params![at_text(at), actor.user, actor.origin, role_text(actor.role), verb, detail],
+            )
+            .map_err(|e| self.sql_err(e))?;
+        Ok(())
+    }
+
     /// Every audit row, oldest first.
     pub fn audit_records(&self) -> Result<Vec<AuditRecord>, StoreError> {
         let mut stmt = self

@@ -1,20 +1,16 @@
-//! What passes between the engine and the consoles attached to its log:
+//! What the engine keeps of the consoles attached to it:
 //!
-//! * `commands` — operator actions queued by attached consoles (through the
-//!   inbox, see `inbox`) under the actor the engine derived, applied by
-//!   the engine in id order, each exactly once: a row goes from `pending` to
+//! * `commands` — operator actions that came over the engine's socket
+//!   (`host::serve`), under the actor the engine derived and the ticket it
+//!   filed them by, applied by the engine in id order, each exactly once: a row goes from `pending` to
 //!   `applied` or `refused` in the same transaction that appends its
 //!   `Event::Operator`, and records that event's sequence number. A crash
 //!   before that commit leaves it pending (applied after the restart); after
 //!   it, the row and the event are both on disk. Triggers refuse deleting a
 //!   row and changing one that is done.
-//! * `views` — the newest `View` the engine published, as JSON, for attached
-//!   and wall consoles to draw.
-//!
-//! `Attached` is an attached console's connection: it reads views and
-//! outcomes from the log, opened read-only, and drops commands into the
-//! inbox; a wall display reads views through a read-only `Store` and has no
-//! way to submit at all.
+//! * `views` — the newest `View` the engine published, as JSON: what a
+//!   wall shows of a log whose engine has stopped (a running engine's views
+//!   go to consoles over its socket).
 //!
 //! Owns this SQL. Whether an action is allowed is the room's decision.
 
@@ -23,13 +19,11 @@ use std::path::Path;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::db::{Store, StoreError};
-use super::inbox::Inbox;
-use super::lease::Lease;
 use crate::domain::event::{Action, Actor};
 use crate::room::view::View;
 
 /// How far a command has got.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum CommandState {
     Pending,
     /// Carried out: what was done, and the sequence number of its event.
@@ -98,7 +92,50 @@ fn latest_view(conn: &Connection, path: &Path, after_ms: i64) -> Result<Option<P
     .transpose()
 }
 
+/// What filing a command found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Queued {
+    /// Filed, pending, under this id.
+    New(i64),
+    /// The ticket was filed before (a command sent again after a
+    /// reconnect, or taken twice around a crash): not filed again.
+    Known(i64, CommandState),
+}
+
 impl Store {
+    /// Files a command under `ticket` (inside the open batch), pending, or
+    /// says it is known. An `Err` action (a frame that did not decode) is
+    /// filed refused at once, with an audit row, and never applied.
+    pub fn queue_command(&mut self, at: crate::domain::units::At, ticket: &str, now_ms: i64, actor: &Actor, action: Result<&Action, &str>) -> Result<Queued, StoreError> {
+        let known: Option<(i64, String, Option<String>, Option<i64>)> = self
+            .conn
+            .query_row("SELECT id, state, outcome, event_seq FROM commands WHERE ticket = ?1", params![ticket], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .optional()
+            .map_err(|e| self.sql_err(e))?;
+        if let Some((id, state, outcome, seq)) = known {
+            return Ok(Queued::Known(id, state_of(&state, outcome, seq)));
+        }
+        let fmt = |e: serde_json::Error| StoreError::Format { path: self.path.display().to_string(), message: e.to_string() };
+        let actor_json = serde_json::to_string(actor).map_err(fmt)?;
+        let action_json = match action {
+            Ok(action) => serde_json::to_string(action).map_err(fmt)?,
+            Err(_) => "null".to_string(),
+        };
+        self.conn
+            .execute("INSERT INTO commands (ticket, submitted_ms, actor, action) VALUES (?1, ?2, ?3, ?4)", params![ticket, now_ms, actor_json, action_json])
+            .map_err(|e| self.sql_err(e))?;
+        let id = self.conn.last_insert_rowid();
+        match action {
+            Ok(_) => Ok(Queued::New(id)),
+            Err(why) => {
+                let reason = format!("command {}: {why}", crate::domain::text::clean(ticket));
+                self.finish_command(id, None, &Err(reason.clone()), now_ms)?;
+                self.append_audit_unreadable(at, actor, &reason)?;
+                Ok(Queued::Known(id, CommandState::Refused { reason, event_seq: None }))
+            }
+        }
+    }
+
     /// The commands waiting, oldest first.
     pub fn pending_commands(&self, limit: usize) -> Result<Vec<PendingCommand>, StoreError> {
         let mut stmt = self
@@ -136,6 +173,11 @@ impl Store {
     /// Publishes the view for attached consoles (inside the open batch, if any).
     pub fn publish_view(&mut self, seq: i64, view: &View, now_ms: i64) -> Result<(), StoreError> {
         let json = serde_json::to_string(view).map_err(|e| StoreError::Format { path: self.path.display().to_string(), message: e.to_string() })?;
+        self.publish_view_json(seq, &json, now_ms)
+    }
+
+    /// `publish_view` with the view already serialized.
+    pub fn publish_view_json(&mut self, seq: i64, json: &str, now_ms: i64) -> Result<(), StoreError> {
         self.conn
             .prepare_cached("INSERT OR REPLACE INTO views (id, seq, published_ms, view) VALUES (1, ?1, ?2, ?3)")
             .and_then(|mut stmt| stmt.execute(params![seq, now_ms, json]))
@@ -148,9 +190,19 @@ impl Store {
         latest_view(&self.conn, &self.path, after_ms)
     }
 
-    /// A command's state by its ticket (tests and the crash check).
+    /// A command's state by its ticket.
     pub fn command_state(&self, ticket: &str) -> Result<Option<CommandState>, StoreError> {
         command_state_by_ticket(&self.conn, ticket).map_err(|e| self.sql_err(e))
+    }
+
+    /// A command's id and state by its ticket.
+    pub fn command_by_ticket(&self, ticket: &str) -> Result<Option<(i64, CommandState)>, StoreError> {
+        self.conn
+            .query_row("SELECT id, state, outcome, event_seq FROM commands WHERE ticket = ?1", params![ticket], |r| {
+                Ok((r.get(0)?, state_of(&r.get::<_, String>(1)?, r.get(2)?, r.get(3)?)))
+            })
+            .optional()
+            .map_err(|e| self.sql_err(e))
     }
 
     /// Every command, oldest first: its ticket (`#id` for a row from before
@@ -170,61 +222,5 @@ impl Store {
             })
             .map_err(|e| self.sql_err(e))?;
         rows.collect::<Result<_, _>>().map_err(|e| self.sql_err(e))
-    }
-}
-
-/// An attached console's link to an engine's log: it reads the log (views,
-/// answers, the lease) and queues actions through the inbox; it never
-/// writes the log itself.
-pub struct Attached {
-    store: Store,
-    inbox: Inbox,
-}
-
-impl Attached {
-    /// Opens the log of a running engine. Refuses a file that is not a
-    /// gpuroom log of this version (it would not take commands).
-    pub fn open(path: &Path) -> Result<Attached, StoreError> {
-        let store = Store::open_read_only(path)?;
-        let has_tickets: bool = store
-            .conn
-            .query_row("SELECT EXISTS (SELECT 1 FROM pragma_table_info('commands') WHERE name = 'ticket')", [], |r| r.get(0))
-            .map_err(|e| Store::wrap(path, e))?;
-        if !has_tickets {
-            return Err(StoreError::Format {
-                path: path.display().to_string(),
-                message: "this log was written by an older gpuroom and takes no commands from attached consoles".into(),
-            });
-        }
-        Ok(Attached { store, inbox: Inbox::of(path) })
-    }
-
-    /// Queues an action for the engine; returns the command's ticket. The
-    /// engine records it under this process's OS user, whatever `claimed` says.
-    pub fn submit(&self, claimed: &Actor, action: &Action, now_ms: i64) -> Result<String, StoreError> {
-        self.inbox.submit(claimed, action, now_ms)
-    }
-
-    /// Queues raw bytes as a command (a console of another version; tests of bad input).
-    pub fn submit_bytes(&self, body: &[u8], now_ms: i64) -> Result<String, StoreError> {
-        self.inbox.submit_bytes(body, now_ms)
-    }
-
-    /// A command's state: `Pending` while its file waits in the inbox or its
-    /// row waits; `None` if it is in neither (removed by someone).
-    pub fn state(&self, ticket: &str) -> Result<Option<CommandState>, StoreError> {
-        let row = command_state_by_ticket(&self.store.conn, ticket).map_err(|e| Store::wrap(&self.store.path, e))?;
-        if row.is_some() {
-            return Ok(row);
-        }
-        Ok(super::file::inbox_of(&self.store.path).join(ticket).exists().then_some(CommandState::Pending))
-    }
-
-    pub fn latest_view(&self, after_ms: i64) -> Result<Option<Published>, StoreError> {
-        self.store.latest_view(after_ms)
-    }
-
-    pub fn lease(&self) -> Result<Option<Lease>, StoreError> {
-        self.store.lease()
     }
 }

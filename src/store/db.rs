@@ -46,6 +46,17 @@ pub enum StoreError {
     Leased { path: String, holder: String },
     #[error("{path}: another engine created this log at the same moment")]
     Raced { path: String },
+    /// The log's write lock could not be had (someone holds a lock on the
+    /// log or its `-shm`): nothing was begun; try again later.
+    #[error("{path}: {message}")]
+    Busy { path: String, message: String },
+}
+
+impl StoreError {
+    /// Whether the log was only locked for now (try again), not broken.
+    pub fn is_busy(&self) -> bool {
+        matches!(self, StoreError::Busy { .. })
+    }
 }
 
 impl From<FileError> for StoreError {
@@ -72,6 +83,16 @@ pub(super) fn explain(e: &rusqlite::Error) -> String {
     format!("{hint} ({e})")
 }
 
+/// What a checkpoint of the WAL found.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct WalState {
+    /// The checkpoint could not run (its lock is held).
+    pub blocked: bool,
+    pub frames: u64,
+    pub checkpointed: u64,
+    pub bytes: u64,
+}
+
 pub struct Store {
     pub(super) conn: Connection,
     pub(super) path: PathBuf,
@@ -79,8 +100,6 @@ pub struct Store {
     pub(super) next_seq: i64,
     /// A write failed: the open batch is rolled back, never committed.
     pub(super) failed: std::cell::Cell<bool>,
-    /// Inbox files whose commands the open batch queued: removed once it commits.
-    pub(super) taken: Vec<PathBuf>,
     /// What a read-only open could not show.
     note: Option<String>,
     /// Whether the log has `events.packed` (schema 6 on): every log this
@@ -156,7 +175,7 @@ impl Store {
         let meta_json = serde_json::to_string(meta).map_err(|e| StoreError::Format { path: path.display().to_string(), message: e.to_string() })?;
         let tmp = file::temporary_for(path);
         file::make_private_file(&tmp, access)?;
-        let built = Self::build(&tmp, &meta_json, seed);
+        let built = Self::build(&tmp, &meta_json, access, seed);
         if let Err(e) = built {
             for side in ["", "-wal", "-shm", "-journal"] {
                 let _ = std::fs::remove_file(file::sibling(&tmp, side));
@@ -166,7 +185,6 @@ impl Store {
                 other => other,
             });
         }
-        file::make_inbox(path, access)?;
         file::publish(&tmp, path)?;
         let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE).map_err(|e| Self::wrap(path, e))?;
         let mut store = Store::with_conn(conn, path, 1);
@@ -177,13 +195,16 @@ impl Store {
     }
 
     /// Every table, the metadata and the lease, in the file at `tmp`.
-    fn build(tmp: &Path, meta_json: &str, seed: &dyn Fn(&Connection) -> rusqlite::Result<()>) -> Result<(), StoreError> {
+    fn build(tmp: &Path, meta_json: &str, access: &Access, seed: &dyn Fn(&Connection) -> rusqlite::Result<()>) -> Result<(), StoreError> {
         let wrap = |e| Self::wrap(tmp, e);
         let conn = Connection::open_with_flags(tmp, OpenFlags::SQLITE_OPEN_READ_WRITE).map_err(wrap)?;
         let tables = [schema::LOG.to_string(), schema::ledger(), schema::audit(), schema::LEASE.into(), schema::COMMANDS.into(), schema::COMMANDS_GUARDS.into()];
         conn.execute_batch(&format!("BEGIN; {}; COMMIT;", tables.join(";\n"))).map_err(wrap)?;
         conn.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?1), ('run', ?2)", params![schema::SCHEMA_VERSION.to_string(), meta_json])
             .map_err(wrap)?;
+        if let Some(group) = access.group {
+            conn.execute("INSERT INTO meta (key, value) VALUES ('log_group', ?1)", params![group.to_string()]).map_err(wrap)?;
+        }
         seed(&conn).map_err(wrap)?;
         // WAL is a property of the file: every later open finds it.
         conn.pragma_update(None, "journal_mode", "WAL").map_err(wrap)?;
@@ -197,7 +218,6 @@ impl Store {
             in_tx: false,
             next_seq,
             failed: Default::default(),
-            taken: Vec::new(),
             note: None,
             packs_telemetry: false,
             sums_events: false,
@@ -289,6 +309,14 @@ impl Store {
         store.migrate()?;
         store.packs_telemetry = true;
         store.sums_events = true;
+        // A log an older gpuroom shared by its mode: the group is kept in
+        // meta, and the file made the owner's alone (see `file`).
+        if let Some(group) = store.log_group()? {
+            store.conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('log_group', ?1)", params![group.to_string()]).map_err(|e| store.sql_err(e))?;
+        }
+        if file::make_owner_only(path) {
+            store.note = Some(format!("{shown} was readable by its group (an older gpuroom's sharing); it is its owner's alone now, and the group attaches through the engine's socket"));
+        }
         store.conn.execute_batch(schema::COMMANDS_GUARDS).map_err(|e| store.sql_err(e))?;
         let last: Option<i64> = store.conn.query_row("SELECT MAX(seq) FROM events", [], |r| r.get(0)).map_err(|e| store.sql_err(e))?;
         store.next_seq = last.unwrap_or(0) + 1;
@@ -395,6 +423,9 @@ impl Store {
         self.conn.query_row("SELECT COUNT(*) FROM meta", [], |r| r.get::<_, i64>(0)).map_err(|e| self.sql_err(e))?;
         file::match_side_files(&self.path);
         self.conn.pragma_update(None, "synchronous", "NORMAL").map_err(|e| self.sql_err(e))?;
+        // After a WAL that grew while something held checkpoints back is
+        // checkpointed, it is cut back to this size.
+        self.conn.pragma_update(None, "journal_size_limit", 64 * 1024 * 1024).map_err(|e| self.sql_err(e))?;
         Ok(())
     }
 
@@ -417,17 +448,54 @@ impl Store {
         &self.path
     }
 
+    /// The group of operators the run is shared with (`--log-group`), if
+    /// any: they attach through the engine's socket. A log an older gpuroom
+    /// shared says so by its mode (0640) and group instead.
+    pub fn log_group(&self) -> Result<Option<u32>, StoreError> {
+        let recorded: Option<String> =
+            self.conn.query_row("SELECT value FROM meta WHERE key = 'log_group'", [], |r| r.get(0)).optional().map_err(|e| self.sql_err(e))?;
+        if let Some(group) = recorded {
+            return group.parse().map(Some).map_err(|_| StoreError::Format { path: self.path.display().to_string(), message: format!("meta log_group: {group:?} is not a group id") });
+        }
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        Ok(std::fs::metadata(&self.path).ok().filter(|m| m.permissions().mode() & 0o040 != 0).map(|m| m.gid()))
+    }
+
     pub fn meta(&self) -> Result<RunMeta, StoreError> {
         let text: String = self.conn.query_row("SELECT value FROM meta WHERE key = 'run'", [], |r| r.get(0)).map_err(|e| self.sql_err(e))?;
         serde_json::from_str(&text).map_err(|e| StoreError::Format { path: self.path.display().to_string(), message: format!("meta: {e}") })
     }
 
+    /// Opens a batch (the write lock, `BEGIN IMMEDIATE`). A lock someone
+    /// else holds is waited on briefly and then answered `Busy`, with
+    /// nothing begun: the caller keeps what it would have written and tries
+    /// again, rather than sit, or stop, on another process's lock.
     pub fn begin(&mut self) -> Result<(), StoreError> {
         if !self.in_tx {
-            self.conn.execute_batch("BEGIN IMMEDIATE").map_err(|e| self.sql_err(e))?;
-            self.in_tx = true;
+            let _ = self.conn.busy_timeout(std::time::Duration::from_millis(250));
+            let begun = self.conn.execute_batch("BEGIN IMMEDIATE");
+            let _ = self.conn.busy_timeout(std::time::Duration::from_secs(5));
+            match begun {
+                Ok(()) => self.in_tx = true,
+                Err(e) if matches!(e.sqlite_error_code(), Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)) => {
+                    return Err(StoreError::Busy { path: self.path.display().to_string(), message: explain(&e) });
+                }
+                Err(e) => return Err(self.sql_err(e)),
+            }
         }
         Ok(())
+    }
+
+    /// A passive checkpoint of the WAL (it waits for no one) and what it
+    /// found: the WAL's frames and how many are now in the log, and the
+    /// WAL file's size. Frames that stay unchecked mean a reader (or a
+    /// lock) holds the WAL back, and the file grows.
+    pub fn checkpoint_wal(&self) -> Result<WalState, StoreError> {
+        let (busy, frames, done): (i64, i64, i64) =
+            self.conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).map_err(|e| Self::wrap(&self.path, e))?;
+        let bytes = std::fs::metadata(file::sibling(&self.path, "-wal")).map(|m| m.len()).unwrap_or(0);
+        // A checkpoint that could not start at all (its lock held) says -1.
+        Ok(WalState { blocked: busy != 0 || frames < 0, frames: frames.max(0) as u64, checkpointed: done.max(0) as u64, bytes })
     }
 
     pub fn commit(&mut self) -> Result<(), StoreError> {
@@ -436,8 +504,6 @@ impl Store {
                 // A failed commit (disk full) leaves nothing half-written: roll the batch back.
                 let _ = self.conn.execute_batch("ROLLBACK");
                 self.in_tx = false;
-                // Their files stay in the inbox: the next batch takes them again.
-                self.taken.clear();
                 // Nor did anything the batch filed.
                 self.frames.rolled_back();
                 self.ledger_words.clear();
@@ -445,7 +511,6 @@ impl Store {
             }
             self.in_tx = false;
             self.frames.committed();
-            self.clear_taken();
         }
         Ok(())
     }

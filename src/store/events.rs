@@ -106,8 +106,7 @@ impl Store {
     /// The events the kept snapshots were taken after, oldest first.
     pub fn snapshot_seqs(&self) -> Result<Vec<i64>, StoreError> {
         let mut stmt = self.conn.prepare("SELECT seq FROM snapshots ORDER BY seq").map_err(|e| self.sql_err(e))?;
-        let seqs = stmt.query_map([], |r| r.get(0)).and_then(|rows| rows.collect()).map_err(|e| Self::wrap(&self.path, e));
-        seqs
+        stmt.query_map([], |r| r.get(0)).and_then(|rows| rows.collect()).map_err(|e| Self::wrap(&self.path, e))
     }
 
     /// The room's JSON as the engine saved it after event `seq` (inflated).

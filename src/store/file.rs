@@ -1,12 +1,15 @@
 //! The log as a file on disk: who may open it, how it comes into being, and
 //! how read-only work opens it without writing anything.
 //!
-//! * **Private by default.** A new log, its `-wal`/`-shm` (SQLite gives them
-//!   the database's mode and owner) and its command inbox are the creating
-//!   user's alone (0600 / 0700), whatever the umask. `Access::group` shares
-//!   them with one group of operators: the log becomes readable by it (0640)
-//!   and the inbox writable (3730: members drop commands in, cannot list or
-//!   remove each other's; no one outside the group can reach them at all). Nobody but the owner can write the log.
+//! * **The owner's alone.** A log and its `-wal`/`-shm` (SQLite gives them
+//!   the database's mode and owner) are the creating user's alone (0600),
+//!   whatever the umask, and also when `Access::group` shares the run with a
+//!   group of operators: members reach a running engine through its socket
+//!   (`host::serve`), never the file. A member who could read the file could
+//!   lock it: a shared lock on byte 120 of the `-shm` stopped the engine, one
+//!   on byte 121 stopped every checkpoint. The group is kept in the log's
+//!   meta (`log_group`), for the socket; a log an older gpuroom shared (0640)
+//!   is made the owner's again when its engine resumes it.
 //! * **Atomic creation.** The whole log (tables, metadata, the creator's
 //!   lease) is built under a temporary name beside it and linked into place
 //!   in one step that fails if the name is taken, so a second engine racing
@@ -21,7 +24,7 @@
 //!
 //! Owns paths, modes and URIs; the SQL is `db`'s.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, OpenOptions};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -36,7 +39,8 @@ pub enum FileError {
 /// Who may use a log besides its owner.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Access {
-    /// A group of operators (its id): they may read the log and queue commands.
+    /// A group of operators (its id): they may attach to the running engine
+    /// (views, commands) through its socket.
     pub group: Option<u32>,
 }
 
@@ -52,14 +56,9 @@ impl Access {
         Ok(Access { group: Some(group) })
     }
 
+    /// The log's mode: the owner's alone, shared or not (see the module's doc).
     pub(super) fn log_mode(&self) -> u32 {
-        if self.group.is_some() { 0o640 } else { 0o600 }
-    }
-
-    pub(super) fn inbox_mode(&self) -> u32 {
-        // Sticky: a member may remove only the files they made; setgid: the
-        // files take the log's group; no read for the group: no listing others'.
-        if self.group.is_some() { 0o3730 } else { 0o700 }
+        0o600
     }
 }
 
@@ -79,11 +78,6 @@ pub fn sibling(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push(suffix);
     PathBuf::from(name)
-}
-
-/// Where attached consoles drop their commands.
-pub fn inbox_of(path: &Path) -> PathBuf {
-    sibling(path, ".inbox")
 }
 
 fn format_err(path: &Path, message: impl Into<String>) -> FileError {
@@ -118,15 +112,25 @@ pub(super) fn temporary_for(path: &Path) -> PathBuf {
 /// Makes the empty file a new log is built in, with the log's mode and group.
 pub(super) fn make_private_file(tmp: &Path, access: &Access) -> Result<(), FileError> {
     let file = OpenOptions::new().write(true).create_new(true).mode(0o600).open(tmp).map_err(|e| format_err(tmp, e.to_string()))?;
-    set_access(&file, tmp, access.log_mode(), access)
+    // Explicitly, so the umask does not decide who reads the log.
+    file.set_permissions(fs::Permissions::from_mode(access.log_mode())).map_err(|e| format_err(tmp, e.to_string()))
 }
 
-fn set_access(file: &File, path: &Path, mode: u32, access: &Access) -> Result<(), FileError> {
-    if let Some(gid) = access.group {
-        std::os::unix::fs::fchown(file, None, Some(gid)).map_err(|e| format_err(path, format!("giving it to group {gid}: {e}")))?;
+/// Makes a log (and its side files) its owner's alone again: one an older
+/// gpuroom shared with a group (0640) is resumed as this one keeps logs.
+/// By path, never by opening them (see `match_side_files`). Says whether
+/// anything was changed.
+pub(super) fn make_owner_only(path: &Path) -> bool {
+    let mut changed = false;
+    for side in ["", "-wal", "-shm"] {
+        let file = sibling(path, side);
+        if let Ok(meta) = fs::metadata(&file)
+            && meta.permissions().mode() & 0o077 != 0
+        {
+            changed |= fs::set_permissions(&file, fs::Permissions::from_mode(meta.permissions().mode() & 0o700)).is_ok();
+        }
     }
-    // Explicitly, so the umask does not decide who reads the log.
-    file.set_permissions(fs::Permissions::from_mode(mode)).map_err(|e| format_err(path, e.to_string()))
+    changed
 }
 
 /// Gives SQLite's `-wal` and `-shm` the log's group and mode. SQLite copies
@@ -145,24 +149,6 @@ pub(super) fn match_side_files(path: &Path) {
             let _ = fs::set_permissions(&side, fs::Permissions::from_mode(log.permissions().mode() & 0o777));
         }
     }
-}
-
-/// Makes (or checks) the inbox beside a new log: owned by this user, with the
-/// mode `access` asks for, so no one else has planted it.
-pub(super) fn make_inbox(path: &Path, access: &Access) -> Result<(), FileError> {
-    let inbox = inbox_of(path);
-    match fs::create_dir(&inbox) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            let meta = fs::symlink_metadata(&inbox).map_err(|e| format_err(&inbox, e.to_string()))?;
-            if !meta.is_dir() || meta.uid() != nix_uid() {
-                return Err(format_err(&inbox, "exists and is not a folder of this user's: refusing to take commands through it"));
-            }
-        }
-        Err(e) => return Err(format_err(&inbox, format!("creating the command inbox: {e}"))),
-    }
-    let dir = File::open(&inbox).map_err(|e| format_err(&inbox, e.to_string()))?;
-    set_access(&dir, &inbox, access.inbox_mode(), access)
 }
 
 /// This process's effective user id.

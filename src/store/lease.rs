@@ -23,7 +23,7 @@ use super::db::{Store, StoreError};
 pub const LEASE_TIMEOUT_MS: i64 = 15_000;
 
 /// Which engine process holds (or wants) the lease.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LeaseHolder {
     pub pid: u32,
     pub host: String,

@@ -10,9 +10,9 @@
 //! * `ledger` — append-only cost lines (see `ledger`).
 //! * `audit` — append-only operator actions with their outcome (see `audit`).
 //! * `lease` — which engine process owns the log (see `lease`).
-//! * `commands`, `views` — actions from attached consoles and the view
-//!   published for them (see `commands`); consoles queue actions through
-//!   the inbox folder beside the log (see `inbox`), never by writing it.
+//! * `commands`, `views` — actions from attached consoles, which reach the
+//!   engine over its socket and never open the log, and the last view the
+//!   engine published (see `commands`).
 //!
 //! Who may read and write the file, and how it is created and opened
 //! read-only, is `file`'s.
@@ -37,17 +37,15 @@ pub mod commands;
 mod db;
 mod events;
 pub mod file;
-pub mod inbox;
 pub mod lease;
 pub mod ledger;
 mod frames;
 mod schema;
 mod words;
 
-pub use commands::{Attached, CommandRow, CommandState, PendingCommand, Published};
-pub use db::{RunMeta, SimWorld, Store, StoreError};
+pub use commands::{CommandRow, CommandState, PendingCommand, Published, Queued};
+pub use db::{RunMeta, SimWorld, Store, StoreError, WalState};
 pub use file::Access;
-pub use inbox::Inbox;
 pub use lease::{Acquired, Lease, LeaseBeat, LeaseHolder, Liveness};
 
 use crate::room::Room;
