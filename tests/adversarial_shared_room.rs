@@ -270,7 +270,9 @@ fn members_reach_the_engine_only_through_its_socket_and_no_flood_starves_another
 
     // Mallory floods for 8 s; alice's command is taken in the first turn
     // after it arrives, and answered while the flood goes on.
-    let job = view.view.jobs.iter().find(|j| j.phase == gpuroom::domain::job::Phase::Running).unwrap().id;
+    // The running job furthest from its end, so it still runs when alice's command lands.
+    let running = view.view.jobs.iter().filter(|j| j.phase == gpuroom::domain::job::Phase::Running);
+    let job = running.max_by_key(|j| j.eta.map_or(i64::MAX, |s| s.0)).unwrap().id;
     let mut flood = flood_as("gpr-mallory", &db, 8);
     sleep(Duration::from_millis(1_000));
     let out = users.act("gpr-alice", &db, &format!("preempt {job}"));

@@ -1,6 +1,6 @@
 //! `gpuroom engine`: the engine with no console, owning its log (new, or
 //! resumed after a crash) until SIGTERM or Ctrl-C, or until it reaches the
-//! simulated time asked. Consoles attach to it through the log.
+//! simulated time asked. Consoles attach to it through its socket.
 //!
 //! Drives the engine with the same loop as the console (`driver::drive`);
 //! owns only the signals and the progress lines on standard error.
@@ -105,7 +105,7 @@ pub fn run_engine(world: &WorldChoice, policy: &Policy, db: &Path, pace: Pace, u
             }
             let _ = stop.send(());
         });
-        // No console: no views, and actions only come through the log's commands.
+        // No console: no views of its own; actions come over its socket.
         let (_actions_tx, actions) = mpsc::channel(1);
         let (outcomes, _outcomes_rx) = mpsc::channel(1);
         let links = Links { views: None, actions, outcomes, reports: None, stopped };

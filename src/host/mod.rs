@@ -371,6 +371,10 @@ impl Duty {
     /// The engine's own alarms added to a view of the room.
     pub fn decorate(&self, view: &mut View) {
         view.alarms.extend(self.alarms.values().cloned());
+        if let Some(why) = &self.socket_error {
+            let raised_at = view.at.unwrap_or(chrono::DateTime::UNIX_EPOCH);
+            view.alarms.push(AlarmRow { id: "engine:socket".into(), raised_at, text: format!("consoles cannot attach: {why}"), acked_by: None, acked_at: None });
+        }
     }
 
     /// Whether a view is due for the attached consoles.
