@@ -46,6 +46,22 @@ pub struct Check<'a> {
     pub checkpoint: &'a CheckpointPolicy,
 }
 
+/// The parts a budget check touches: the budgets, what the check reads
+/// and stops jobs in, the journal. Lent by `Room::budget_desk`.
+pub struct Desk<'a> {
+    pub budgets: &'a mut Budgets,
+    pub check: Check<'a>,
+    pub journal: &'a mut Journal,
+}
+
+impl Desk<'_> {
+    /// Re-derives every tenant's level and acts on the changes; returns
+    /// whether any level moved.
+    pub fn check(self, at: At, effects: &mut Vec<Effect>) -> bool {
+        self.budgets.check(at, self.check, self.journal, effects)
+    }
+}
+
 /// An operator's approval of an overrun, as asked.
 pub struct Overrun<'a> {
     pub tenant: &'a TenantId,

@@ -46,7 +46,7 @@ impl SpendForecast {
 
     /// Feeds each closed hour's spend; forecasts at each day's start; checks
     /// the hour against the day's forecast.
-    pub fn on_periods_closed(&mut self, config: &ForecastConfig, at: At, lines: &[LedgerLine], journal: &mut Journal, effects: &mut Vec<Effect>) {
+    fn on_periods_closed(&mut self, config: &ForecastConfig, at: At, lines: &[LedgerLine], journal: &mut Journal, effects: &mut Vec<Effect>) {
         let mut hours: Vec<(At, At, Micros)> = Vec::new();
         for l in lines {
             match hours.last_mut() {
@@ -62,7 +62,7 @@ impl SpendForecast {
             }
             self.last_end = Some(end);
             if let Some(expected) = expected {
-                self.check_spend(config, at, start, spend, expected, journal, effects);
+                self.check_spend(config, at, Hour { start, spend, expected }, journal, effects);
             }
             if end.hour() == 0 {
                 self.forecast_day(end);
@@ -81,8 +81,8 @@ impl SpendForecast {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn check_spend(&mut self, config: &ForecastConfig, at: At, start: At, actual: Micros, expected: Micros, journal: &mut Journal, effects: &mut Vec<Effect>) {
+    fn check_spend(&mut self, config: &ForecastConfig, at: At, hour: Hour, journal: &mut Journal, effects: &mut Vec<Effect>) {
+        let Hour { start, spend: actual, expected } = hour;
         let detector = match &mut self.detector {
             Some(d) => d,
             None => match AnomalyDetector::new(config.threshold, config.periods) {
@@ -117,5 +117,26 @@ impl SpendForecast {
         let hours = (end - now).num_hours().max(0);
         let from = (now - made).num_hours().max(0);
         Some((from..from + hours).map(|k| self.day_ahead[k as usize % SEASON]).sum())
+    }
+}
+
+/// One closed hour's spend against what the forecast expected of it.
+struct Hour {
+    start: At,
+    spend: Micros,
+    expected: Micros,
+}
+
+/// The parts the spend forecast touches when hours close.
+pub struct SpendWatch<'a> {
+    pub forecast: &'a mut SpendForecast,
+    pub config: &'a ForecastConfig,
+    pub journal: &'a mut Journal,
+}
+
+impl SpendWatch<'_> {
+    /// The hours that closed (the ledger lines of each), fed to the model.
+    pub fn on_periods_closed(&mut self, at: At, lines: &[LedgerLine], effects: &mut Vec<Effect>) {
+        self.forecast.on_periods_closed(self.config, at, lines, self.journal, effects);
     }
 }

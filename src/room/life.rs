@@ -3,13 +3,14 @@
 //! the end of a job (done, failed or cancelled) with what it leaves behind
 //! in the books, the counters and its wait alarm.
 //!
-//! Decides nothing; every function takes the parts it writes.
+//! Decides nothing; every function takes the parts it writes, and the end of
+//! a job, which touches four, is `Life`'s.
 
 use std::collections::BTreeSet;
 
 use super::fleet::Fleet;
 use super::journal::{Journal, Stats};
-use super::waits;
+use super::waits::Waits;
 use crate::ckpt::CheckpointPolicy;
 use crate::cost::Books;
 use crate::domain::cluster::Node;
@@ -24,10 +25,19 @@ pub fn jobs_on(node: &Node) -> BTreeSet<JobId> {
     node.gpus.iter().flat_map(|g| g.allocations.iter().map(|a| a.job)).collect()
 }
 
-/// Ends a job: its final state, its output in the tenant's books, its wait
-/// alarm group updated, the counters.
-#[allow(clippy::too_many_arguments)]
-pub fn finish(fleet: &mut Fleet, books: &mut Books, journal: &mut Journal, max_wait: &MaxWait, at: At, id: JobId, state: JobState) -> Result<(), String> {
+/// The parts the end of a job touches.
+pub struct Life<'a> {
+    pub fleet: &'a mut Fleet,
+    pub books: &'a mut Books,
+    pub journal: &'a mut Journal,
+    pub max_wait: &'a MaxWait,
+}
+
+impl Life<'_> {
+    /// Ends a job: its final state, its output in the tenant's books, its
+    /// wait alarm group updated, the counters.
+    pub fn finish(&mut self, at: At, id: JobId, state: JobState) -> Result<(), String> {
+        let (fleet, books, journal, max_wait) = (&mut *self.fleet, &mut *self.books, &mut *self.journal, self.max_wait);
     let done = state.phase() == Phase::Done;
     fleet.transition(at, id, state)?;
     let job = fleet.job_mut(id)?;
@@ -46,7 +56,7 @@ pub fn finish(fleet: &mut Fleet, books: &mut Books, journal: &mut Journal, max_w
     fleet.retired.finished(at, id);
     // The effect of a clear is not needed: the alarm list is the state.
     let mut cleared = Vec::new();
-    waits::group_left(max_wait, fleet, journal, at, &tenant, class, &mut cleared);
+    Waits { limits: max_wait, fleet, journal }.group_left(at, &tenant, class, &mut cleared);
     if done {
         journal.stats.done += 1;
         journal.stats.jct_secs_sum += (at - job_submitted).num_seconds().max(0);
@@ -54,6 +64,7 @@ pub fn finish(fleet: &mut Fleet, books: &mut Books, journal: &mut Journal, max_w
         journal.stats.failed += 1;
     }
     Ok(())
+}
 }
 
 /// A checkpoint a job reports: checked against its state and its steps,

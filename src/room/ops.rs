@@ -12,7 +12,7 @@
 use super::config::RoomConfig;
 use super::fleet::Fleet;
 use super::journal::{Ack, Journal};
-use super::life;
+use super::life::Life;
 use super::sched::SchedState;
 use crate::cost::Books;
 use crate::domain::cluster::BillingMode;
@@ -72,7 +72,7 @@ impl JobOps<'_> {
         match (action, phase) {
             (_, p) if p.is_terminal() => return Err(format!("{who} asked to {verb} {id}, which is already {}", p.label())),
             (Action::Cancel { .. }, Phase::Queued) => {
-                life::finish(self.fleet, self.books, self.journal, &self.config.sched.max_wait, at, id, JobState::Failed { reason: format!("cancelled by {who}") })?;
+                self.life().finish(at, id, JobState::Failed { reason: format!("cancelled by {who}") })?;
             }
             (Action::Preempt { .. } | Action::Requeue { .. }, Phase::Queued) => {
                 return Err(format!("{who} asked to {verb} {id}, which is queued, not running"));
@@ -103,6 +103,10 @@ impl JobOps<'_> {
             (Action::SetDiscipline { .. } | Action::ApproveOverrun { .. } | Action::AcknowledgeAlarm { .. } | Action::Slurm { .. } | Action::ApproveCapacity { .. }, _) => {}
         }
         Ok(format!("{verb} {id} {name}"))
+    }
+
+    fn life(&mut self) -> Life<'_> {
+        Life { fleet: self.fleet, books: self.books, journal: self.journal, max_wait: &self.config.sched.max_wait }
     }
 
     fn stop_job(&mut self, id: JobId, reason: StopReason, save: bool, effects: &mut Vec<Effect>) {

@@ -18,7 +18,7 @@ use super::config::RoomConfig;
 use super::cost::Costs;
 use super::fleet::{remaining_estimate, Fleet};
 use super::journal::{Journal, Severity};
-use super::waits;
+use super::waits::Waits;
 use crate::ckpt::CheckpointPolicy;
 use crate::domain::cluster::{Allocation, BillingMode, Node, NodeSpec};
 use crate::domain::event::{Effect, TenantSpec};
@@ -198,7 +198,7 @@ impl Pass<'_> {
         self.journal.stats.wait_secs_sum += waited;
         self.journal.stats.wait_count += 1;
         let (tenant, class) = (spec.tags.tenant.clone(), spec.class);
-        waits::group_left(&self.config.sched.max_wait, self.fleet, self.journal, at, &tenant, class, effects);
+        Waits { limits: &self.config.sched.max_wait, fleet: self.fleet, journal: self.journal }.group_left(at, &tenant, class, effects);
         if resume_step > 0 {
             let bytes = u64::from(spec.checkpoint_size.0) << 20;
             let amount = crate::cost::ledger::per_gib(bytes, self.config.cost.network_per_gib);
@@ -254,7 +254,7 @@ impl Pass<'_> {
                 }
                 Admission::WithinQuota => {}
             }
-            match self.try_place(at, id, &headroom, &reservation, &mut spare_left, workload, &mut unplaceable) {
+            match self.try_place(at, id, Space { headroom: &headroom, reservation: &reservation, workload }, &mut spare_left, &mut unplaceable) {
                 Some(plan) => {
                     let spec_held = Held::of(&job.spec);
                     held.entry(tenant.clone()).or_default().add(spec_held);
@@ -298,7 +298,7 @@ impl Pass<'_> {
             if quota::admit(&job.spec, held.get(&tenant).copied().unwrap_or_default(), self.fleet.tenants.get(&tenant)) != Admission::Borrow {
                 continue;
             }
-            if let Some(plan) = self.try_place(at, id, &headroom, &reservation, &mut spare_left, workload, &mut unplaceable) {
+            if let Some(plan) = self.try_place(at, id, Space { headroom: &headroom, reservation: &reservation, workload }, &mut spare_left, &mut unplaceable) {
                 let spec_held = Held::of(&job.spec);
                 held.entry(tenant).or_default().add(spec_held);
                 self.allocate(at, id, plan, effects);
@@ -310,17 +310,8 @@ impl Pass<'_> {
     }
 
     /// A place for job `id` now that respects the reservation, if any.
-    #[allow(clippy::too_many_arguments)]
-    fn try_place(
-        &self,
-        at: At,
-        id: JobId,
-        headroom: &Headroom,
-        reservation: &Option<Reservation>,
-        spare_left: &mut u32,
-        workload: Option<&Workload>,
-        unplaceable: &mut Unplaceable,
-    ) -> Option<Plan> {
+    fn try_place(&self, at: At, id: JobId, space: Space<'_>, spare_left: &mut u32, unplaceable: &mut Unplaceable) -> Option<Plan> {
+        let Space { headroom, reservation, workload } = space;
         let job = self.fleet.jobs.get(&id)?;
         if !headroom.may_fit(&job.spec, job.escalated) {
             return None;
@@ -565,18 +556,33 @@ pub fn checkpoints_due(policy: &CheckpointPolicy, fleet: &mut Fleet, at: At, eff
     }
 }
 
+/// What a pass may place into this round: the headroom measured, the
+/// backfill reservation, the workload the fragmentation policy weighs.
+#[derive(Copy, Clone)]
+struct Space<'r> {
+    headroom: &'r Headroom,
+    reservation: &'r Option<Reservation>,
+    workload: Option<&'r Workload>,
+}
+
+/// The parts idle reclaim touches: the scheduler's policy, the room's
+/// clock and checkpoint policy (for the stops an idle GPU causes), the
+/// fleet and the journal.
+pub struct Idle<'a> {
+    pub config: &'a SchedConfig,
+    pub now: Option<At>,
+    pub checkpoint: &'a CheckpointPolicy,
+    pub fleet: &'a mut Fleet,
+    pub journal: &'a mut Journal,
+}
+
+impl Idle<'_> {
 /// After a telemetry sample: a GPU whose jobs all run below the idle
 /// threshold starts (or keeps) an idle streak; any busy sample ends it. A
 /// streak as long as the window releases the GPU: its jobs save and stop
 /// for good.
-/// The room's clock and checkpoint policy, for the stops an idle GPU causes.
-pub struct IdleStop<'a> {
-pub now: Option<At>,
-pub checkpoint: &'a CheckpointPolicy,
-}
-
-#[allow(clippy::too_many_arguments)]
-pub fn track_idle(config: &SchedConfig, stop: IdleStop<'_>, fleet: &mut Fleet, journal: &mut Journal, at: At, gpu_ref: GpuRef, util: f32, effects: &mut Vec<Effect>) {
+pub fn track(&mut self, at: At, gpu_ref: GpuRef, util: f32, effects: &mut Vec<Effect>) {
+    let (config, fleet, journal) = (self.config, &mut *self.fleet, &mut *self.journal);
     let window = config.idle_window;
     if window.0 <= 0 {
         return;
@@ -607,11 +613,12 @@ pub fn track_idle(config: &SchedConfig, stop: IdleStop<'_>, fleet: &mut Fleet, j
         journal.stats.idle_reclaims += jobs.len() as u64;
         let node = fleet.node_name(gpu_ref.node);
         for job in jobs {
-            fleet.stop_job(stop.now, stop.checkpoint, job, StopReason::Scheduler(SchedStop::Idle), true, effects);
+            fleet.stop_job(self.now, self.checkpoint, job, StopReason::Scheduler(SchedStop::Idle), true, effects);
             let name = fleet.jobs.get(&job).map(|j| clean(&j.spec.name)).unwrap_or_default();
             journal.note(at, Severity::Warn, format!("idle reclaim: {job} {name} on {node} GPU {} below {threshold}% since {}", gpu_ref.index, since.format("%H:%M:%S")));
         }
     }
+}
 }
 
 #[cfg(test)]

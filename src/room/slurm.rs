@@ -8,7 +8,8 @@
 //! per job and condition: a command that failed is not sent again until the
 //! job's state changes or an operator asks, and a command that succeeded
 //! waits for a snapshot taken after it. Owns the `SlurmMirror` only; the
-//! policy, the tenants and the journal come in as `Ctx`.
+//! policy, the tenants and the journal come in as `Ctx`, all of it lent
+//! together as a `Desk`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -95,6 +96,38 @@ pub struct Ctx<'a> {
     pub policy: &'a SlurmPolicy,
     pub tenants: &'a BTreeMap<TenantId, TenantSpec>,
     pub journal: &'a mut Journal,
+}
+
+/// The parts the Slurm concern touches: its mirror, what it is told with,
+/// and the budget levels its acts follow. Lent by `Room::slurm_desk`.
+pub struct Desk<'a> {
+    pub mirror: &'a mut SlurmMirror,
+    pub ctx: Ctx<'a>,
+    pub levels: &'a BTreeMap<TenantId, crate::cost::budget::BudgetLevel>,
+}
+
+impl Desk<'_> {
+    /// A new snapshot mirrored, advised on, and acted on; returns the room
+    /// nodes newly drained for a spot interruption, with their deadlines.
+    pub fn on_snapshot(&mut self, at: At, snapshot: &SlurmSnapshot, effects: &mut Vec<Effect>) -> (Result<(), String>, Vec<(crate::domain::ids::NodeId, At)>) {
+        let ctx = Ctx { policy: self.ctx.policy, tenants: self.ctx.tenants, journal: &mut *self.ctx.journal };
+        let outcome = self.mirror.on_snapshot(ctx, at, snapshot, effects);
+        let drained = self.mirror.act(&mut self.ctx, self.levels, at, effects);
+        (outcome, drained)
+    }
+
+    /// What budgets and follow-ups ask of Slurm between snapshots.
+    pub fn act(&mut self, at: At, effects: &mut Vec<Effect>) {
+        self.mirror.act(&mut self.ctx, self.levels, at, effects);
+    }
+
+    pub fn on_done(&mut self, at: At, id: u64, ok: bool, message: &str, effects: &mut Vec<Effect>) -> Result<(), String> {
+        self.mirror.on_done(self.ctx.journal, at, id, ok, message, effects)
+    }
+
+    pub fn on_action(&mut self, at: At, actor: &Actor, job: u64, verb: &SlurmVerb, effects: &mut Vec<Effect>) -> Result<String, String> {
+        self.mirror.on_action(self.ctx.policy, at, actor, job, verb, effects)
+    }
 }
 
 impl SlurmMirror {

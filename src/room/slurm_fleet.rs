@@ -8,6 +8,7 @@
 //!
 //! Slurm stays the scheduler of record: nothing here places, stops or moves
 //! a job. Owns no state of its own; writes nodes' Slurm marks and GPU holders.
+//! An `impl Room`, with the room's handler for `Event::Slurm`.
 
 use std::collections::BTreeMap;
 
@@ -27,8 +28,24 @@ struct Seen {
 }
 
 impl Room {
+    /// The room's handler for `Event::Slurm`: the nodes and GPU holders
+    /// mirrored, the mirror's advice and acts, and for each node newly
+    /// drained for a spot interruption the room's own notice path (the
+    /// hazard model, the node draining, the alarm).
+    pub(super) fn on_slurm(&mut self, at: At, snapshot: &SlurmSnapshot, effects: &mut Vec<Effect>) -> Result<(), String> {
+        self.on_slurm_fleet(at, snapshot, effects);
+        let (outcome, drained) = self.slurm_desk().on_snapshot(at, snapshot, effects);
+        for (node, deadline) in drained {
+            if self.fleet.nodes.get(&node).is_some_and(|n| matches!(n.state, NodeState::Up)) {
+                self.settle_all(at);
+                let _ = self.on_notice(at, node, deadline, effects);
+            }
+        }
+        outcome
+    }
+
     /// Mirrors the snapshot's nodes and GPU holders into the fleet.
-    pub(super) fn on_slurm_fleet(&mut self, at: At, snapshot: &SlurmSnapshot, effects: &mut Vec<Effect>) {
+    fn on_slurm_fleet(&mut self, at: At, snapshot: &SlurmSnapshot, effects: &mut Vec<Effect>) {
         let mut seen: BTreeMap<NodeId, Seen> = BTreeMap::new();
         // Each node's jobs, found once: a site has thousands of both.
         let mut on_node: BTreeMap<&str, Vec<&crate::domain::slurm::SlurmJob>> = BTreeMap::new();

@@ -4,7 +4,7 @@
 //! or ends.
 //!
 //! Owns the wording and the grouping of wait alarms; reads the queue from the
-//! fleet and writes the journal it is handed.
+//! fleet and writes the journal it is lent (`Waits`).
 
 use super::fleet::Fleet;
 use super::journal::Journal;
@@ -15,15 +15,25 @@ use crate::domain::text::clean;
 use crate::domain::units::{At, Secs};
 use crate::sched::MaxWait;
 
-/// Once a simulated minute: queued jobs past their class's wait limit
-/// raise an alarm and are escalated (ordered first; spot-only ones may use
-/// any capacity). The alarm clears when the job is placed or ends.
-/// Returns whether a job was escalated (the queue must be looked at again).
-pub fn check(last: &mut Option<At>, limits: &MaxWait, fleet: &mut Fleet, journal: &mut Journal, at: At, effects: &mut Vec<Effect>) -> bool {
+/// The parts the wait alarms touch.
+pub struct Waits<'a> {
+    pub limits: &'a MaxWait,
+    pub fleet: &'a mut Fleet,
+    pub journal: &'a mut Journal,
+}
+
+impl Waits<'_> {
+/// Once a simulated minute (`last` is when it last looked): queued jobs
+/// past their class's wait limit raise an alarm and are escalated (ordered
+/// first; spot-only ones may use any capacity). The alarm clears when the
+/// job is placed or ends. Returns whether a job was escalated (the queue
+/// must be looked at again).
+pub fn check(&mut self, last: &mut Option<At>, at: At, effects: &mut Vec<Effect>) -> bool {
     if last.is_some_and(|last| at - last < chrono::TimeDelta::seconds(60)) {
         return false;
     }
     *last = Some(at);
+    let (limits, fleet) = (self.limits, &mut *self.fleet);
     let late: Vec<(JobId, Secs, Secs)> = fleet
         .queued
         .iter()
@@ -37,7 +47,7 @@ pub fn check(last: &mut Option<At>, limits: &MaxWait, fleet: &mut Fleet, journal
     for (id, _, _) in late {
         let Some(job) = fleet.jobs.get_mut(&id) else { continue };
         job.escalated = true;
-        journal.stats.escalations += 1;
+        self.journal.stats.escalations += 1;
         escalated = true;
         let group = (job.spec.tags.tenant.clone(), job.spec.class);
         if !groups.contains(&group) {
@@ -45,7 +55,7 @@ pub fn check(last: &mut Option<At>, limits: &MaxWait, fleet: &mut Fleet, journal
         }
     }
     for (tenant, class) in groups {
-        refresh(limits, fleet, journal, at, &tenant, class, effects);
+        self.refresh(at, &tenant, class, effects);
     }
     escalated
 }
@@ -55,16 +65,15 @@ pub fn check(last: &mut Option<At>, limits: &MaxWait, fleet: &mut Fleet, journal
 /// once). It names the oldest job and counts the others; it updates in
 /// place as jobs join or leave it and clears when none is left waiting.
 /// A job of the group was placed or ended: its alarm, if any, follows.
-#[allow(clippy::too_many_arguments)]
-pub fn group_left(limits: &MaxWait, fleet: &Fleet, journal: &mut Journal, at: At, tenant: &TenantId, class: JobClass, effects: &mut Vec<Effect>) {
+pub fn group_left(&mut self, at: At, tenant: &TenantId, class: JobClass, effects: &mut Vec<Effect>) {
     // No alarm, nothing to update (and no scan of a long queue on every placement).
-    if journal.alarms.contains_key(&wait_alarm_id(tenant, class)) {
-        refresh(limits, fleet, journal, at, tenant, class, effects);
+    if self.journal.alarms.contains_key(&wait_alarm_id(tenant, class)) {
+        self.refresh(at, tenant, class, effects);
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn refresh(limits: &MaxWait, fleet: &Fleet, journal: &mut Journal, at: At, tenant: &TenantId, class: JobClass, effects: &mut Vec<Effect>) {
+fn refresh(&mut self, at: At, tenant: &TenantId, class: JobClass, effects: &mut Vec<Effect>) {
+    let (limits, fleet, journal) = (self.limits, &*self.fleet, &mut *self.journal);
     let id = wait_alarm_id(tenant, class);
     let late: Vec<&Job> = fleet
         .queued
@@ -88,6 +97,7 @@ fn refresh(limits: &MaxWait, fleet: &Fleet, journal: &mut Journal, at: At, tenan
         Some(alarm) => alarm.text = text,
         None => journal.raise(at, id, text, effects),
     }
+}
 }
 
 /// The id of a tenant's wait alarm for one job class.
