@@ -232,9 +232,7 @@ impl Costs {
         }
         const MONTH_MS: i128 = 730 * 3_600_000;
         let held: Vec<(JobId, u64)> = fleet
-            .active
-            .iter()
-            .filter_map(|id| fleet.jobs.get(id))
+            .active_jobs()
             .filter(|j| j.checkpoints > 0)
             .map(|j| (j.spec.id, u64::from(j.spec.checkpoint_size.0) << 20))
             .collect();

@@ -21,22 +21,22 @@ fn check_against_a_recount(room: &Room, what: &str) {
     let at = room.now.expect("the room has a clock");
     let mut resources: BTreeMap<_, Resources> = BTreeMap::new();
     let mut held: BTreeMap<_, Held> = BTreeMap::new();
-    for job in fleet.holding.iter().filter_map(|id| fleet.jobs.get(id)) {
+    for job in fleet.holding_ids().filter_map(|id| fleet.jobs.get(&id)) {
         resources.entry(job.spec.tags.tenant.clone()).or_default().add(Resources::of(&job.spec));
         held.entry(job.spec.tags.tenant.clone()).or_default().add(Held::of(&job.spec));
     }
     assert_eq!(fleet.holdings(), (resources, held), "{what}: holdings");
     assert_eq!(fleet.any_borrowed(), !fleet.borrowed().is_empty(), "{what}: borrowing");
-    let stopping = fleet.holding.iter().filter_map(|id| fleet.jobs.get(id)).any(|j| {
+    let stopping = fleet.holding_ids().filter_map(|id| fleet.jobs.get(&id)).any(|j| {
         matches!(&j.state,
             JobState::Preempted { reason: StopReason::Scheduler(s) } | JobState::Checkpointing { then: AfterCheckpoint::Stop(StopReason::Scheduler(s)) }
                 if !matches!(s, SchedStop::Idle | SchedStop::Consolidate { .. }))
     });
     assert_eq!(fleet.scheduler_stop_pending(), stopping, "{what}: scheduler stops");
     for job in fleet.jobs.values() {
-        let accruing = job.phase() == Phase::Running && fleet.holding.contains(&job.spec.id);
+        let accruing = job.phase() == Phase::Running && fleet.is_holding(job.spec.id);
         assert_eq!(job.service_from.is_some(), accruing, "{what}: job {} accrues service only while it runs", job.spec.id);
-        if fleet.holding.contains(&job.spec.id) {
+        if fleet.is_holding(job.spec.id) {
             let due = fleet.checkpoint_due_at(&room.config.checkpoint, job);
             assert!(due.is_none_or(|due| due > at), "{what}: job {} was due a save at {due:?} and was not asked", job.spec.id);
         }

@@ -30,10 +30,13 @@ pub struct Fleet {
     pub nodes: BTreeMap<NodeId, Node>,
     pub jobs: BTreeMap<JobId, Job>,
     /// Jobs not yet done or failed; of them, those waiting in the queue and
-    /// those holding GPUs (indices kept at the few places that move jobs).
-    pub active: BTreeSet<JobId>,
-    pub queued: BTreeSet<JobId>,
-    pub holding: BTreeSet<JobId>,
+    /// those holding GPUs: indices, kept by the methods that move jobs
+    /// (`admit`, `dequeue`, `hold`, `unhold`, `requeue_from_checkpoint`,
+    /// `forget_finished`) and read through `active_jobs`, `queued_ids`,
+    /// `holding_ids`, never written elsewhere.
+    active: BTreeSet<JobId>,
+    queued: BTreeSet<JobId>,
+    holding: BTreeSet<JobId>,
     pub tenants: BTreeMap<TenantId, TenantSpec>,
     pub rates: BTreeMap<JobId, ProgressRate>,
     /// Finished jobs on their way out of memory, and what is left of those gone.
@@ -42,10 +45,88 @@ pub struct Fleet {
     /// Per-tenant holdings, the checkpoint queue and the scheduler's stops,
     /// kept up to date instead of recounted on every event (see `derived`).
     #[serde(skip)]
-    pub derived: Derived,
+    derived: Derived,
 }
 
 impl Fleet {
+    /// A new job: active and queued.
+    pub fn admit(&mut self, id: JobId) {
+        self.active.insert(id);
+        self.queued.insert(id);
+    }
+
+    /// A queued job placed: out of the queue (it holds GPUs next, `hold`).
+    pub fn dequeue(&mut self, id: JobId) {
+        self.queued.remove(&id);
+    }
+
+    /// A job done or failed: no longer active nor queued.
+    pub fn forget_finished(&mut self, id: JobId) {
+        self.active.remove(&id);
+        self.queued.remove(&id);
+    }
+
+    /// The jobs not yet done or failed, by id.
+    pub fn active_jobs(&self) -> impl Iterator<Item = &Job> {
+        self.active.iter().filter_map(|id| self.jobs.get(id))
+    }
+
+    /// The jobs waiting in the queue, by id.
+    pub fn queued_ids(&self) -> impl Iterator<Item = JobId> + '_ {
+        self.queued.iter().copied()
+    }
+
+    pub fn queue_is_empty(&self) -> bool {
+        self.queued.is_empty()
+    }
+
+    /// The jobs holding GPUs, by id.
+    pub fn holding_ids(&self) -> impl Iterator<Item = JobId> + '_ {
+        self.holding.iter().copied()
+    }
+
+    pub fn is_holding(&self, id: JobId) -> bool {
+        self.holding.contains(&id)
+    }
+
+    /// What an operator's action wakes: the checkpoint queue is rebuilt on
+    /// the next look (the policy may have changed).
+    pub fn wake_checkpoints(&mut self) {
+        self.derived.wake_checkpoints();
+    }
+
+    /// The running jobs whose checkpoint falls due by `at`, in id order; the
+    /// queue of due times is kept across events, each entry checked against
+    /// the job as it is now.
+    pub fn checkpoints_due(&mut self, policy: &CheckpointPolicy, at: At) -> BTreeSet<JobId> {
+        // This runs on every event: the due times come off a queue ordered by
+        // time instead of from a look at every running job.
+        let mut queue = match self.derived.checkpoint_due.take() {
+            Some(queue) => queue,
+            None => self.holding.iter().filter_map(|id| self.jobs.get(id)).filter_map(|job| Some((self.checkpoint_due_at(policy, job)?, job.spec.id))).collect(),
+        };
+        // In id order, as a look at every running job would find them.
+        let mut due = BTreeSet::new();
+        while let Some(&(when, id)) = queue.first()
+            && when <= at
+        {
+            queue.pop_first();
+            // The entry may be stale: the job as it is now decides.
+            let now_due = if self.holding.contains(&id) { self.jobs.get(&id).and_then(|job| self.checkpoint_due_at(policy, job)) } else { None };
+            match now_due {
+                Some(when) if when <= at => {
+                    due.insert(id);
+                }
+                Some(later) => {
+                    queue.insert((later, id));
+                }
+                None => {}
+            }
+        }
+        self.derived.checkpoint_due = Some(queue);
+        due
+    }
+
     /// Retires the finished jobs that finished before `cutoff` (see `retired`).
     pub fn retire_finished(&mut self, cutoff: At) {
         for id in self.retired.due(cutoff) {

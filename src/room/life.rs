@@ -49,8 +49,7 @@ impl Life<'_> {
     let (tenant, cost, requests, tokens) = (job.spec.tags.tenant.clone(), job.cost + job.service_cost, job.requests, job.tokens);
     let class = job.spec.class;
     books.record_done_output(&tenant, cost, requests, tokens);
-    fleet.active.remove(&id);
-    fleet.queued.remove(&id);
+    fleet.forget_finished(id);
     fleet.unhold(id, Some(at));
     fleet.rates.remove(&id);
     fleet.retired.finished(at, id);

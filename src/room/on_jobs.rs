@@ -54,8 +54,7 @@ impl Room {
     pub(super) fn on_submit(&mut self, at: At, spec: &JobSpec) -> Result<(), String> {
         self.validate(spec)?;
         self.fleet.jobs.insert(spec.id, Job::new(spec.clone(), at));
-        self.fleet.active.insert(spec.id);
-        self.fleet.queued.insert(spec.id);
+        self.fleet.admit(spec.id);
         self.journal.stats.submitted += 1;
         if !self.sched.queue_dirty && sched::arrival_may_start(&self.sched, &self.config.sched, &self.fleet.tenants, spec, at) {
             self.sched.queue_dirty = true;

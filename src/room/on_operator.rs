@@ -18,7 +18,7 @@ impl Room {
     /// The operator acts on figures as of now, and may change the policy.
     pub(super) fn on_operator_event(&mut self, at: At, actor: &Actor, action: &Action, effects: &mut Vec<Effect>) -> Result<(), String> {
         self.settle_all(at);
-        self.fleet.derived.wake_checkpoints();
+        self.fleet.wake_checkpoints();
         self.on_operator(at, actor, action, effects)
     }
 

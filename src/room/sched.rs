@@ -192,7 +192,7 @@ impl Pass<'_> {
         }
         job.placement = Some(Placement { node: plan.node, gpus: gpus.clone() });
         let resume_step = job.steps_saved;
-        self.fleet.queued.remove(&id);
+        self.fleet.dequeue(id);
         self.fleet.hold(id);
         self.journal.stats.placements += 1;
         self.journal.stats.wait_secs_sum += waited;
@@ -223,13 +223,13 @@ impl Pass<'_> {
 
     /// The pass over the queue; returns the free capacity it last measured.
     fn schedule_queue(&mut self, at: At, effects: &mut Vec<Effect>) -> Option<Headroom> {
-        if self.fleet.queued.is_empty() {
+        if self.fleet.queue_is_empty() {
             return None;
         }
         let order: Vec<JobId> = self.fleet.ordered_queue(&self.config.sched, at).iter().map(|j| j.spec.id).collect();
         // The shapes fragmentation is measured for: what is queued and running now.
         let workload = (self.config.sched.fit == FitPolicy::Fragmentation)
-            .then(|| frag_gradient::workload_of(self.fleet.queued.iter().chain(self.fleet.holding.iter()).filter_map(|id| self.fleet.jobs.get(id)).map(|j| &j.spec)));
+            .then(|| frag_gradient::workload_of(self.fleet.queued_ids().chain(self.fleet.holding_ids()).filter_map(|id| self.fleet.jobs.get(&id)).map(|j| &j.spec)));
         let workload = workload.as_ref();
         let (_, mut held) = self.fleet.holdings();
         let mut headroom = Headroom::measure(&self.fleet.nodes, self.config.sched.time_sharing);
@@ -391,9 +391,8 @@ impl Pass<'_> {
         let level = Mlfq::effective_level(job, at, config);
         let mut lower: Vec<(usize, &Job)> = self
             .fleet
-            .holding
-            .iter()
-            .filter_map(|h| self.fleet.jobs.get(h))
+            .holding_ids()
+            .filter_map(|h| self.fleet.jobs.get(&h))
             .filter(|j| j.phase() == Phase::Running)
             .filter(|j| j.started_at.is_some_and(|s| at - s >= config.mlfq_quantum.delta()))
             .map(|j| (Mlfq::level(j, &config.mlfq_thresholds, at), j))
@@ -521,32 +520,7 @@ pub fn arrival_may_start(state: &SchedState, config: &SchedConfig, tenants: &BTr
 
 /// Running jobs whose checkpoint interval has passed start saving.
 pub fn checkpoints_due(policy: &CheckpointPolicy, fleet: &mut Fleet, at: At, effects: &mut Vec<Effect>) {
-    // This runs on every event: the due times come off a queue ordered by
-    // time instead of from a look at every running job.
-    let mut queue = match fleet.derived.checkpoint_due.take() {
-        Some(queue) => queue,
-        None => fleet.holding.iter().filter_map(|id| fleet.jobs.get(id)).filter_map(|job| Some((fleet.checkpoint_due_at(policy, job)?, job.spec.id))).collect(),
-    };
-    // In id order, as a look at every running job would find them.
-    let mut due = BTreeSet::new();
-    while let Some(&(when, id)) = queue.first()
-        && when <= at
-    {
-        queue.pop_first();
-        // The entry may be stale: the job as it is now decides.
-        let now_due = if fleet.holding.contains(&id) { fleet.jobs.get(&id).and_then(|job| fleet.checkpoint_due_at(policy, job)) } else { None };
-        match now_due {
-            Some(when) if when <= at => {
-                due.insert(id);
-            }
-            Some(later) => {
-                queue.insert((later, id));
-            }
-            None => {}
-        }
-    }
-    fleet.derived.checkpoint_due = Some(queue);
-    for id in due {
+    for id in fleet.checkpoints_due(policy, at) {
         let kind = fleet.jobs.get(&id).map(|j| policy.kind(u64::from(j.checkpoints)));
         if let (Some(job), Some(kind)) = (fleet.jobs.get_mut(&id), kind) {
             job.set_state(JobState::Checkpointing { then: AfterCheckpoint::Continue }, Some(at));

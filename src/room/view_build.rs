@@ -82,7 +82,7 @@ impl Room {
         let mut util_sum = 0.0;
         let mut util_n = 0u32;
         // FGD's measure for the typical shapes of what is queued and running.
-        let workload = frag_gradient::workload_of(self.fleet.queued.iter().chain(self.fleet.holding.iter()).filter_map(|id| self.fleet.jobs.get(id)).map(|j| &j.spec));
+        let workload = frag_gradient::workload_of(self.fleet.queued_ids().chain(self.fleet.holding_ids()).filter_map(|id| self.fleet.jobs.get(&id)).map(|j| &j.spec));
         let time_sharing = self.config.sched.time_sharing;
         let mut frees: Vec<frag_gradient::NodeFree> = Vec::new();
         let mut workload_frag = 0.0;
@@ -220,7 +220,7 @@ impl Room {
         let borrowed = self.fleet.borrowed();
         let mut running = Vec::new();
         let mut queued = Vec::new();
-        for job in self.fleet.active.iter().filter_map(|id| self.fleet.jobs.get(id)) {
+        for job in self.fleet.active_jobs() {
             let phase = job.phase();
             let node = job.placement.as_ref().and_then(|p| self.fleet.nodes.get(&p.node));
             let eta = self
@@ -332,7 +332,7 @@ impl Room {
     }
 
     fn fill_spot_jobs(&self, view: &mut View) {
-        for job in self.fleet.active.iter().filter_map(|id| self.fleet.jobs.get(id)) {
+        for job in self.fleet.active_jobs() {
             let phase = job.phase();
             if !phase.holds_gpus() {
                 continue;
@@ -434,7 +434,7 @@ impl Room {
                 }
             }
         }
-        for job in self.fleet.active.iter().filter_map(|id| self.fleet.jobs.get(id)) {
+        for job in self.fleet.active_jobs() {
             if job.phase().holds_gpus() {
                 *held.entry(job.spec.tags.tenant.0.as_str()).or_default() += u32::from(job.spec.gpus);
             }
@@ -449,7 +449,7 @@ impl Room {
             let d = book.done_output;
             output.insert(tenant.0.as_str(), [(d.request_cost.0.into(), d.requests.into()), (d.token_cost.0.into(), d.tokens.into())]);
         }
-        for job in self.fleet.active.iter().filter_map(|id| self.fleet.jobs.get(id)).filter(|j| j.requests > 0 || j.tokens > 0) {
+        for job in self.fleet.active_jobs().filter(|j| j.requests > 0 || j.tokens > 0) {
             let total = i128::from((job.cost + job.service_cost).0);
             let sums = output.entry(job.spec.tags.tenant.0.as_str()).or_default();
             for (sum, n) in sums.iter_mut().zip([job.requests, job.tokens]) {

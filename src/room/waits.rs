@@ -35,9 +35,8 @@ pub fn check(&mut self, last: &mut Option<At>, at: At, effects: &mut Vec<Effect>
     *last = Some(at);
     let (limits, fleet) = (self.limits, &mut *self.fleet);
     let late: Vec<(JobId, Secs, Secs)> = fleet
-        .queued
-        .iter()
-        .filter_map(|id| fleet.jobs.get(id))
+        .queued_ids()
+        .filter_map(|id| fleet.jobs.get(&id))
         .filter(|j| !j.escalated)
         .map(|j| (j.spec.id, Secs(j.wait_secs(at)), limits.of(j.spec.class)))
         .filter(|(_, wait, limit)| wait > limit)
@@ -76,9 +75,8 @@ fn refresh(&mut self, at: At, tenant: &TenantId, class: JobClass, effects: &mut 
     let (limits, fleet, journal) = (self.limits, &*self.fleet, &mut *self.journal);
     let id = wait_alarm_id(tenant, class);
     let late: Vec<&Job> = fleet
-        .queued
-        .iter()
-        .filter_map(|j| fleet.jobs.get(j))
+        .queued_ids()
+        .filter_map(|j| fleet.jobs.get(&j))
         .filter(|j| j.escalated && j.spec.class == class && j.spec.tags.tenant == *tenant)
         .collect();
     let Some(oldest) = late.iter().max_by_key(|j| (j.wait_secs(at), std::cmp::Reverse(j.spec.id))) else {
