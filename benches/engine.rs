@@ -49,7 +49,7 @@ fn benches(c: &mut Criterion) {
             let world = Simulation::new(config, &traces, 1).unwrap();
             let mut engine = Engine::new(Room::default(), world, None);
             engine.run_until(end).unwrap();
-            engine.room.stats().events
+            engine.room().stats().events
         })
     });
 

@@ -70,12 +70,14 @@ pub struct Recovery {
     pub pending_commands: usize,
 }
 
+/// The room, the world it runs on, and the log: the crate's runners reach
+/// the parts directly; outside the crate, through the methods below.
 pub struct Engine<W: World = Simulation> {
-    pub room: Room,
-    pub world: W,
-    pub store: Option<Store>,
+    pub(crate) room: Room,
+    pub(crate) world: W,
+    pub(crate) store: Option<Store>,
     /// Snapshot the room every this many events at least (0: never).
-    pub snapshot_every: u64,
+    pub(crate) snapshot_every: u64,
     last_seq: i64,
     since_snapshot: u64,
     /// Events until the next snapshot: more than `snapshot_every` when the
@@ -93,6 +95,42 @@ const SNAPSHOT_BYTES_PER_EVENT: u64 = 256;
 impl<W: World> Engine<W> {
     pub fn new(room: Room, world: W, store: Option<Store>) -> Engine<W> {
         Engine { room, world, store, snapshot_every: 20_000, last_seq: 0, since_snapshot: 0, snapshot_gap: 0 }
+    }
+
+    pub fn room(&self) -> &Room {
+        &self.room
+    }
+
+    /// The room, the engine done with.
+    pub fn into_room(self) -> Room {
+        self.room
+    }
+
+    pub fn world(&self) -> &W {
+        &self.world
+    }
+
+    pub fn world_mut(&mut self) -> &mut W {
+        &mut self.world
+    }
+
+    /// The log, when the engine records one.
+    pub fn store(&self) -> Option<&Store> {
+        self.store.as_ref()
+    }
+
+    pub fn store_mut(&mut self) -> Option<&mut Store> {
+        self.store.as_mut()
+    }
+
+    /// Takes the log away from the engine (it records nothing after).
+    pub fn take_store(&mut self) -> Option<Store> {
+        self.store.take()
+    }
+
+    /// Snapshot the room every `events` events at least (0: never).
+    pub fn set_snapshot_every(&mut self, events: u64) {
+        self.snapshot_every = events;
     }
 
     fn feed(&mut self, at: At, event: &Event) -> Result<Vec<Effect>, StoreError> {

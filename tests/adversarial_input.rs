@@ -419,7 +419,7 @@ fn dcgm_hostnames_and_models_with_controls_reach_the_view_clean() {
     live.begin(now, None).expect("begin");
     live.report(now, Report::Gpus { source: url.clone(), readings }).expect("the readings");
     live.report(now, Report::Failed { source: url, hosts: vec![format!("node{HOSTILE}-a")], why: format!("bad{HOSTILE}") }).expect("a failure");
-    let view = live.engine.room.view();
+    let view = live.engine.room().view();
     assert!(view.nodes.iter().any(|n| n.name.starts_with("node") && n.gpus.len() == 8), "{:?}", view.nodes.iter().map(|n| &n.name).collect::<Vec<_>>());
     assert_view_clean(&view);
 }

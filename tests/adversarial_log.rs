@@ -25,11 +25,11 @@ fn record(path: &Path, hours: i64, seed: u64, every: u64) -> Room {
     let store = Store::create(path, &meta).unwrap();
     let world = Simulation::new(config, &traces, seed).unwrap();
     let mut engine = Engine::new(Room::new(RoomConfig::default()), world, Some(store));
-    engine.snapshot_every = every;
+    engine.set_snapshot_every(every);
     for minute in (10..=hours * 60).step_by(10) {
         engine.run_until(start + TimeDelta::minutes(minute)).unwrap();
     }
-    engine.room
+    engine.into_room()
 }
 
 fn sql(path: &Path) -> rusqlite::Connection {

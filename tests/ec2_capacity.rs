@@ -75,7 +75,7 @@ async fn next_report(reports: &mut mpsc::Receiver<Report>) -> Report {
 }
 
 fn log_has(live: &Live, needle: &str) -> bool {
-    live.engine.room.view().log.iter().any(|l| l.text.contains(needle))
+    live.engine.room().view().log.iter().any(|l| l.text.contains(needle))
 }
 
 #[tokio::test]
@@ -103,7 +103,7 @@ async fn the_room_buys_an_instance_on_ec2_and_gives_it_back_but_never_one_it_did
     let jobs = JobsFile::parse("jobs.toml", JOBS).expect("the jobs file");
     live.begin(at(0), Some(&jobs)).expect("begin");
     live.tick(at(60)).expect("a plan");
-    let view = live.engine.room.view();
+    let view = live.engine.room().view();
     let capacity = view.capacity.clone().expect("the room has pools");
     assert_eq!(capacity.launches.len(), 1, "one launch for the job: {:?}", view.log);
 
@@ -112,7 +112,7 @@ async fn the_room_buys_an_instance_on_ec2_and_gives_it_back_but_never_one_it_did
     let ours = instances[0].id.clone();
     assert!(!instances[0].spot, "an on-demand pool launches on demand");
     live.report(at(62), report).expect("launched");
-    assert!(live.engine.room.view().nodes.iter().any(|n| n.state.starts_with("booting")), "booting until EC2 says it runs");
+    assert!(live.engine.room().view().nodes.iter().any(|n| n.state.starts_with("booting")), "booting until EC2 says it runs");
 
     // EC2 tags it as ours, with the request it answers.
     let fleet = aws::describe_fleet(&client, Some(aws::OWNER_TAG)).await.expect("the fleet");
@@ -123,7 +123,7 @@ async fn the_room_buys_an_instance_on_ec2_and_gives_it_back_but_never_one_it_did
     // The whole fleet, foreign instance included, as the poller reports it: ours is running now.
     let all = aws::describe_fleet(&client, None).await.expect("the fleet");
     live.report(at(120), Report::Fleet { instances: all }).expect("the fleet");
-    let view = live.engine.room.view();
+    let view = live.engine.room().view();
     assert!(log_has(&live, "ready: on-demand p3.8xlarge"), "{:?}", view.log);
     // No executor runs work on that machine here: the job is refused plainly and the node idles.
     assert!(log_has(&live, "no executor runs jobs on node"), "{:?}", view.log);
@@ -139,7 +139,7 @@ async fn the_room_buys_an_instance_on_ec2_and_gives_it_back_but_never_one_it_did
     let report = released.expect("the idle instance is given back");
     assert!(matches!(&report, Report::Released { instance, .. } if *instance == ours), "{report:?}");
     live.report(at(700), report).expect("released");
-    assert!(log_has(&live, "given back (idle"), "{:?}", live.engine.room.view().log);
+    assert!(log_has(&live, "given back (idle"), "{:?}", live.engine.room().view().log);
 
     let fleet = aws::describe_fleet(&client, None).await.expect("the fleet");
     let state = |id: &str| fleet.iter().find(|i| i.id == id).map(|i| i.state.clone()).unwrap_or_default();
@@ -152,7 +152,7 @@ async fn the_room_buys_an_instance_on_ec2_and_gives_it_back_but_never_one_it_did
     assert!(fleet.iter().any(|i| i.id == foreign_id && i.state == "running"));
     // The next fleet poll does not report our released instance as lost.
     live.report(at(760), Report::Fleet { instances: fleet }).expect("the fleet");
-    assert!(!log_has(&live, "lost"), "{:?}", live.engine.room.view().log);
+    assert!(!log_has(&live, "lost"), "{:?}", live.engine.room().view().log);
     aws::terminate(&client, &foreign_id).await.expect("clean up");
 }
 
@@ -192,7 +192,7 @@ async fn insufficient_capacity_becomes_a_launch_failure_and_the_room_tries_the_o
     let second = next_report(&mut reports).await;
     assert!(matches!(second, Report::LaunchFailed { .. }), "{second:?}");
     live.report(at(62), second).expect("failed");
-    let view = live.engine.room.view();
+    let view = live.engine.room().view();
     let launches: Vec<&str> = view.log.iter().filter(|l| l.text.starts_with("launching")).map(|l| l.text.as_str()).collect();
     assert_eq!(launches.len(), 2, "{launches:?}");
     assert!(launches[0].contains("us-east-1a") != launches[1].contains("us-east-1a"), "two zones: {launches:?}");
@@ -203,7 +203,7 @@ async fn insufficient_capacity_becomes_a_launch_failure_and_the_room_tries_the_o
     }
     assert!(tokio::time::timeout(Duration::from_millis(300), reports.recv()).await.is_err(), "nothing tried during the backoff");
     assert_eq!(runs.load(Ordering::SeqCst), 2);
-    let jobs = live.engine.room.view().jobs;
+    let jobs = live.engine.room().view().jobs;
     let why: Vec<Option<String>> = jobs.iter().map(|j| j.waits_for.clone()).collect();
     assert!(why.iter().flatten().any(|w| w.contains("capacity")), "the job says why it waits: {why:?}");
 }

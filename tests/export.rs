@@ -33,9 +33,9 @@ fn a_recorded_run_exports_focus_csv_that_reconciles() {
     for hour in 1..=30 {
         engine.run_until(start + TimeDelta::hours(hour)).unwrap();
     }
-    let room = &engine.room;
+    let room = engine.room().clone();
     let open = room.open_period().total();
-    let store = engine.store.take().unwrap();
+    let store = engine.take_store().unwrap();
     drop(store);
 
     let store = Store::open_read_only(&path).unwrap();

@@ -36,7 +36,7 @@ fn jobs(steps: u32, step_secs: &str) -> JobsFile {
 }
 
 fn state(live: &Live, job: JobId) -> Option<String> {
-    live.engine.room.view().jobs.iter().find(|j| j.id == job).map(|j| j.state.clone())
+    live.engine.room().view().jobs.iter().find(|j| j.id == job).map(|j| j.state.clone())
 }
 
 /// Applies the adapters' reports as they come until `done` holds (or 60 s).
@@ -63,12 +63,12 @@ async fn a_job_runs_as_a_process_reports_progress_and_finishes() {
     let catalogue = Catalogue::new(Vec::new(), config.nodes.clone());
     let mut live = Live::new(Room::default(), None, catalogue, HOST.into(), chrono::Utc::now(), adapters.executor.clone());
     live.begin(chrono::Utc::now(), Some(&jobs(20, "0.05"))).expect("begin");
-    let view = live.engine.room.view();
+    let view = live.engine.room().view();
     assert_eq!(view.nodes.len(), 1, "the declared node is up");
     let job = JobId(1);
     let finished = run_until(&mut live, &mut adapters.reports, |l| state(l, job).is_none()).await;
     assert!(finished, "the job ended; last state {:?}", state(&live, job));
-    let stats = live.engine.room.view().totals.stats;
+    let stats = live.engine.room().view().totals.stats;
     assert_eq!((stats.done, stats.failed), (1, 0), "{stats:?}");
 }
 
@@ -81,17 +81,17 @@ async fn an_operator_preemption_saves_stops_requeues_and_the_job_resumes() {
     let mut live = Live::new(Room::default(), None, catalogue, HOST.into(), chrono::Utc::now(), adapters.executor.clone());
     live.begin(chrono::Utc::now(), Some(&jobs(60, "0.1"))).expect("begin");
     let job = JobId(1);
-    let progressed = |l: &Live| l.engine.room.view().jobs.iter().any(|j| j.id == job && j.state == "running" && j.progress > 0.1);
+    let progressed = |l: &Live| l.engine.room().view().jobs.iter().any(|j| j.id == job && j.state == "running" && j.progress > 0.1);
     assert!(run_until(&mut live, &mut adapters.reports, progressed).await, "the job runs and reports progress");
     let actor = Actor { user: "ana".into(), origin: "test".into(), role: Role::Operator, account: None };
     let outcome = live.engine.operate(&actor, Action::Preempt { job }).expect("the store");
     assert!(outcome.is_ok(), "{outcome:?}");
-    let saved = |l: &Live| l.engine.room.view().jobs.iter().any(|j| j.id == job && j.last_save.is_some() && j.state != "running" && j.state != "ckpt");
+    let saved = |l: &Live| l.engine.room().view().jobs.iter().any(|j| j.id == job && j.last_save.is_some() && j.state != "running" && j.state != "ckpt");
     assert!(run_until(&mut live, &mut adapters.reports, saved).await, "saved and stopped: {:?}", state(&live, job));
     // Requeued, placed again, resumed from its checkpoint, and finished.
     let finished = run_until(&mut live, &mut adapters.reports, |l| state(l, job).is_none()).await;
     assert!(finished, "the job ended; last state {:?}", state(&live, job));
-    let view = live.engine.room.view();
+    let view = live.engine.room().view();
     assert_eq!((view.totals.stats.done, view.totals.stats.failed), (1, 0), "{:?}", view.totals.stats);
     assert!(view.log.iter().any(|l| l.text.contains("ana") || l.text.contains("preempt")), "the log says who preempted");
 }

@@ -34,7 +34,7 @@ fn actor(role: Role) -> Actor {
 }
 
 fn running(engine: &Engine) -> Vec<JobId> {
-    engine.room.view().jobs.iter().filter(|j| j.phase == Phase::Running).map(|j| j.id).collect()
+    engine.room().view().jobs.iter().filter(|j| j.phase == Phase::Running).map(|j| j.id).collect()
 }
 
 #[test]
@@ -46,7 +46,7 @@ fn actions_are_audited_with_their_outcome_and_a_viewer_is_refused() {
 
     let refused = engine.operate(&actor(Role::Viewer), Action::Preempt { job }).unwrap();
     assert!(refused.as_ref().unwrap_err().contains("read-only"), "{refused:?}");
-    assert_eq!(engine.room.job(job).unwrap().phase(), Phase::Running, "a viewer's action changes nothing");
+    assert_eq!(engine.room().job(job).unwrap().phase(), Phase::Running, "a viewer's action changes nothing");
 
     let unknown = engine.operate(&actor(Role::Operator), Action::Requeue { job: JobId(999_999) }).unwrap();
     assert!(unknown.unwrap_err().contains("unknown job"));
@@ -55,7 +55,7 @@ fn actions_are_audited_with_their_outcome_and_a_viewer_is_refused() {
     assert!(done.contains(&format!("preempt {job}")), "{done}");
     let again = engine.operate(&actor(Role::Operator), Action::SetDiscipline { discipline: gpuroom::sched::DisciplineKind::Drf }).unwrap();
     assert!(again.unwrap().contains("fifo → drf"));
-    let events = engine.store.as_ref().unwrap().event_count().unwrap();
+    let events = engine.store().unwrap().event_count().unwrap();
     drop(engine);
 
     let store = Store::open_read_only(&path).unwrap();
@@ -96,7 +96,7 @@ fn the_audit_table_refuses_edits() {
 fn a_migrated_job_saves_and_runs_next_in_the_chosen_pool() {
     let dir = tempfile::tempdir().unwrap();
     let mut engine = engine(&dir.path().join("ops.db"));
-    let view = engine.room.view();
+    let view = engine.room().view();
     // A running job and a pool other than its own that could take it.
     let (job, to) = view
         .jobs
@@ -111,22 +111,22 @@ fn a_migrated_job_saves_and_runs_next_in_the_chosen_pool() {
         .expect("a job that can move");
     let done = engine.operate(&actor(Role::Operator), Action::Migrate { job, to: to.clone() }).unwrap().unwrap();
     assert!(done.contains(&to.to_string()), "{done}");
-    assert_eq!(engine.room.view().jobs.iter().find(|j| j.id == job).unwrap().target.as_ref(), Some(&to));
+    assert_eq!(engine.room().view().jobs.iter().find(|j| j.id == job).unwrap().target.as_ref(), Some(&to));
     // Step until it has saved, stopped and been placed again; then it is in the chosen pool.
     let mut placed = None;
     for _ in 0..48 {
-        let now = engine.room.now().unwrap();
+        let now = engine.room().now().unwrap();
         engine.run_until(now + TimeDelta::minutes(15)).unwrap();
-        let j = engine.room.job(job).unwrap();
+        let j = engine.room().job(job).unwrap();
         if j.attempts >= 2 && j.placement.is_some() {
             placed = j.placement.as_ref().map(|p| p.node);
             break;
         }
     }
     let node = placed.expect("placed again within 12 h");
-    let node = engine.room.view().nodes.into_iter().find(|n| n.id == node).unwrap();
+    let node = engine.room().view().nodes.into_iter().find(|n| n.id == node).unwrap();
     assert_eq!(node.pool(), to, "placed in {node:?}");
-    let j = engine.room.job(job).unwrap();
+    let j = engine.room().job(job).unwrap();
     assert!(j.steps_saved > 0, "it saved before moving");
 
     // A pool that does not exist, and a finished job, are refused clearly.
@@ -140,15 +140,15 @@ fn an_acknowledged_alarm_stays_listed_with_who_acked_it() {
     let dir = tempfile::tempdir().unwrap();
     let mut engine = engine(&dir.path().join("ops.db"));
     let mut hours = 0;
-    while engine.room.view().alarms.is_empty() && hours < 96 {
-        let now = engine.room.now().unwrap();
+    while engine.room().view().alarms.is_empty() && hours < 96 {
+        let now = engine.room().now().unwrap();
         engine.run_until(now + TimeDelta::hours(2)).unwrap();
         hours += 2;
     }
-    let alarm = engine.room.view().alarms.first().cloned().expect("the simulated week raises an alarm");
+    let alarm = engine.room().view().alarms.first().cloned().expect("the simulated week raises an alarm");
     let done = engine.operate(&actor(Role::Operator), Action::AcknowledgeAlarm { id: alarm.id.clone() }).unwrap().unwrap();
     assert!(done.starts_with("acknowledge alarm"), "{done}");
-    let view = engine.room.view();
+    let view = engine.room().view();
     let row = view.alarms.iter().find(|a| a.id == alarm.id).expect("still active");
     assert_eq!(row.acked_by.as_deref(), Some("ana"));
     let twice = engine.operate(&actor(Role::Operator), Action::AcknowledgeAlarm { id: alarm.id.clone() }).unwrap();

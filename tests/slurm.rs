@@ -249,7 +249,7 @@ impl Engine {
     async fn until(&mut self, what: &str, done: impl Fn(&Live) -> bool) {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
         while !done(&self.live) {
-            assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}; slurm view: {:#?}; log: {:#?}", self.live.engine.room.view().slurm, self.live.engine.room.view().log);
+            assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}; slurm view: {:#?}; log: {:#?}", self.live.engine.room().view().slurm, self.live.engine.room().view().log);
             match tokio::time::timeout(Duration::from_millis(200), self.reports.recv()).await {
                 Ok(Some(report)) => self.live.report(chrono::Utc::now(), report).expect("apply a report"),
                 Ok(None) => panic!("the adapters stopped"),
@@ -268,11 +268,11 @@ impl Engine {
     }
 
     fn row(&self, id: u64) -> Option<gpuroom::room::view_slurm::SlurmJobRow> {
-        self.live.engine.room.view().slurm?.jobs.into_iter().find(|j| j.id == id)
+        self.live.engine.room().view().slurm?.jobs.into_iter().find(|j| j.id == id)
     }
 
     fn audit(&self) -> Vec<gpuroom::store::audit::AuditRecord> {
-        self.live.engine.store.as_ref().unwrap().audit_records().unwrap()
+        self.live.engine.store().unwrap().audit_records().unwrap()
     }
 }
 
@@ -295,7 +295,7 @@ async fn control_mode_preempts_the_borrowers_newest_job_and_the_owner_runs() {
     clean(&conf).await;
     let (first, second, waiting) = contest(&conf).await;
     let mut e = engine(&conf, "control", &[]);
-    e.until("b's job to run", |l| l.engine.room.view().slurm.is_some_and(|s| s.jobs.iter().any(|j| j.id == waiting && j.state == SlurmState::Running))).await;
+    e.until("b's job to run", |l| l.engine.room().view().slurm.is_some_and(|s| s.jobs.iter().any(|j| j.id == waiting && j.state == SlurmState::Running))).await;
     let s = cli(&conf).snapshot().await.unwrap();
     assert_eq!((job(&s, second).state.clone(), job(&s, second).restarts), (SlurmState::Pending, 1), "a's newer job was requeued");
     assert_eq!((job(&s, first).state.clone(), job(&s, first).restarts), (SlurmState::Running, 0), "a keeps its quota's job");
@@ -310,7 +310,7 @@ async fn control_mode_preempts_the_borrowers_newest_job_and_the_owner_runs() {
     let before = e.audit().len();
     e.run_for(Duration::from_secs(4)).await;
     assert_eq!(e.audit().len(), before);
-    assert!(e.live.engine.room.view().slurm.unwrap().jobs.iter().all(|j| j.advice.is_none()));
+    assert!(e.live.engine.room().view().slurm.unwrap().jobs.iter().all(|j| j.advice.is_none()));
     clean(&conf).await;
 }
 
@@ -321,7 +321,7 @@ async fn advisory_mode_shows_the_advice_and_an_operators_verbs_and_failures_are_
     clean(&conf).await;
     let (first, second, waiting) = contest(&conf).await;
     let mut e = engine(&conf, "advisory", &[]);
-    e.until("the advice", |l| l.engine.room.view().slurm.is_some_and(|s| s.jobs.iter().any(|j| j.id == second && j.advice.is_some()))).await;
+    e.until("the advice", |l| l.engine.room().view().slurm.is_some_and(|s| s.jobs.iter().any(|j| j.id == second && j.advice.is_some()))).await;
     let advice = e.row(second).unwrap().advice.unwrap();
     assert!(advice.starts_with(&format!("requeue for job {waiting}")) && advice.contains("account a borrows"), "{advice}");
     e.run_for(Duration::from_secs(4)).await;
@@ -332,7 +332,7 @@ async fn advisory_mode_shows_the_advice_and_an_operators_verbs_and_failures_are_
     let alice = Actor { user: "alice".into(), origin: "console".into(), role: Role::Operator, account: None };
     let sent = e.live.engine.operate(&alice, Action::Slurm { job: first, verb: SlurmVerb::Suspend }).unwrap();
     assert!(sent.as_ref().unwrap().contains(&format!("slurm suspend job {first}")), "{sent:?}");
-    e.until("the suspension to show", |l| l.engine.room.view().slurm.is_some_and(|s| s.jobs.iter().any(|j| j.id == first && j.state == SlurmState::Suspended))).await;
+    e.until("the suspension to show", |l| l.engine.room().view().slurm.is_some_and(|s| s.jobs.iter().any(|j| j.id == first && j.state == SlurmState::Suspended))).await;
     assert_eq!(e.row(first).unwrap().command.as_deref(), Some("suspend by alice@console: done"));
     // A refused one never reaches Slurm, and says why.
     let refused = e.live.engine.operate(&alice, Action::Slurm { job: first, verb: SlurmVerb::Hold }).unwrap();
@@ -344,10 +344,10 @@ async fn advisory_mode_shows_the_advice_and_an_operators_verbs_and_failures_are_
 
     // Through a user Slurm does not let touch these jobs: the failure is shown, audited, not retried.
     let mut e = engine(&conf, "advisory", &["runuser", "-u", "nobody", "--"]);
-    e.until("the snapshot", |l| l.engine.room.view().slurm.is_some()).await;
+    e.until("the snapshot", |l| l.engine.room().view().slurm.is_some()).await;
     e.live.engine.operate(&alice, Action::Slurm { job: first, verb: SlurmVerb::Resume }).unwrap().unwrap();
-    e.until("the failure", |l| l.engine.room.view().alarms.iter().any(|a| a.id == "slurm:commands")).await;
-    let view = e.live.engine.room.view();
+    e.until("the failure", |l| l.engine.room().view().alarms.iter().any(|a| a.id == "slurm:commands")).await;
+    let view = e.live.engine.room().view();
     let alarm = view.alarms.iter().find(|a| a.id == "slurm:commands").unwrap();
     assert!(alarm.text.contains("permission denied") && alarm.text.contains("not retried"), "{}", alarm.text);
     let row = e.row(first).unwrap();

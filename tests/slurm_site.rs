@@ -106,7 +106,7 @@ impl Engine {
     async fn until(&mut self, what: &str, done: impl Fn(&Live) -> bool) {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
         while !done(&self.live) {
-            assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}; slurm: {:#?}; log: {:#?}", self.live.engine.room.view().slurm, self.live.engine.room.view().log);
+            assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}; slurm: {:#?}; log: {:#?}", self.live.engine.room().view().slurm, self.live.engine.room().view().log);
             match tokio::time::timeout(Duration::from_millis(200), self.reports.recv()).await {
                 Ok(Some(report)) => self.live.report(self.now(), report).expect("apply a report"),
                 Ok(None) => panic!("the adapters stopped"),
@@ -122,11 +122,11 @@ impl Engine {
     }
 
     fn audit(&self) -> Vec<gpuroom::store::audit::AuditRecord> {
-        self.live.engine.store.as_ref().unwrap().audit_records().unwrap()
+        self.live.engine.store().unwrap().audit_records().unwrap()
     }
 
     fn localhost(&self) -> Option<gpuroom::room::view::NodeView> {
-        self.live.engine.room.view().nodes.into_iter().find(|n| n.name == "localhost")
+        self.live.engine.room().view().nodes.into_iter().find(|n| n.name == "localhost")
     }
 }
 
@@ -174,7 +174,7 @@ async fn slurm_nodes_are_in_the_fleet_with_dcgm_figures_and_their_jobs_are_charg
     let exporter = dcgm();
     let mut e = engine(&conf, &exporter.url("/metrics"), "1000");
     e.until("localhost in the fleet with its jobs and dcgm figures", |l| {
-        l.engine.room.view().nodes.iter().any(|n| n.name == "localhost" && n.gpus.iter().filter(|g| !g.jobs.is_empty()).count() == 3 && n.gpus.iter().all(|g| g.util.is_some()))
+        l.engine.room().view().nodes.iter().any(|n| n.name == "localhost" && n.gpus.iter().filter(|g| !g.jobs.is_empty()).count() == 3 && n.gpus.iter().all(|g| g.util.is_some()))
     })
     .await;
     let node = e.localhost().unwrap();
@@ -219,7 +219,7 @@ async fn slurm_nodes_are_in_the_fleet_with_dcgm_figures_and_their_jobs_are_charg
     let all: f64 = rows.iter().map(|r| r[cost].parse::<f64>().unwrap()).sum();
     assert!((all - 5.672 * hours).abs() < 0.005, "the whole node, every second: {all} for {hours} h");
     assert!(rows.iter().all(|r| r[resource].starts_with("localhost")), "every line is a GPU of the Slurm node");
-    let view = e.live.engine.room.view();
+    let view = e.live.engine.room().view();
     let acme = view.budgets.iter().find(|b| b.tenant == "acme").unwrap();
     assert!(acme.month_to_date >= Micros(2_836_000), "the account's books, which its budget reads: {acme:?}");
     drop(e);
@@ -239,11 +239,11 @@ async fn an_account_at_its_budget_has_its_pending_jobs_held_in_slurm_until_an_op
     let exporter = dcgm();
     // acme may spend $5; its job holds the whole node at $5.672/h.
     let mut e = engine(&conf, &exporter.url("/metrics"), "5");
-    e.until("the node with acme's job", |l| l.engine.room.view().nodes.iter().any(|n| n.name == "localhost" && n.gpus.iter().all(|g| !g.jobs.is_empty()))).await;
+    e.until("the node with acme's job", |l| l.engine.room().view().nodes.iter().any(|n| n.name == "localhost" && n.gpus.iter().all(|g| !g.jobs.is_empty()))).await;
     e.jump(chrono::TimeDelta::minutes(55));
-    e.until("acme limited", |l| l.engine.room.view().budgets.iter().any(|b| b.tenant == "acme" && b.level == gpuroom::cost::budget::BudgetLevel::Limited)).await;
+    e.until("acme limited", |l| l.engine.room().view().budgets.iter().any(|b| b.tenant == "acme" && b.level == gpuroom::cost::budget::BudgetLevel::Limited)).await;
     let held = |c: &Path, id: u64| state(c, id).1.starts_with("JobHeld");
-    let audited = |l: &Live, verb: &str| l.engine.store.as_ref().unwrap().audit_records().unwrap().iter().any(|r| r.verb == verb && r.outcome == "done");
+    let audited = |l: &Live, verb: &str| l.engine.store().unwrap().audit_records().unwrap().iter().any(|r| r.verb == verb && r.outcome == "done");
     e.until("acme's pending job held in Slurm, and Slurm's answer audited", |l| held(&conf, waiting) && audited(l, "hold")).await;
     assert!(!held(&conf, other), "beta is within its budget: {:?}", state(&conf, other));
     assert_eq!(state(&conf, running).0, SlurmState::Running, "at 100% running work goes on");
@@ -275,7 +275,7 @@ async fn a_spot_notice_on_the_node_drains_it_and_the_room_signals_requeues_and_r
     wait_for_jobs(&conf, "the job to run", |jobs| jobs.iter().any(|j| j.id == job && j.state == SlurmState::Running));
     let exporter = dcgm();
     let mut e = engine(&conf, &exporter.url("/metrics"), "0");
-    e.until("the node with the job", |l| l.engine.room.view().nodes.iter().any(|n| n.name == "localhost" && n.gpus.iter().any(|g| g.jobs.contains(&JobId::slurm(job))))).await;
+    e.until("the node with the job", |l| l.engine.room().view().nodes.iter().any(|n| n.name == "localhost" && n.gpus.iter().any(|g| g.jobs.contains(&JobId::slurm(job))))).await;
 
     // The agent on the node hears IMDS and drains it through Slurm.
     let deadline = chrono::Utc::now() + chrono::TimeDelta::seconds(120);
@@ -286,7 +286,7 @@ async fn a_spot_notice_on_the_node_drains_it_and_the_room_signals_requeues_and_r
         .output()
         .unwrap();
     assert!(out.status.success(), "agent: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    e.until("the interruption recorded", |l| l.engine.room.view().alarms.iter().any(|a| a.text.contains("spot interruption: localhost"))).await;
+    e.until("the interruption recorded", |l| l.engine.room().view().alarms.iter().any(|a| a.text.contains("spot interruption: localhost"))).await;
     let node = e.localhost().unwrap();
     assert!(node.state.starts_with("draining"), "{}", node.state);
     e.until("the job requeued after its checkpoint signal", |_| {
@@ -300,11 +300,11 @@ async fn a_spot_notice_on_the_node_drains_it_and_the_room_signals_requeues_and_r
     let verbs: Vec<(&str, &str, &str)> = audit.iter().filter(|r| r.user == "gpuroom").map(|r| (r.verb.as_str(), r.outcome.as_str(), r.origin.as_str())).collect();
     assert_eq!(verbs, [("signal", "done", "policy"), ("requeue", "done", "policy")], "{audit:#?}");
     assert!(audit[0].detail.contains(&format!("scancel --batch --signal=USR1 {job}")), "{:?}", audit[0]);
-    let log = e.live.engine.room.view().log;
+    let log = e.live.engine.room().view().log;
     assert!(log.iter().any(|l| l.text.contains("spot interruption (terminate)")), "{log:#?}");
     // The log alone rebuilds the room the console showed: nodes, holders, draining, alarms.
-    let live = e.live.engine.room.view();
-    let (replayed, _) = gpuroom::store::replay(e.live.engine.store.as_ref().unwrap(), false).unwrap();
+    let live = e.live.engine.room().view();
+    let (replayed, _) = gpuroom::store::replay(e.live.engine.store().unwrap(), false).unwrap();
     let again = replayed.view();
     assert_eq!((again.nodes, again.alarms, again.budgets), (live.nodes, live.alarms, live.budgets), "replay gives the live room");
     drop(e);

@@ -184,8 +184,8 @@ fn write_slurm_site_screenshots() {
     ctx.data_age = Some(std::time::Duration::from_millis(700));
     let console = App::with_focus(PaneId::Fleet);
     let mut drilled = App::with_focus(PaneId::Fleet);
-    drilled.fleet.drill = view.nodes.iter().find(|n| n.name == "train-st-p4d-1").map(|n| n.id);
-    drilled.zoom = true;
+    drilled.drill_into(view.nodes.iter().find(|n| n.name == "train-st-p4d-1").map(|n| n.id));
+    drilled.show(PaneId::Fleet, true);
     for (name, app, w, h) in [("console-slurm-site-160x48", &console, 160, 48), ("console-slurm-site-120x40", &console, 120, 40), ("pane-fleet-slurm-node", &drilled, 120, 30)] {
         let buf = gpuroom::tui::render_to_buffer(&view, app, &ctx, w, h);
         std::fs::write(format!("{dir}/{name}.svg"), gpuroom::tui::buffer_to_svg(&buf)).unwrap();

@@ -50,7 +50,7 @@ fn a_full_disk_stops_the_engine_with_a_clear_error_and_keeps_every_committed_bat
     // Room for a few hours of events, not for a week.
     store.limit_pages(400).unwrap();
     let mut engine = Engine::new(Room::default(), sim(&traces), Some(store));
-    let start = engine.world.config().start;
+    let start = engine.world().config().start;
     let mut hours = 0;
     let err = loop {
         hours += 1;
@@ -84,7 +84,7 @@ fn a_full_disk_stops_the_engine_with_a_clear_error_and_keeps_every_committed_bat
     let (mut engine, recovery) = Engine::resume(Room::default(), sim(&traces), store).unwrap();
     assert_eq!(recovery.events, count as u64);
     engine.run_until(start + TimeDelta::hours(hours + 2)).unwrap();
-    assert!(engine.store.as_ref().unwrap().event_count().unwrap() > count);
+    assert!(engine.store().unwrap().event_count().unwrap() > count);
 }
 
 #[test]
@@ -142,7 +142,7 @@ fn a_log_from_another_seed_is_not_resumed_as_if_it_were_this_world() {
     let db = dir.path().join("seed.db");
     let traces = Traces::embedded().unwrap();
     let mut engine = Engine::new(Room::default(), sim(&traces), Some(Store::create(&db, &meta()).unwrap()));
-    let start = engine.world.config().start;
+    let start = engine.world().config().start;
     engine.run_until(start + TimeDelta::hours(3)).unwrap();
     drop(engine);
     let other = Simulation::new(SimConfig::default_embedded(), &traces, 5).unwrap();

@@ -32,7 +32,7 @@ fn record_on(db: &Path, sim_config: Option<&str>, hours: i64, seed: u64, discipl
     let world = WorldChoice { seed, sim_config: sim_config.map(Into::into) };
     let policy = Policy { discipline, ..Policy::default() };
     let mut engine = runs::build(&world, &policy, Some(db), &traces).unwrap();
-    let start = engine.world.config().start;
+    let start = engine.world().config().start;
     for minute in (10..=hours * 60).step_by(10) {
         engine.run_until(start + TimeDelta::minutes(minute)).unwrap();
         if switch_at_hour == Some(minute / 60) && minute % 60 == 0 {

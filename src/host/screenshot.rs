@@ -30,16 +30,15 @@ pub struct Shot {
 fn app_for(view: &View, shot: &Shot) -> Result<App> {
     let mut app = App::new();
     if let Some(name) = &shot.pane {
-        app.focus = PaneId::ALL.into_iter().find(|p| p.command_name() == name).ok_or_else(|| anyhow::anyhow!("unknown pane {name:?}"))?;
-        app.zoom = true;
+        let pane = PaneId::ALL.into_iter().find(|p| p.command_name() == name).ok_or_else(|| anyhow::anyhow!("unknown pane {name:?}"))?;
+        app.show(pane, true);
     }
     let Some(dialog) = &shot.dialog else { return Ok(app) };
     let press = |app: &mut App, c: KeyCode| {
         let _ = app.on_key(KeyEvent::new(c, KeyModifiers::NONE), view);
     };
     let on_running = |app: &mut App| {
-        app.focus = PaneId::Queue;
-        app.zoom = false;
+        app.show(PaneId::Queue, false);
     };
     match dialog.as_str() {
         "preempt" | "requeue" | "migrate" => {
@@ -48,7 +47,7 @@ fn app_for(view: &View, shot: &Shot) -> Result<App> {
             press(&mut app, KeyCode::Char(key));
         }
         "approve" => {
-            app.focus = PaneId::Budget;
+            app.focus_on(PaneId::Budget);
             press(&mut app, KeyCode::Char('a'));
             for c in "50".chars() {
                 press(&mut app, KeyCode::Char(c));
@@ -120,7 +119,7 @@ pub fn run_screenshot(world: &WorldChoice, policy: &Policy, out: &Path, shot: &S
         None => {
             let mut app = app_for(&view, shot)?;
             if let Some(pane) = whatif {
-                app.whatif = pane;
+                app.set_whatif(pane);
             }
             crate::tui::render_to_buffer(&view, &app, &ctx, width, height)
         }

@@ -23,6 +23,7 @@ use super::panes::budget_list::BudgetList;
 use super::panes::fleet_ui::FleetUi;
 use super::panes::queue_list::QueueList;
 use super::panes::slurm_list::SlurmList;
+use super::panes::{KeyInput, KeyPane};
 use super::request::Request;
 use super::status::Status;
 use super::whatif::WhatIfPane;
@@ -43,30 +44,30 @@ pub enum Control {
 
 #[derive(Clone, Debug, Default)]
 pub struct App {
-    pub focus: PaneId,
-    pub help: bool,
+    pub(super) focus: PaneId,
+    pub(super) help: bool,
     /// The focused pane fills the body.
-    pub zoom: bool,
+    pub(super) zoom: bool,
     /// A read-only console (the wall display): no key but quit does anything.
-    pub read_only: bool,
+    pub(super) read_only: bool,
     /// Order and filter of the job table. The App's, not the queue's: the
     /// command bar, the filter mode and Esc from any pane change it.
-    pub order: JobOrder,
-    pub mode: Mode,
+    pub(super) order: JobOrder,
+    pub(super) mode: Mode,
     /// The outcome of the last action, or a hint; cleared by the next key.
-    pub status: Option<Status>,
+    pub(super) status: Option<Status>,
     /// Fleet pane: selected node and drill-down.
-    pub fleet: FleetUi,
+    pub(super) fleet: FleetUi,
     /// Queue pane: selected job and scroll window.
-    pub queue: QueueList,
+    pub(super) queue: QueueList,
     /// Budgets pane: selected tenant.
-    pub budget: BudgetList,
+    pub(super) budget: BudgetList,
     /// Alarms pane: selected alarm, and the audit trail toggle.
-    pub alarms: AlarmList,
+    pub(super) alarms: AlarmList,
     /// Slurm pane: selected Slurm job and scroll window.
-    pub slurm: SlurmList,
+    pub(super) slurm: SlurmList,
     /// The what-if pane over the console: progress, then the comparison.
-    pub whatif: WhatIfPane,
+    pub(super) whatif: WhatIfPane,
 }
 
 impl From<&App> for KeyContext {
@@ -78,6 +79,28 @@ impl From<&App> for KeyContext {
 impl App {
     pub fn new() -> App {
         App::default()
+    }
+
+    /// The console with `pane` focused, filling the body when `zoom`
+    /// (a screenshot's starting point; what the number keys and `z` do).
+    pub fn show(&mut self, pane: PaneId, zoom: bool) {
+        self.focus = pane;
+        self.zoom = zoom;
+    }
+
+    /// Focus on `pane`, the zoom as it is.
+    pub fn focus_on(&mut self, pane: PaneId) {
+        self.focus = pane;
+    }
+
+    /// The fleet pane drilled into one node (what Enter on its row does).
+    pub fn drill_into(&mut self, node: Option<crate::domain::ids::NodeId>) {
+        self.fleet.drill = node;
+    }
+
+    /// A what-if comparison shown over the console (screenshots of it).
+    pub fn set_whatif(&mut self, pane: WhatIfPane) {
+        self.whatif = pane;
     }
 
     /// A fresh console with the focus on `pane`.
@@ -210,15 +233,16 @@ impl App {
     fn route(&mut self, act: Act, view: &View) -> Option<Request> {
         // Budgets and alarms keep no scroll window: a page there is the job
         // table's, as drawn last.
-        let page = self.queue.page();
-        match self.focus {
-            PaneId::Fleet => self.fleet.on_key(act, view),
-            PaneId::Queue => self.queue.on_key(act, &self.order, view),
-            PaneId::Budget => self.budget.on_key(act, page, view),
-            PaneId::Alarms => self.alarms.on_key(act, page, view),
-            PaneId::Slurm => self.slurm.on_key(act, view),
-            PaneId::Memory | PaneId::Market => None,
-        }
+        let input = KeyInput { act, page: self.queue.page(), order: &self.order, view };
+        let pane: &mut dyn KeyPane = match self.focus {
+            PaneId::Fleet => &mut self.fleet,
+            PaneId::Queue => &mut self.queue,
+            PaneId::Budget => &mut self.budget,
+            PaneId::Alarms => &mut self.alarms,
+            PaneId::Slurm => &mut self.slurm,
+            PaneId::Memory | PaneId::Market => return None,
+        };
+        pane.on_key(input)
     }
 
     /// Esc backs out of one thing: help, then whatever the focused pane has

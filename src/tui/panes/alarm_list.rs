@@ -12,6 +12,7 @@ use crate::room::View;
 use crate::tui::commands::Act;
 use crate::tui::request::Request;
 use crate::tui::selection::Follow;
+use super::keys::{KeyInput, KeyPane};
 
 /// The pane's UI state, as drawn.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -40,10 +41,14 @@ impl AlarmList {
         AlarmsUi { selected: self.alarms.position(&alarm_keys(view)).filter(|_| focused), audit: self.audit }
     }
 
+}
+
+impl KeyPane for AlarmList {
     /// What a key does while the alarms pane has the focus; `page` is what
     /// PgUp/PgDn move by (the pane keeps no scroll window of its own). `None`
     /// when the key is not the pane's.
-    pub fn on_key(&mut self, act: Act, page: isize, view: &View) -> Option<Request> {
+    fn on_key(&mut self, input: KeyInput<'_>) -> Option<Request> {
+        let KeyInput { act, page, view, .. } = input;
         if let Some(step) = act.step() {
             self.alarms.move_by(&alarm_keys(view), step.delta(1, page));
             return Some(Request::Nothing);

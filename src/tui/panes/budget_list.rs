@@ -11,6 +11,7 @@ use crate::tui::command_bar::Intent;
 use crate::tui::commands::Act;
 use crate::tui::request::Request;
 use crate::tui::selection::Follow;
+use super::keys::{KeyInput, KeyPane};
 
 #[derive(Clone, Debug, Default)]
 pub struct BudgetList {
@@ -27,10 +28,14 @@ impl BudgetList {
         self.tenants.position(&tenant_keys(view))
     }
 
+}
+
+impl KeyPane for BudgetList {
     /// What a key does while the budgets pane has the focus; `page` is what
     /// PgUp/PgDn move by (the pane keeps no scroll window of its own). `None`
     /// when the key is not the pane's.
-    pub fn on_key(&mut self, act: Act, page: isize, view: &View) -> Option<Request> {
+    fn on_key(&mut self, input: KeyInput<'_>) -> Option<Request> {
+        let KeyInput { act, page, view, .. } = input;
         if let Some(step) = act.step() {
             self.tenants.move_by(&tenant_keys(view), step.delta(1, page));
             return Some(Request::Nothing);

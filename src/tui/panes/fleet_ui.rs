@@ -14,6 +14,7 @@ use crate::room::View;
 use crate::room::view::NodeView;
 use crate::tui::commands::Act;
 use crate::tui::request::Request;
+use super::keys::{KeyInput, KeyPane};
 
 /// The fleet pane's UI state, held by `App`: which node is selected (moved
 /// while the fleet pane has the focus) and which one is drilled into. Both
@@ -39,29 +40,6 @@ pub struct Drawn {
 }
 
 impl FleetUi {
-    /// What a key does while the fleet pane has the focus: ↑↓ move by a
-    /// drawn line, PgUp/PgDn by what is on screen, Enter drills in, Esc
-    /// backs out of a drill-down. `None` when the key is not the fleet's
-    /// (Esc when not drilled in means something else to the App).
-    pub fn on_key(&mut self, act: Act, view: &View) -> Option<Request> {
-        if let Some(step) = act.step() {
-            self.move_by(view, step.delta(self.line_len(), self.page_len()));
-            return Some(Request::Nothing);
-        }
-        match act {
-            Act::ApproveCapacity => {
-                let oldest = view.capacity.as_ref().and_then(|c| c.proposals.first());
-                return Some(match oldest {
-                    Some(p) => Request::Propose(Action::ApproveCapacity { proposal: p.id }),
-                    None => Request::hint("no capacity proposal waits (the room proposes in advisory mode)"),
-                });
-            }
-            Act::Enter => self.enter(view),
-            Act::Close if self.leave() => {}
-            _ => return None,
-        }
-        Some(Request::Nothing)
-    }
 
     /// Index in `view.nodes` of the cursor: its node while it is there, else
     /// the nearest index; the first node before any move; `None` for no nodes.
@@ -122,5 +100,32 @@ impl FleetUi {
     /// Records what the frame just drawn showed.
     pub(super) fn set_drawn(&self, drawn: Drawn) {
         self.drawn.set(drawn);
+    }
+}
+
+impl KeyPane for FleetUi {
+    /// What a key does while the fleet pane has the focus: ↑↓ move by a
+    /// drawn line, PgUp/PgDn by what is on screen, Enter drills in, Esc
+    /// backs out of a drill-down. `None` when the key is not the fleet's
+    /// (Esc when not drilled in means something else to the App).
+    fn on_key(&mut self, input: KeyInput<'_>) -> Option<Request> {
+        let KeyInput { act, view, .. } = input;
+        if let Some(step) = act.step() {
+            self.move_by(view, step.delta(self.line_len(), self.page_len()));
+            return Some(Request::Nothing);
+        }
+        match act {
+            Act::ApproveCapacity => {
+                let oldest = view.capacity.as_ref().and_then(|c| c.proposals.first());
+                return Some(match oldest {
+                    Some(p) => Request::Propose(Action::ApproveCapacity { proposal: p.id }),
+                    None => Request::hint("no capacity proposal waits (the room proposes in advisory mode)"),
+                });
+            }
+            Act::Enter => self.enter(view),
+            Act::Close if self.leave() => {}
+            _ => return None,
+        }
+        Some(Request::Nothing)
     }
 }

@@ -16,6 +16,7 @@ pub(crate) mod fleet_detail;
 mod fleet_grid;
 mod fleet_parts;
 pub mod fleet_ui;
+pub mod keys;
 pub mod market;
 pub mod memory;
 pub mod queue;
@@ -28,5 +29,6 @@ mod slurm_nodes;
 pub(crate) mod testing;
 
 pub use fleet_ui::FleetUi;
+pub use keys::{KeyInput, KeyPane};
 pub use shared::{PaneProps, frame};
 

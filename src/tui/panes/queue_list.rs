@@ -18,6 +18,7 @@ use crate::tui::commands::Act;
 use crate::tui::job_order::JobOrder;
 use crate::tui::request::Request;
 use crate::tui::selection::{Follow, Window};
+use super::keys::{KeyInput, KeyPane};
 
 #[derive(Clone, Debug, Default)]
 pub struct QueueList {
@@ -53,9 +54,13 @@ impl QueueList {
         self.window.get().page()
     }
 
+}
+
+impl KeyPane for QueueList {
     /// What a key does while the queue has the focus; `None` when the key
     /// is not the queue's.
-    pub fn on_key(&mut self, act: Act, order: &JobOrder, view: &View) -> Option<Request> {
+    fn on_key(&mut self, input: KeyInput<'_>) -> Option<Request> {
+        let KeyInput { act, order, view, .. } = input;
         if let Some(step) = act.step() {
             let keys = job_keys(view, &order.rows(view));
             self.jobs.move_by(&keys, step.delta(1, self.page()));

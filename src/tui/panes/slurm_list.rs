@@ -12,6 +12,7 @@ use crate::tui::commands::Act;
 use crate::tui::request::Request;
 use crate::tui::selection::{Follow, Window};
 use crate::tui::slurm_keys;
+use super::keys::{KeyInput, KeyPane};
 
 #[derive(Clone, Debug, Default)]
 pub struct SlurmList {
@@ -42,9 +43,13 @@ impl SlurmList {
         &self.window
     }
 
+}
+
+impl KeyPane for SlurmList {
     /// What a key does while the Slurm pane has the focus; `None` when the
     /// key is not the pane's.
-    pub fn on_key(&mut self, act: Act, view: &View) -> Option<Request> {
+    fn on_key(&mut self, input: KeyInput<'_>) -> Option<Request> {
+        let KeyInput { act, view, .. } = input;
         if let Some(step) = act.step() {
             self.jobs.move_by(&job_ids(view), step.delta(1, self.window.get().page()));
             return Some(Request::Nothing);
