@@ -5,9 +5,9 @@
 use std::hint::black_box;
 
 use chrono::TimeDelta;
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use gpuroom::room::Room;
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use gpuroom::engine::Engine;
+use gpuroom::room::Room;
 use gpuroom::sim::config::SimConfig;
 use gpuroom::sim::{Simulation, Traces};
 

@@ -147,7 +147,11 @@ fn bytes_to_terminal(base: &Room, steady: usize, idle: usize) {
             sizes.iter().copied().fold(0.0, f64::max),
             100.0 * m / first.max(1) as f64
         );
-        println!("  steady bytes/s at {VIEWS_PER_SEC} frames/s: {:.1} KB/s  (at the 10 frames/s cap: {:.1} KB/s)", m * VIEWS_PER_SEC / 1000.0, m * 10.0 / 1000.0);
+        println!(
+            "  steady bytes/s at {VIEWS_PER_SEC} frames/s: {:.1} KB/s  (at the 10 frames/s cap: {:.1} KB/s)",
+            m * VIEWS_PER_SEC / 1000.0,
+            m * 10.0 / 1000.0
+        );
         println!(
             "  idle frame (same view, n={idle}) mean {:.0} B, max {:.0} B -> {:.0} B/s at {VIEWS_PER_SEC} frames/s",
             mean(&idle_sizes),
@@ -157,8 +161,16 @@ fn bytes_to_terminal(base: &Room, steady: usize, idle: usize) {
         let (fm, fp) = (mean(&frame_ms), p95(&frame_ms));
         let (vm, vp) = (mean(&view_ms), p95(&view_ms));
         let budget = ms(BUDGET);
-        println!("  frame (draw + diff + encode) mean {fm:.2} ms, p95 {fp:.2} ms = {:.0}% / {:.0}% of the {budget:.0} ms frame budget", 100.0 * fm / budget, 100.0 * fp / budget);
-        println!("  Room::view()                 mean {vm:.2} ms, p95 {vp:.2} ms = {:.0}% / {:.0}% of the budget (the engine builds 4 views/s)", 100.0 * vm / budget, 100.0 * vp / budget);
+        println!(
+            "  frame (draw + diff + encode) mean {fm:.2} ms, p95 {fp:.2} ms = {:.0}% / {:.0}% of the {budget:.0} ms frame budget",
+            100.0 * fm / budget,
+            100.0 * fp / budget
+        );
+        println!(
+            "  Room::view()                 mean {vm:.2} ms, p95 {vp:.2} ms = {:.0}% / {:.0}% of the budget (the engine builds 4 views/s)",
+            100.0 * vm / budget,
+            100.0 * vp / budget
+        );
         let (sm, sp) = (mean(&step_ms), p95(&step_ms));
         println!("  engine: {STEP_SECS} s of events (telemetry_step) mean {sm:.2} ms, p95 {sp:.2} ms: exits, passes, 1 telemetry event");
     }

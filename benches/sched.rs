@@ -6,13 +6,13 @@
 
 use std::hint::black_box;
 
-use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
+use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use gpuroom::domain::Effect;
 use gpuroom::domain::cluster::BillingMode;
 use gpuroom::domain::event::Event;
 use gpuroom::domain::ids::JobId;
 use gpuroom::domain::testkit::{job_spec, node_spec, t, tenant_spec};
 use gpuroom::domain::units::{Mib, Secs};
-use gpuroom::domain::Effect;
 use gpuroom::room::{Room, RoomConfig};
 use gpuroom::sched::{DisciplineKind, SchedConfig};
 use gpuroom::sim::Traces;

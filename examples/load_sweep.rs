@@ -11,7 +11,14 @@ fn main() {
     for h in (6..=96).step_by(6) {
         engine.run_until(start + chrono::TimeDelta::hours(h)).unwrap();
         let v = engine.room().view();
-        println!("{h:>3}h busy {:>2}/{:>2} util {:>3.0}% queue {:>3} oldest {:>8} mean wait {:>8}", v.cluster.gpus_busy, v.cluster.gpus_total, v.cluster.util_mean, v.queue.depth,
-            v.queue.oldest_wait.map(|w| w.to_string()).unwrap_or_default(), v.totals.mean_wait.map(|w| w.to_string()).unwrap_or_default());
+        println!(
+            "{h:>3}h busy {:>2}/{:>2} util {:>3.0}% queue {:>3} oldest {:>8} mean wait {:>8}",
+            v.cluster.gpus_busy,
+            v.cluster.gpus_total,
+            v.cluster.util_mean,
+            v.queue.depth,
+            v.queue.oldest_wait.map(|w| w.to_string()).unwrap_or_default(),
+            v.totals.mean_wait.map(|w| w.to_string()).unwrap_or_default()
+        );
     }
 }

@@ -401,7 +401,6 @@ pub fn parse_pace(text: &str) -> Result<Pace, String> {
     }
 }
 
-
 impl PolicyArgs {
     pub fn policy(&self) -> Policy {
         Policy { config: self.config.clone(), discipline: self.discipline, log_group: self.log_group.clone() }

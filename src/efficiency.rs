@@ -7,10 +7,10 @@
 
 use std::fmt;
 
-use crate::domain::event::{Event, GpuSample};
-use crate::room::Room;
-use crate::domain::units::{At, Micros};
 use crate::cost::ledger::LineKind;
+use crate::domain::event::{Event, GpuSample};
+use crate::domain::units::{At, Micros};
+use crate::room::Room;
 use crate::store::{Store, StoreError};
 
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -9,8 +9,8 @@
 //! policy and draws nothing.
 
 use crate::domain::event::{Action, Actor, Effect, Event};
-use crate::room::Room;
 use crate::domain::units::At;
+use crate::room::Room;
 use crate::sim::Simulation;
 use crate::store::{Store, StoreError};
 

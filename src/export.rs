@@ -12,9 +12,9 @@ use std::io::Write;
 
 use chrono::{Datelike, TimeZone, Utc};
 
+use crate::cost::ledger::{LedgerLine, LineKind};
 use crate::domain::cluster::BillingMode;
 use crate::domain::units::{At, Micros};
-use crate::cost::ledger::{LedgerLine, LineKind};
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -165,7 +165,21 @@ pub fn write_focus(out: impl Write, lines: &[LedgerLine]) -> Result<(), csv::Err
 pub fn write_csv(out: impl Write, lines: &[LedgerLine]) -> Result<(), csv::Error> {
     let mut w = csv::Writer::from_writer(out);
     w.write_record([
-        "start", "end", "kind", "node", "unit", "job", "tenant", "project", "env", "model", "billing", "instance_type", "zone", "amount", "list_amount",
+        "start",
+        "end",
+        "kind",
+        "node",
+        "unit",
+        "job",
+        "tenant",
+        "project",
+        "env",
+        "model",
+        "billing",
+        "instance_type",
+        "zone",
+        "amount",
+        "list_amount",
         "quantity",
     ])?;
     for l in lines {

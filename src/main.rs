@@ -10,8 +10,8 @@ use gpuroom::host::console::{self, ConsoleOptions, LiveOptions};
 use gpuroom::host::screenshot::{self, Shot};
 use gpuroom::host::whatif::{self, WhatIfArgs};
 use gpuroom::host::{headless, runs};
-use gpuroom::whatif::{Model, Window};
 use gpuroom::live::slurm_power::Power;
+use gpuroom::whatif::{Model, Window};
 
 /// Errors end the program with one readable line (the chain of causes), not a
 /// debug dump: they name the file and place, and that is what the user needs.

@@ -8,8 +8,8 @@
 
 use std::fmt::Write as _;
 
-use crate::domain::ids::PoolKey;
 use crate::cost::mix::{self, Constraint, GridPrices, MixProblem, SpotOffer, SpotRisk};
+use crate::domain::ids::PoolKey;
 use crate::market::hazard::Survival;
 use crate::market::series;
 use crate::sim::Traces;

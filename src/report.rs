@@ -18,11 +18,8 @@ pub fn summary(view: &View, world: Option<&WorldStats>) -> String {
         "cluster   {} nodes up of {}, {} GPUs ({} busy now), mean utilization {:.0}%",
         view.cluster.nodes_up, view.cluster.nodes_total, view.cluster.gpus_total, view.cluster.gpus_busy, view.cluster.util_mean
     );
-    let _ = writeln!(
-        out,
-        "jobs      {} submitted, {} done, {} failed, {} running, {} queued",
-        s.submitted, s.done, s.failed, view.queue.running, view.queue.depth
-    );
+    let _ =
+        writeln!(out, "jobs      {} submitted, {} done, {} failed, {} running, {} queued", s.submitted, s.done, s.failed, view.queue.running, view.queue.depth);
     let mean_wait = t.mean_wait.map(|w| w.to_string()).unwrap_or_else(|| "-".into());
     let oldest = view.queue.oldest_wait.map(|w| w.to_string()).unwrap_or_else(|| "-".into());
     let mean_jct = t.mean_jct.map(|w| w.to_string()).unwrap_or_else(|| "-".into());
@@ -58,11 +55,7 @@ pub fn summary(view: &View, world: Option<&WorldStats>) -> String {
         );
     }
     let forecast = t.forecast_rest_of_month.map(|m| format!("; forecast {m} more to month end")).unwrap_or_default();
-    let _ = writeln!(
-        out,
-        "spend     {} in all, + {} storage & checkpoint I/O; fleet burn now {}{forecast}",
-        t.spend, t.services, view.cluster.burn
-    );
+    let _ = writeln!(out, "spend     {} in all, + {} storage & checkpoint I/O; fleet burn now {}{forecast}", t.spend, t.services, view.cluster.burn);
     for b in &view.budgets {
         let used = if b.budget.0 > 0 { 100.0 * b.month_to_date.as_f64() / b.budget.as_f64() } else { 0.0 };
         // Unit costs are fractions of a cent: four decimals.

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use gpuroom::domain::event::{Action, Actor, Role};
 use gpuroom::domain::job::Phase;
 use gpuroom::host::client::Client;
-use gpuroom::store::{file, CommandState, RunMeta, Store};
+use gpuroom::store::{CommandState, RunMeta, Store, file};
 
 const BIN: &str = env!("CARGO_BIN_EXE_gpuroom");
 
@@ -45,7 +45,8 @@ fn the_log_refuses_rows_born_done_and_moves_the_engine_does_not_make() {
     drop(Store::create(&db, &meta).unwrap());
     let conn = rusqlite::Connection::open(&db).unwrap();
     let insert = |sql: &str| conn.execute(sql, []).map_err(|e| e.to_string());
-    let born_done = insert("INSERT INTO commands (submitted_ms, actor, action, state, outcome, event_seq, done_ms) VALUES (0, '{}', '{}', 'applied', 'done', 7, 1)");
+    let born_done =
+        insert("INSERT INTO commands (submitted_ms, actor, action, state, outcome, event_seq, done_ms) VALUES (0, '{}', '{}', 'applied', 'done', 7, 1)");
     assert!(born_done.unwrap_err().contains("only the engine decides"));
     let born_refused = insert("INSERT INTO commands (submitted_ms, actor, action, state) VALUES (0, '{}', '{}', 'refused')");
     assert!(born_refused.unwrap_err().contains("only the engine decides"));

@@ -346,11 +346,16 @@ fn logs_are_the_owners_alone_whatever_the_umask_and_a_group_shares_the_socket() 
     if nix::unistd::geteuid().is_root() {
         assert_eq!((meta.gid(), meta.permissions().mode() & 0o777), (4242, 0o660));
     }
-    let hidden: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with('.')).collect();
+    let hidden: Vec<_> =
+        std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with('.')).collect();
     assert!(hidden.is_empty(), "the socket's private folder is gone: {hidden:?}");
     sigterm(&child);
     assert!(wait_exit(child, "the shared engine").status.success());
-    let out = Command::new(BIN).args(["engine", "--speed", "max", "--until-hours", "1", "--log-group", "no-such-group-anywhere", "--db"]).arg(dir.path().join("x.db")).output().unwrap();
+    let out = Command::new(BIN)
+        .args(["engine", "--speed", "max", "--until-hours", "1", "--log-group", "no-such-group-anywhere", "--db"])
+        .arg(dir.path().join("x.db"))
+        .output()
+        .unwrap();
     assert!(!out.status.success() && stderr_of(&out).contains("no group named"), "{}", stderr_of(&out));
     assert!(!dir.path().join("x.db").exists());
 }

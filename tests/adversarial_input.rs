@@ -11,8 +11,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use gpuroom::config::numbers::Rule;
 use gpuroom::config::NUMERIC_KEYS;
+use gpuroom::config::numbers::Rule;
 
 /// What the hostile strings carry: ESC with a screen clear, an OSC title with
 /// BEL, a C1 CSI, and a right-to-left override.
@@ -40,11 +40,7 @@ impl Sandbox {
     /// The binary with no user configuration or state of this machine in reach.
     fn command(&self, args: &[&OsStr]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuroom"));
-        cmd.args(args)
-            .env("XDG_CONFIG_HOME", self.dir.path())
-            .env("XDG_STATE_HOME", self.dir.path())
-            .env("HOME", self.dir.path())
-            .stdin(Stdio::null());
+        cmd.args(args).env("XDG_CONFIG_HOME", self.dir.path()).env("XDG_STATE_HOME", self.dir.path()).env("HOME", self.dir.path()).stdin(Stdio::null());
         cmd
     }
 
@@ -172,10 +168,7 @@ fn every_engine_number_is_refused_out_of_range_with_file_key_and_range() {
             let out = sandbox.run(&[os("doctor"), os("--config"), file.as_os_str()]);
             let err = refused_safely(&out, &format!("{key} = {value}"));
             let shown_key = key.replace("[]", "[0]");
-            assert!(
-                err.contains(&format!("{file_name}: {shown_key} = {value}: {}", rule.describe())),
-                "{key} = {value}: {err}"
-            );
+            assert!(err.contains(&format!("{file_name}: {shown_key} = {value}: {}", rule.describe())), "{key} = {value}: {err}");
         }
     }
 }
@@ -278,9 +271,7 @@ fn a_theme_file_with_control_bytes_is_echoed_escaped() {
     let sandbox = Sandbox::new();
     let out = sandbox.path("shot.svg");
     let theme = sandbox.write(hostile_name("theme"), "name = \"t\"\n[styles]\ntext = \"\\u001b[2J\\u0007\\u202ered\"\n");
-    let args = |theme: &Path| {
-        sandbox.run(&[os("screenshot"), os("--hours"), os("0"), os("--out"), out.as_os_str(), os("--theme"), theme.as_os_str()])
-    };
+    let args = |theme: &Path| sandbox.run(&[os("screenshot"), os("--hours"), os("0"), os("--out"), out.as_os_str(), os("--theme"), theme.as_os_str()]);
     let err = refused_safely(&args(&theme), "theme file");
     assert!(err.contains(&format!("theme{}.toml", shown_hostile())), "{err}");
     let err = refused_safely(&args(&sandbox.path(hostile_name("no-theme"))), "missing theme");
@@ -405,8 +396,8 @@ fn slurm_partition_node_and_job_names_with_controls_reach_the_view_clean() {
 
 #[test]
 fn dcgm_hostnames_and_models_with_controls_reach_the_view_clean() {
-    use gpuroom::live::catalogue::Catalogue;
     use gpuroom::live::Live;
+    use gpuroom::live::catalogue::Catalogue;
     use gpuroom::sources::report::Report;
     let page = fixture("fixtures/dcgm/a100-8gpu.prom")
         .replace("Hostname=\"node-a\"", &format!("Hostname=\"node{HOSTILE}-a\""))

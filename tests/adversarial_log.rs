@@ -11,7 +11,7 @@ use gpuroom::engine::Engine;
 use gpuroom::room::{Room, RoomConfig};
 use gpuroom::sim::config::SimConfig;
 use gpuroom::sim::{Simulation, Traces};
-use gpuroom::store::{file, replay, replay_checked, RunMeta, Store};
+use gpuroom::store::{RunMeta, Store, file, replay, replay_checked};
 
 const BIN: &str = env!("CARGO_BIN_EXE_gpuroom");
 const V5_LOG: &str = "fixtures/logs/v5-default-4h-seed7.db";
@@ -63,13 +63,16 @@ fn every_flipped_bit_in_a_frame_or_a_body_is_named_by_its_event() {
     record(&path, 3, 2, 0);
     let pristine = std::fs::read(&path).unwrap();
     let conn = sql(&path);
-    let frames: Vec<i64> = conn.prepare("SELECT seq FROM events WHERE packed IS NOT NULL").unwrap().query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
-    let bodies: Vec<i64> = conn.prepare("SELECT seq FROM events WHERE packed IS NULL").unwrap().query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
+    let frames: Vec<i64> =
+        conn.prepare("SELECT seq FROM events WHERE packed IS NOT NULL").unwrap().query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
+    let bodies: Vec<i64> =
+        conn.prepare("SELECT seq FROM events WHERE packed IS NULL").unwrap().query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
     drop(conn);
     let mut rng = Lcg(33);
     for n in 0..40 {
         std::fs::write(&path, &pristine).unwrap();
-        let (seq, column) = if n % 2 == 0 { (frames[rng.below(frames.len() as u64) as usize], "packed") } else { (bodies[rng.below(bodies.len() as u64) as usize], "body") };
+        let (seq, column) =
+            if n % 2 == 0 { (frames[rng.below(frames.len() as u64) as usize], "packed") } else { (bodies[rng.below(bodies.len() as u64) as usize], "body") };
         let conn = sql(&path);
         let mut bytes: Vec<u8> = conn.query_row(&format!("SELECT CAST({column} AS BLOB) FROM events WHERE seq = ?1"), [seq], |r| r.get(0)).unwrap();
         let bit = rng.below(bytes.len() as u64 * 8);
@@ -96,12 +99,15 @@ fn an_edited_event_is_caught_by_its_checksum_and_without_it_by_the_snapshot() {
     let path = dir.path().join("run.db");
     record(&path, 6, 7, 400);
     let conn = sql(&path);
-    let snapshots: Vec<i64> = conn.prepare("SELECT seq FROM snapshots ORDER BY seq").unwrap().query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
+    let snapshots: Vec<i64> =
+        conn.prepare("SELECT seq FROM snapshots ORDER BY seq").unwrap().query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
     assert_eq!(snapshots.len(), 2);
     let clean = replay_checked(&Store::open_read_only(&path).unwrap(), false).unwrap();
     assert_eq!(clean.checked, snapshots, "an untouched log matches both snapshots");
     let seq: i64 = conn
-        .query_row("SELECT seq FROM events WHERE kind = 'exited' AND body LIKE '%\"ok\":true%' AND seq < ?1 ORDER BY seq DESC LIMIT 1", [snapshots[0]], |r| r.get(0))
+        .query_row("SELECT seq FROM events WHERE kind = 'exited' AND body LIKE '%\"ok\":true%' AND seq < ?1 ORDER BY seq DESC LIMIT 1", [snapshots[0]], |r| {
+            r.get(0)
+        })
         .unwrap();
     conn.execute("UPDATE events SET body = replace(body, '\"ok\":true', '\"ok\":false') WHERE seq = ?1", [seq]).unwrap();
     let err = replay(&Store::open_read_only(&path).unwrap(), false).unwrap_err().to_string();
@@ -124,7 +130,8 @@ fn a_damaged_snapshot_is_never_in_the_way() {
     let path = dir.path().join("run.db");
     let live = record(&path, 6, 7, 400);
     let conn = sql(&path);
-    let snapshots: Vec<i64> = conn.prepare("SELECT seq FROM snapshots ORDER BY seq").unwrap().query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
+    let snapshots: Vec<i64> =
+        conn.prepare("SELECT seq FROM snapshots ORDER BY seq").unwrap().query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
     conn.execute("UPDATE snapshots SET room = x'789c0badbeef' WHERE seq = ?1", [snapshots[1]]).unwrap();
     drop(conn);
     let full = replay_checked(&Store::open_read_only(&path).unwrap(), false).unwrap();

@@ -8,7 +8,6 @@
 //! that need them say so and pass, unless `GPUROOM_REQUIRE_USERS` is set (as
 //! `.ci/run` does). The lock tests need no other user.
 
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -17,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use gpuroom::domain::event::{Actor, Role};
 use gpuroom::host::client::Client;
-use gpuroom::store::{file, Published, Store};
+use gpuroom::store::{Published, Store, file};
 
 const BIN: &str = env!("CARGO_BIN_EXE_gpuroom");
 const GROUP: &str = "gpr-ops";
@@ -57,7 +56,7 @@ impl Lock {
         let handle = std::fs::File::open(file).unwrap();
         let flock = nix::libc::flock { l_type: nix::libc::F_RDLCK as i16, l_whence: nix::libc::SEEK_SET as i16, l_start: start, l_len: len, l_pid: 0 };
         // The engine holds its write lock for a moment per batch: try until it is free.
-        wait("the lock", Duration::from_secs(30), || (unsafe { nix::libc::fcntl(handle.as_raw_fd(), nix::libc::F_SETLK, &flock) } == 0).then_some(()));
+        wait("the lock", Duration::from_secs(30), || nix::fcntl::fcntl(&handle, nix::fcntl::FcntlArg::F_SETLK(&flock)).ok());
         Lock(handle)
     }
 }
@@ -100,7 +99,8 @@ fn a_lock_on_the_write_byte_is_named_and_outlasted() {
     let client = wait("the engine", Duration::from_secs(60), || Client::connect(&db, &me(), true).ok());
     let first = wait("a view", Duration::from_secs(30), || client.latest_view(i64::MIN));
     let lock = Lock::take(&file::sibling(&db, "-shm"), 120, 1);
-    let blocked = wait("the blocked alarm", Duration::from_secs(30), || client.latest_view(first.published_ms).filter(|v| alarm(v, "engine:blocked").is_some()));
+    let blocked =
+        wait("the blocked alarm", Duration::from_secs(30), || client.latest_view(first.published_ms).filter(|v| alarm(v, "engine:blocked").is_some()));
     let said = alarm(&blocked, "engine:blocked").unwrap();
     assert!(said.contains(&format!("pid {}", std::process::id())) && said.contains("its -shm, read lock on bytes 120-120"), "{said}");
     // Held for a while: the engine lives on, and writes nothing.
@@ -109,7 +109,9 @@ fn a_lock_on_the_write_byte_is_named_and_outlasted() {
     assert!(alarm(&still, "engine:blocked").unwrap().contains("written nothing for"), "{:?}", alarm(&still, "engine:blocked"));
     assert_eq!(still.seq, blocked.seq, "nothing was written while the lock was held");
     drop(lock);
-    let free = wait("the engine writing again", Duration::from_secs(30), || client.latest_view(still.published_ms).filter(|v| v.seq > still.seq && alarm(v, "engine:blocked").is_none()));
+    let free = wait("the engine writing again", Duration::from_secs(30), || {
+        client.latest_view(still.published_ms).filter(|v| v.seq > still.seq && alarm(v, "engine:blocked").is_none())
+    });
     assert!(free.seq > still.seq);
     let said = stop(child);
     assert!(said.contains("lease released"), "{said}");
@@ -280,7 +282,8 @@ fn members_reach_the_engine_only_through_its_socket_and_no_flood_starves_another
     assert!(out.status.success(), "{}", text(&out));
     assert!(text(&out).contains(&format!("✓ preempt {job}")) && text(&out).contains("as gpr-alice"), "{}", text(&out));
     let flooded = flood.wait_with_output().unwrap();
-    let sent: usize = String::from_utf8_lossy(&flooded.stdout).trim().strip_prefix("sent ").and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{}", text(&flooded)));
+    let sent: usize =
+        String::from_utf8_lossy(&flooded.stdout).trim().strip_prefix("sent ").and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{}", text(&flooded)));
     assert!(sent > 2_000, "mallory sent only {sent}");
     let alarm_text = wait("the flood alarm", Duration::from_secs(30), || client.latest_view(i64::MIN).and_then(|v| alarm(&v, "engine:flood:gpr-mallory")));
     assert!(alarm_text.contains("gpr-mallory is flooding the engine") && alarm_text.contains("refused"), "{alarm_text}");
@@ -295,7 +298,11 @@ fn members_reach_the_engine_only_through_its_socket_and_no_flood_starves_another
     let alice_at = commands.iter().position(|c| c.action.contains("Preempt")).expect("alice's command");
     let after = filed.iter().filter(|&&i| i > alice_at).count();
     assert!(after > 0, "alice's command waited behind every one of mallory's ({} filed)", filed.len());
-    assert!(commands[alice_at].actor.contains("\"user\":\"gpr-alice\"") && commands[alice_at].actor.contains("\"engine\":false"), "{}", commands[alice_at].actor);
+    assert!(
+        commands[alice_at].actor.contains("\"user\":\"gpr-alice\"") && commands[alice_at].actor.contains("\"engine\":false"),
+        "{}",
+        commands[alice_at].actor
+    );
     let audit = store.audit_records().unwrap();
     let floods: Vec<_> = audit.iter().filter(|r| r.verb == "flood").collect();
     assert!(!floods.is_empty() && floods.len() <= 3, "one audit row a minute, not one per command: {floods:#?}");

@@ -22,7 +22,7 @@ use gpuroom::domain::testkit::t;
 use gpuroom::domain::units::{Mib, Micros, MicrosPerHour};
 use gpuroom::room::{Room, RoomConfig};
 use gpuroom::sched::{FitPolicy, SchedConfig};
-use gpuroom::sources::alibaba::{parse_nodes, parse_pods, AlibabaPod};
+use gpuroom::sources::alibaba::{AlibabaPod, parse_nodes, parse_pods};
 
 const NODES: &str = include_str!("../fixtures/cluster/alibaba-2023-gpu-nodes.csv");
 const PODS: &str = include_str!("../fixtures/jobs/alibaba-2023-pods-default.csv");

@@ -22,6 +22,7 @@ fn moto() -> Option<String> {
     }
 }
 
+#[allow(unsafe_code)]
 fn config(url: String) -> AwsConfig {
     // moto accepts any credentials; the SDK's default chain finds these.
     if std::env::var_os("AWS_ACCESS_KEY_ID").is_none() {

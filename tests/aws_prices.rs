@@ -7,8 +7,8 @@
 #[path = "support/loopback.rs"]
 mod loopback;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use gpuroom::sources::aws::{self, AwsConfig, AwsError};
@@ -50,6 +50,7 @@ fn token(seen: &Seen) -> usize {
     seen.body.split('&').find_map(|kv| kv.strip_prefix("NextToken=page-")).and_then(|n| n.parse().ok()).unwrap_or(0)
 }
 
+#[allow(unsafe_code)]
 fn config(url: String, timeout_ms: u64) -> AwsConfig {
     if std::env::var_os("AWS_ACCESS_KEY_ID").is_none() {
         // SAFETY: set before any thread of this test reads the environment.
@@ -59,7 +60,14 @@ fn config(url: String, timeout_ms: u64) -> AwsConfig {
             std::env::set_var("AWS_EC2_METADATA_DISABLED", "true");
         }
     }
-    AwsConfig { region: "us-west-2".into(), endpoint_url: Some(url), instance_types: vec!["p3.8xlarge".into()], timeout_ms, max_attempts: 3, ..AwsConfig::default() }
+    AwsConfig {
+        region: "us-west-2".into(),
+        endpoint_url: Some(url),
+        instance_types: vec!["p3.8xlarge".into()],
+        timeout_ms,
+        max_attempts: 3,
+        ..AwsConfig::default()
+    }
 }
 
 fn since() -> gpuroom::domain::units::At {
@@ -100,7 +108,10 @@ async fn throttling_and_stalls_are_retried_then_reported_stale_and_recover() {
     let server = Loopback::start(move |_| {
         a.fetch_add(1, Ordering::SeqCst);
         match m.load(Ordering::SeqCst) {
-            0 => Reply::status(503, "<Response><Errors><Error><Code>RequestLimitExceeded</Code><Message>Request limit exceeded.</Message></Error></Errors><RequestID>r</RequestID></Response>"),
+            0 => Reply::status(
+                503,
+                "<Response><Errors><Error><Code>RequestLimitExceeded</Code><Message>Request limit exceeded.</Message></Error></Errors><RequestID>r</RequestID></Response>",
+            ),
             1 => Reply::ok("text/xml", xml_page(&point, None)).after(Duration::from_secs(3)),
             _ => Reply::ok("text/xml", xml_page(&point, None)),
         }

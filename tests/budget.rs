@@ -2,6 +2,8 @@
 //! 100% limit, 120% stop), the approval path with its audit record, and the
 //! ledger lines that carry the money, attributed down to one GPU.
 
+use gpuroom::cost::budget::{AtLimit, BudgetLevel};
+use gpuroom::cost::ledger::{LedgerLine, LineKind};
 use gpuroom::domain::cluster::BillingMode;
 use gpuroom::domain::event::{Action, Actor, Effect, Event, Role};
 use gpuroom::domain::ids::{JobId, NodeId, TenantId};
@@ -9,8 +11,6 @@ use gpuroom::domain::job::Phase;
 use gpuroom::domain::testkit::{job_spec, node_spec, t, tenant_spec};
 use gpuroom::domain::units::{Micros, MicrosPerHour};
 use gpuroom::room::{Room, RoomConfig};
-use gpuroom::cost::budget::{AtLimit, BudgetLevel};
-use gpuroom::cost::ledger::{LedgerLine, LineKind};
 
 const HOUR: i64 = 3600;
 

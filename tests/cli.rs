@@ -137,7 +137,20 @@ fn the_quick_bench_prints_figures_and_writes_its_page() {
     let out = gpuroom(&["bench", "--quick", "--out", page.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
-    for needle in ["Room::apply", "events/s", "simulated day", "event log on disk", "console's room", "frame 120×40", "VmRSS", "per event", "first cargo build --release", "release binary size", "ratio", "child process that does nothing else"] {
+    for needle in [
+        "Room::apply",
+        "events/s",
+        "simulated day",
+        "event log on disk",
+        "console's room",
+        "frame 120×40",
+        "VmRSS",
+        "per event",
+        "first cargo build --release",
+        "release binary size",
+        "ratio",
+        "child process that does nothing else",
+    ] {
         assert!(text.contains(needle), "bench output lacks {needle:?}:\n{text}");
     }
     let md = std::fs::read_to_string(&page).expect("the page was written");
@@ -164,7 +177,20 @@ fn the_placement_bench_runs_every_policy_on_any_pod_list() {
     let out = gpuroom(&["bench", "placement", "--quick", "--pods", short.to_str().unwrap(), "--out", page.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
-    for needle in ["random", "dot-product", "packing", "best fit", "first fit", "FGD", "gradient (gpuroom)", "95.39", "94.15", "Target: gradient", "openb_pod_list_short.csv", "Philly"] {
+    for needle in [
+        "random",
+        "dot-product",
+        "packing",
+        "best fit",
+        "first fit",
+        "FGD",
+        "gradient (gpuroom)",
+        "95.39",
+        "94.15",
+        "Target: gradient",
+        "openb_pod_list_short.csv",
+        "Philly",
+    ] {
         assert!(text.contains(needle), "placement output lacks {needle:?}:\n{text}");
     }
     assert_eq!(std::fs::read_to_string(&page).expect("the page was written"), text);

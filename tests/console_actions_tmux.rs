@@ -127,7 +127,9 @@ fn the_wall_display_does_nothing_with_action_keys() {
     let tmux = console("wall", &db, "--wall");
     let first = tmux.wait_for("the wall", Duration::from_secs(30), |s| s.contains("read-only"));
     assert!(!first.contains("Confirm"));
-    for keys in [&["3", "Home", "p"][..], &["y"], &["r", "y"], &["5", "a"], &["7", "5", "Enter"], &[":"], &["a", "c", "k", "Enter"], &["X", "y"], &["m", "Enter", "y"]] {
+    for keys in
+        [&["3", "Home", "p"][..], &["y"], &["r", "y"], &["5", "a"], &["7", "5", "Enter"], &[":"], &["a", "c", "k", "Enter"], &["X", "y"], &["m", "Enter", "y"]]
+    {
         tmux.keys(keys);
     }
     sleep(Duration::from_millis(800));

@@ -62,9 +62,7 @@ fn pane_text(screen: &[String], title: &str) -> Option<String> {
         let is_corner = |c: char| matches!(c, '┌' | '╭' | '┏' | '╔');
         let left = (0..col).rev().find(|&c| is_corner(line[c]))?;
         let right = (col..line.len()).find(|&c| matches!(line[c], '┐' | '╮' | '┓' | '╗')).unwrap_or(line.len() - 1);
-        let bottom = (row + 1..grid.len())
-            .find(|&r| grid[r].get(left).is_some_and(|c| matches!(c, '└' | '╰' | '┗' | '╚')))
-            .unwrap_or(grid.len() - 1);
+        let bottom = (row + 1..grid.len()).find(|&r| grid[r].get(left).is_some_and(|c| matches!(c, '└' | '╰' | '┗' | '╚'))).unwrap_or(grid.len() - 1);
         let mut inside = String::new();
         for cells in grid.iter().take(bottom).skip(row + 1) {
             let end = right.min(cells.len());

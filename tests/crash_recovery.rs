@@ -147,7 +147,13 @@ fn an_engine_killed_mid_run_resumes_with_nothing_lost_or_applied_twice() {
     let lease = before.lease().unwrap().expect("a killed engine leaves its lease behind");
     drop(before);
     assert!(events_before > 2_000, "killed after {events_before} events");
-    eprintln!("killed holding {} after {events_before} events; {} commands done, {} of {} answered", lease.holder, done_before.len(), answered.len(), sent.len());
+    eprintln!(
+        "killed holding {} after {events_before} events; {} commands done, {} of {} answered",
+        lease.holder,
+        done_before.len(),
+        answered.len(),
+        sent.len()
+    );
     for ticket in &answered {
         assert!(done_before.contains_key(&filed(ticket)), "command {ticket} was answered before it was on disk");
     }

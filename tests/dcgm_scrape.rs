@@ -47,9 +47,8 @@ impl Nodes {
         let garbage = Loopback::start(move |_| Reply::ok("text/html", html.clone()));
         let recovered = Arc::new(AtomicBool::new(false));
         let (flag, page) = (recovered.clone(), fixture("a10g-4gpu-k8s.prom"));
-        let recovering = Loopback::start(move |_| {
-            if flag.load(Ordering::SeqCst) { Reply::ok(PROM, page.clone()) } else { Reply::status(503, "exporter starting") }
-        });
+        let recovering =
+            Loopback::start(move |_| if flag.load(Ordering::SeqCst) { Reply::ok(PROM, page.clone()) } else { Reply::status(503, "exporter starting") });
         // A port that was just free: connecting to it is refused.
         let dead_url = {
             let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
@@ -60,13 +59,7 @@ impl Nodes {
     }
 
     fn urls(&self) -> Vec<String> {
-        vec![
-            self.stalled.url("/metrics"),
-            self.good.url("/metrics"),
-            self.garbage.url("/metrics"),
-            self.dead_url.clone(),
-            self.recovering.url("/metrics"),
-        ]
+        vec![self.stalled.url("/metrics"), self.good.url("/metrics"), self.garbage.url("/metrics"), self.dead_url.clone(), self.recovering.url("/metrics")]
     }
 }
 
@@ -74,9 +67,7 @@ impl Nodes {
 async fn scrape_all_answers_every_node_first_answer_first() {
     let nodes = Nodes::start();
     let client = reqwest::Client::new();
-    let answers = tokio::time::timeout(PATIENCE, dcgm::scrape_all(&client, &nodes.urls(), TIMEOUT))
-        .await
-        .expect("scrape_all returns");
+    let answers = tokio::time::timeout(PATIENCE, dcgm::scrape_all(&client, &nodes.urls(), TIMEOUT)).await.expect("scrape_all returns");
     assert_eq!(answers.len(), 5);
     let answer = |url: &str| answers.iter().find(|(u, _)| u == url).map(|(_, r)| r).expect("an answer per URL");
 
@@ -156,8 +147,7 @@ async fn the_poller_reports_each_node_and_a_recovery() {
 
     let mut seen = Vec::new();
     collect(&mut rx, &mut seen, |s| {
-        gpus_of(s, "node-a").is_some()
-            && [&stalled, &garbage, &nodes.dead_url, &recovering].iter().all(|u| failed(s, u).is_some())
+        gpus_of(s, "node-a").is_some() && [&stalled, &garbage, &nodes.dead_url, &recovering].iter().all(|u| failed(s, u).is_some())
     })
     .await;
 

@@ -26,12 +26,7 @@ fn doctor(config: &str) -> Output {
     let dir = tempfile::tempdir().expect("a temp dir");
     let path = dir.path().join("config.toml");
     std::fs::write(&path, config).expect("write the config");
-    Command::new(env!("CARGO_BIN_EXE_gpuroom"))
-        .args(["doctor", "--config"])
-        .arg(&path)
-        .env("XDG_CONFIG_HOME", dir.path())
-        .output()
-        .expect("run gpuroom doctor")
+    Command::new(env!("CARGO_BIN_EXE_gpuroom")).args(["doctor", "--config"]).arg(&path).env("XDG_CONFIG_HOME", dir.path()).output().expect("run gpuroom doctor")
 }
 
 fn dead_port() -> u16 {

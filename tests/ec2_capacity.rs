@@ -12,16 +12,16 @@ mod loopback;
 #[path = "support/moto.rs"]
 mod moto;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use chrono::TimeDelta;
 use gpuroom::capacity::CapacityMode;
 use gpuroom::domain::units::{At, Secs};
+use gpuroom::live::Live;
 use gpuroom::live::catalogue::Catalogue;
 use gpuroom::live::config::JobsFile;
-use gpuroom::live::Live;
 use gpuroom::room::{Room, RoomConfig};
 use gpuroom::sources::aws::{self, AwsConfig};
 use gpuroom::sources::ec2_capacity::{self, PoolDecl};
@@ -175,7 +175,11 @@ async fn insufficient_capacity_becomes_a_launch_failure_and_the_room_tries_the_o
             Reply::status(400, "unexpected call")
         }
     });
-    let mut cfg = aws_config(format!("http://127.0.0.1:{}", server.port), Some("ami-12345678".into()), vec![pool("us-east-1a", "on-demand"), pool("us-east-1b", "on-demand")]);
+    let mut cfg = aws_config(
+        format!("http://127.0.0.1:{}", server.port),
+        Some("ami-12345678".into()),
+        vec![pool("us-east-1a", "on-demand"), pool("us-east-1b", "on-demand")],
+    );
     cfg.max_attempts = 1;
     let start = chrono::Utc::now();
     let at = |secs: i64| start + TimeDelta::seconds(secs);

@@ -107,7 +107,8 @@ async fn an_operator_approves_a_proposed_launch_and_finds_it_audited() {
     // On EC2: one more instance of ours in that zone, on demand.
     let mut launched = Vec::new();
     for _ in 0..100 {
-        launched = aws::describe_fleet(&client, Some(aws::OWNER_TAG)).await.expect("the fleet").into_iter().filter(|i| i.zone == zone && alive(&i.state)).collect();
+        launched =
+            aws::describe_fleet(&client, Some(aws::OWNER_TAG)).await.expect("the fleet").into_iter().filter(|i| i.zone == zone && alive(&i.state)).collect();
         if launched.len() > ours_before {
             break;
         }

@@ -3,11 +3,11 @@
 //! that reads back to the same totals.
 
 use chrono::TimeDelta;
-use gpuroom::domain::units::Micros;
-use gpuroom::room::{Room, RoomConfig};
 use gpuroom::cost::ledger::LineKind;
+use gpuroom::domain::units::Micros;
 use gpuroom::engine::Engine;
 use gpuroom::export::{self, FOCUS_COLUMNS};
+use gpuroom::room::{Room, RoomConfig};
 use gpuroom::sim::config::SimConfig;
 use gpuroom::sim::{Simulation, Traces};
 use gpuroom::store::ledger::Level;

@@ -5,8 +5,8 @@
 //! tried on the same series with an injected overrun. The tables print with
 //! `cargo test --test forecast_helios -- --nocapture`.
 
-use gpuroom::domain::units::Micros;
 use gpuroom::cost::forecast::{self, Alarm, AnomalyDetector, Refit, RollingConfig, RollingReport};
+use gpuroom::domain::units::Micros;
 use gpuroom::sources::helios;
 
 const SEASON: usize = 24;

@@ -40,10 +40,10 @@ use std::fmt::Display;
 use std::ops::Range;
 
 use gpuroom::config::EngineConfig;
+use gpuroom::domain::slurm::{SlurmJob, SlurmNode, SlurmState, expand_hostlist};
 use gpuroom::domain::units::Micros;
 use gpuroom::live::config::JobsFile;
 use gpuroom::sim::config::SimConfig;
-use gpuroom::domain::slurm::{expand_hostlist, SlurmJob, SlurmNode, SlurmState};
 use gpuroom::sources::slurm::{gres, json as slurm_json, text as slurm_text};
 use gpuroom::sources::{alibaba, dcgm, helios, imds, local, philly, price_history, spot_trace};
 use gpuroom::tui::theme_file;
@@ -86,15 +86,11 @@ fn trace_prefix(path: &str, samples: usize) -> String {
 }
 
 fn price_seeds() -> Vec<String> {
-    ["us-west-2/2020-03-23.p2.8xlarge.json", "us-east-1/2020-03-05.p3.2xlarge.json"]
-        .map(|f| fixture(&format!("fixtures/spot-prices/aws/{f}")))
-        .into()
+    ["us-west-2/2020-03-23.p2.8xlarge.json", "us-east-1/2020-03-05.p3.2xlarge.json"].map(|f| fixture(&format!("fixtures/spot-prices/aws/{f}"))).into()
 }
 
 fn trace_seeds() -> Vec<String> {
-    ["us-east-1f", "us-west-2b"]
-        .map(|zone| trace_prefix(&format!("fixtures/spot-traces/preemption/aws-04-22-2023/{zone}_v100_1.json"), 400))
-        .into()
+    ["us-east-1f", "us-west-2b"].map(|zone| trace_prefix(&format!("fixtures/spot-traces/preemption/aws-04-22-2023/{zone}_v100_1.json"), 400)).into()
 }
 
 fn philly_seeds() -> Vec<String> {
@@ -188,12 +184,65 @@ fn money_seeds() -> Vec<String> {
 /// overflowing numbers, empty text, control and multi-byte characters,
 /// structure characters, impossible and extreme dates.
 const JUNK: &[&str] = &[
-    "", "NaN", "nan", "-nan", "inf", "-inf", "Infinity", "-1", "-0", "0", "1e309", "1e300", "-1e300", "1e39", "1e-320",
-    "0.0000001", "18446744073709551616", "9223372036854775807", "-9223372036854775808", "4294967296", "256", "1001",
-    "99999999999999999999999999999999", "0x10", "+1", "1_000", ".", "-", "\0", "\u{7}", "\u{1b}[2J", "\u{7f}", "\r",
-    "\t", "\n", "\u{feff}", "é", "💥", "\u{202e}", "\"", "'", "\\", ",", "{", "}", "[", "]", "=", "#", "\"\"\"",
-    "9999-12-31T23:59:59Z", "0000-01-01T00:00:00Z", "2020-02-30T25:61:61Z", "2020-13-01 00:00:00", "9999-12-31",
-    "true", "null", "[]", "{}",
+    "",
+    "NaN",
+    "nan",
+    "-nan",
+    "inf",
+    "-inf",
+    "Infinity",
+    "-1",
+    "-0",
+    "0",
+    "1e309",
+    "1e300",
+    "-1e300",
+    "1e39",
+    "1e-320",
+    "0.0000001",
+    "18446744073709551616",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "4294967296",
+    "256",
+    "1001",
+    "99999999999999999999999999999999",
+    "0x10",
+    "+1",
+    "1_000",
+    ".",
+    "-",
+    "\0",
+    "\u{7}",
+    "\u{1b}[2J",
+    "\u{7f}",
+    "\r",
+    "\t",
+    "\n",
+    "\u{feff}",
+    "é",
+    "💥",
+    "\u{202e}",
+    "\"",
+    "'",
+    "\\",
+    ",",
+    "{",
+    "}",
+    "[",
+    "]",
+    "=",
+    "#",
+    "\"\"\"",
+    "9999-12-31T23:59:59Z",
+    "0000-01-01T00:00:00Z",
+    "2020-02-30T25:61:61Z",
+    "2020-13-01 00:00:00",
+    "9999-12-31",
+    "true",
+    "null",
+    "[]",
+    "{}",
 ];
 
 #[derive(Clone, Debug)]
@@ -332,11 +381,7 @@ fn mutated(seeds: Vec<String>) -> impl Strategy<Value = String> {
 /// Random bytes, random Unicode, or a soup of the seeds' words, junk and
 /// punctuation (closer to what a parser reads past its first byte).
 fn arbitrary_text(seeds: &[String]) -> impl Strategy<Value = String> {
-    let mut tokens: BTreeSet<String> = seeds
-        .iter()
-        .flat_map(|s| words(s.as_bytes()).into_iter().map(move |r| s[r].to_string()))
-        .take(2000)
-        .collect();
+    let mut tokens: BTreeSet<String> = seeds.iter().flat_map(|s| words(s.as_bytes()).into_iter().map(move |r| s[r].to_string())).take(2000).collect();
     tokens.extend(JUNK.iter().chain(&[" ", "\n", ":", "{\"", "\": ", "\"", "[[", "]]", " = ", "{", "}"]).map(|s| s.to_string()));
     let tokens: Vec<String> = tokens.into_iter().collect();
     prop_oneof![
@@ -351,11 +396,7 @@ fn arbitrary_text(seeds: &[String]) -> impl Strategy<Value = String> {
 /// The contract every parser shares. An error says something besides the
 /// name of its source, and names it (`names`; `None` where the parser is
 /// given no source). A value passes `sane`. `Ok(true)`: parsed.
-fn verdict<T, E: Display>(
-    result: Result<T, E>,
-    names: Option<&str>,
-    sane: impl FnOnce(T) -> Result<(), TestCaseError>,
-) -> Result<bool, TestCaseError> {
+fn verdict<T, E: Display>(result: Result<T, E>, names: Option<&str>, sane: impl FnOnce(T) -> Result<(), TestCaseError>) -> Result<bool, TestCaseError> {
     match result {
         Ok(value) => sane(value).map(|()| true),
         Err(e) => {

@@ -326,10 +326,7 @@ async fn a_broken_rebalance_path_does_not_hide_a_termination() {
     let got = run.until("the Notice", is_notice).await;
     assert_eq!(got.last(), Some(&Report::Notice { host: "gpu-a".into(), kind: NoticeKind::Terminate, deadline: Some(deadline) }));
     let failed: Vec<_> = got.iter().filter(|r| is_failed(r)).collect();
-    assert!(
-        matches!(failed.as_slice(), [Report::Failed { why, .. }] if why.contains("events/recommendations/rebalance")),
-        "{got:?}"
-    );
+    assert!(matches!(failed.as_slice(), [Report::Failed { why, .. }] if why.contains("events/recommendations/rebalance")), "{got:?}");
 }
 
 #[tokio::test]

@@ -4,8 +4,8 @@
 
 mod common;
 
-use common::check;
 use chrono::TimeDelta;
+use common::check;
 use gpuroom::domain::cluster::BillingMode;
 use gpuroom::domain::event::{Action, Actor, Event, GpuSample, Role};
 use gpuroom::domain::ids::{GpuRef, JobId, NodeId};
@@ -73,13 +73,24 @@ fn random_garbage_never_panics_and_never_breaks_an_invariant() {
                 6 => Event::JobStopped { job },
                 7 => Event::JobExited { job, ok: rng.random::<bool>(), message: "x\x1b[31m".into() },
                 8 => Event::Telemetry {
-                    gpus: vec![GpuSample(GpuRef { node, index: rng.random_range(0..10) }, [f32::NAN, 50.0, -3.0, 1e9][rng.random_range(0..4)], Mib(rng.random_range(0..99_999)))],
+                    gpus: vec![GpuSample(
+                        GpuRef { node, index: rng.random_range(0..10) },
+                        [f32::NAN, 50.0, -3.0, 1e9][rng.random_range(0..4)],
+                        Mib(rng.random_range(0..99_999)),
+                    )],
                     progress: vec![(job, rng.random_range(0..3000))],
                 },
-                9 => Event::PriceTick { zone: "us-east-1c".into(), instance_type: "p3.16xlarge".into(), price: MicrosPerHour(rng.random_range(-10..30_000_000)) },
+                9 => {
+                    Event::PriceTick { zone: "us-east-1c".into(), instance_type: "p3.16xlarge".into(), price: MicrosPerHour(rng.random_range(-10..30_000_000)) }
+                }
                 10 => Event::InterruptionNotice { node, deadline: t(now + 120) },
                 11 => {
-                    let actor = Actor { user: "op".into(), origin: "chaos".into(), role: if rng.random::<bool>() { Role::Operator } else { Role::Viewer }, account: None };
+                    let actor = Actor {
+                        user: "op".into(),
+                        origin: "chaos".into(),
+                        role: if rng.random::<bool>() { Role::Operator } else { Role::Viewer },
+                        account: None,
+                    };
                     let action = [Action::Preempt { job }, Action::Requeue { job }, Action::Cancel { job }][rng.random_range(0..3)].clone();
                     Event::Operator { actor, action }
                 }

@@ -16,11 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The floors, lowest first. A top-level module not named here is an edge.
-const FLOORS: &[(&str, &[&str])] = &[
-    ("domain", &["domain"]),
-    ("policies", &["sched", "market", "ckpt", "cost", "predict", "capacity"]),
-    ("room", &["room"]),
-];
+const FLOORS: &[(&str, &[&str])] = &[("domain", &["domain"]), ("policies", &["sched", "market", "ckpt", "cost", "predict", "capacity"]), ("room", &["room"])];
 const EDGE_FLOOR: usize = 3;
 const POLICY_FLOOR: usize = 1;
 
@@ -343,11 +339,8 @@ impl Graph {
             }
             let (product, test_mods) = product_code(&code);
             for name in test_mods {
-                let dir = if file.file_stem().is_some_and(|s| s == "mod" || s == "lib") {
-                    file.parent().unwrap().to_path_buf()
-                } else {
-                    file.with_extension("")
-                };
+                let dir =
+                    if file.file_stem().is_some_and(|s| s == "mod" || s == "lib") { file.parent().unwrap().to_path_buf() } else { file.with_extension("") };
                 test_files.insert(file.parent().unwrap().join(format!("{name}.rs")));
                 test_files.insert(dir.join(format!("{name}.rs")));
                 test_files.insert(dir.join(name).join("mod.rs"));
@@ -655,7 +648,10 @@ fn the_checker_sees_an_upward_import_a_circle_and_a_policy_importing_another() {
     write("lib.rs", "pub mod domain;\npub mod sched;\npub mod market;\npub mod room;\npub mod tui;\n");
     write("domain/mod.rs", "pub mod job;\npub use job::Job;\n");
     // The domain reaches up into the room, in a path, not a `use`.
-    write("domain/job.rs", "pub struct Job;\nfn f() -> crate::room::Room { todo!() }\n// crate::tui::App in a comment is fine\nconst S: &str = \"crate::tui::App\";\n");
+    write(
+        "domain/job.rs",
+        "pub struct Job;\nfn f() -> crate::room::Room { todo!() }\n// crate::tui::App in a comment is fine\nconst S: &str = \"crate::tui::App\";\n",
+    );
     write("sched/mod.rs", "use crate::domain::Job;\nuse crate::market::{self, Price};\nfn g(_: Job) { market::price(); }\n");
     write("market/mod.rs", "pub struct Price;\npub fn price() {}\n#[cfg(test)]\nmod tests { use crate::room::Room; }\n");
     write("room/mod.rs", "pub mod spot;\npub struct Room;\nuse spot::x;\n");

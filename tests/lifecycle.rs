@@ -198,7 +198,11 @@ fn read_only_actors_and_impossible_actions_are_refused() {
     let bob = operator("bob", Role::Operator);
     let fx = room.apply(t(3), &Event::Operator { actor: bob.clone(), action: Action::Preempt { job: JobId(99) } });
     assert!(reason(&fx).contains("unknown job j99"));
-    submit(&mut room, 4, { let mut s = job_spec(2, "nlp", 8); s.gpu_mem = Mib(12_000); s });
+    submit(&mut room, 4, {
+        let mut s = job_spec(2, "nlp", 8);
+        s.gpu_mem = Mib(12_000);
+        s
+    });
     let fx = room.apply(t(5), &Event::Operator { actor: bob, action: Action::Preempt { job: JobId(2) } });
     assert!(reason(&fx).contains("queued, not running"), "{fx:?}");
 }
@@ -225,7 +229,14 @@ fn illegal_moves_and_bad_input_leave_the_state_alone() {
     assert!(reason(&submit(&mut room, 2, job_spec(1, "nlp", 1))).contains("already exists"));
     assert!(reason(&submit(&mut room, 2, job_spec(3, "nobody", 1))).contains("unknown tenant"));
     assert!(reason(&submit(&mut room, 2, job_spec(4, "nlp", 0))).contains("asks 0 GPUs"));
-    assert!(reason(&submit(&mut room, 2, { let mut s = job_spec(5, "nlp", 1); s.steps_total = 0; s })).contains("no work"));
+    assert!(
+        reason(&submit(&mut room, 2, {
+            let mut s = job_spec(5, "nlp", 1);
+            s.steps_total = 0;
+            s
+        }))
+        .contains("no work")
+    );
 
     // Telemetry: good samples kept, bad ones counted and reported.
     let good = GpuSample(GpuRef { node: NodeId(1), index: 0 }, 55.0, Mib(100));

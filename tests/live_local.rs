@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use gpuroom::domain::event::{Action, Actor, Role};
 use gpuroom::domain::ids::JobId;
-use gpuroom::room::Room;
+use gpuroom::live::Live;
 use gpuroom::live::catalogue::Catalogue;
 use gpuroom::live::config::{JobsFile, SourcesConfig};
 use gpuroom::live::run::spawn_sources;
-use gpuroom::live::Live;
+use gpuroom::room::Room;
 
 const HOST: &str = "test-node";
 

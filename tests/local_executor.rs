@@ -9,7 +9,7 @@ use std::time::Duration;
 use gpuroom::ckpt::CheckpointKind;
 use gpuroom::domain::event::{Effect, Event};
 use gpuroom::domain::ids::{JobId, NodeId};
-use gpuroom::sources::local::{spawn, ExecutorInput, JobCommand, LocalConfig};
+use gpuroom::sources::local::{ExecutorInput, JobCommand, LocalConfig, spawn};
 use gpuroom::sources::report::Report;
 use tokio::sync::mpsc;
 
@@ -127,7 +127,12 @@ async fn a_job_that_ignores_sigterm_is_killed_after_the_grace() {
 #[tokio::test]
 async fn failures_on_its_own_and_bad_input_are_reported_plainly() {
     let mut rig = rig(1);
-    let exit3 = JobCommand { program: "sh".into(), args: vec!["-c".into(), "echo 'progress 1' >> \"$GPUROOM_PROGRESS_FILE\"; echo 'progress lots' >> \"$GPUROOM_PROGRESS_FILE\"; exit 3".into()], workdir: None, env: vec![] };
+    let exit3 = JobCommand {
+        program: "sh".into(),
+        args: vec!["-c".into(), "echo 'progress 1' >> \"$GPUROOM_PROGRESS_FILE\"; echo 'progress lots' >> \"$GPUROOM_PROGRESS_FILE\"; exit 3".into()],
+        workdir: None,
+        env: vec![],
+    };
     rig.start(4, exit3, vec![0], 0).await;
     let bad_line = rig
         .until(|r| match r {

@@ -5,8 +5,8 @@
 //! and is never beaten by brute force.
 
 use gpuroom::cost::mix::{
-    Constraint, GridPrices, MixError, MixProblem, NAIVE_OD_CAP, NAIVE_STEP, SpotOffer, SpotRisk, break_even, compare, curve,
-    effective_reserved, naive_grid, reserved_curve, solve, solve_naive,
+    Constraint, GridPrices, MixError, MixProblem, NAIVE_OD_CAP, NAIVE_STEP, SpotOffer, SpotRisk, break_even, compare, curve, effective_reserved, naive_grid,
+    reserved_curve, solve, solve_naive,
 };
 
 const P_OD: f64 = 0.85;
@@ -82,15 +82,9 @@ fn break_even_is_about_35_percent() {
 fn the_risk_aware_optimizer_does_not_pick_all_spot() {
     let u_star = break_even(P_RES, P_OD).unwrap();
     println!();
-    println!(
-        "demand 100 GPUs, SLA floor 20%, p3.2xlarge ≤ 60 GPUs at 0.47/h, p3.8xlarge ≤ 40 GPUs at 0.75/h (+5% price); prices per GPU-hour"
-    );
-    println!(
-        "  u    | naive grid od/res/spot | risk-aware od/res/spot (2x+8x) | cost  | naive: raw, with risk   | binding (saves per GPU-h)"
-    );
-    println!(
-        "  -----+------------------------+--------------------------------+-------+-------------------------+--------------------------"
-    );
+    println!("demand 100 GPUs, SLA floor 20%, p3.2xlarge ≤ 60 GPUs at 0.47/h, p3.8xlarge ≤ 40 GPUs at 0.75/h (+5% price); prices per GPU-hour");
+    println!("  u    | naive grid od/res/spot | risk-aware od/res/spot (2x+8x) | cost  | naive: raw, with risk   | binding (saves per GPU-h)");
+    println!("  -----+------------------------+--------------------------------+-------+-------------------------+--------------------------");
     let mut last_spot = None;
     for u in utilizations() {
         let grid = naive_grid(u, NAIVE_STEP, NAIVE_OD_CAP, &grid_prices(u)).unwrap();

@@ -8,11 +8,11 @@ use chrono::TimeDelta;
 use gpuroom::domain::event::{Action, Actor, Role};
 use gpuroom::domain::ids::JobId;
 use gpuroom::domain::job::{Phase, PoolTarget};
-use gpuroom::room::{Room, RoomConfig};
 use gpuroom::engine::Engine;
+use gpuroom::room::{Room, RoomConfig};
 use gpuroom::sim::config::SimConfig;
 use gpuroom::sim::{Simulation, Traces};
-use gpuroom::store::{replay, RunMeta, Store};
+use gpuroom::store::{RunMeta, Store, replay};
 
 fn engine(path: &std::path::Path) -> Engine {
     let traces = Traces::embedded().unwrap();

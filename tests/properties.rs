@@ -19,7 +19,15 @@ use proptest::prelude::*;
 
 #[derive(Clone, Debug)]
 enum Step {
-    Submit { gpus: u8, mem: u32, exclusive: bool, tenant: u8, pool: u8, priority: i32, est: Option<i64> },
+    Submit {
+        gpus: u8,
+        mem: u32,
+        exclusive: bool,
+        tenant: u8,
+        pool: u8,
+        priority: i32,
+        est: Option<i64>,
+    },
     /// Act on the k-th job that exists (modulo their number).
     Start(usize),
     Save(usize),
@@ -105,14 +113,26 @@ fn run(config: SchedConfig, steps: Vec<Step>) {
                 spec.est_runtime = est.map(Secs);
                 Event::JobSubmitted { spec }
             }
-            Step::Start(k) => match nth_job(&room, k) { Some(job) => Event::JobStarted { job }, None => Event::Tick },
+            Step::Start(k) => match nth_job(&room, k) {
+                Some(job) => Event::JobStarted { job },
+                None => Event::Tick,
+            },
             Step::Save(k) => match nth_job(&room, k) {
                 Some(job) => Event::CheckpointDone { job, step: room.job(job).map_or(0, |j| j.steps_done), bytes: 1 },
                 None => Event::Tick,
             },
-            Step::Stop(k) => match nth_job(&room, k) { Some(job) => Event::JobStopped { job }, None => Event::Tick },
-            Step::Exit(k, ok) => match nth_job(&room, k) { Some(job) => Event::JobExited { job, ok, message: "x".into() }, None => Event::Tick },
-            Step::Progress(k, s) => match nth_job(&room, k) { Some(job) => Event::Telemetry { gpus: vec![], progress: vec![(job, s)] }, None => Event::Tick },
+            Step::Stop(k) => match nth_job(&room, k) {
+                Some(job) => Event::JobStopped { job },
+                None => Event::Tick,
+            },
+            Step::Exit(k, ok) => match nth_job(&room, k) {
+                Some(job) => Event::JobExited { job, ok, message: "x".into() },
+                None => Event::Tick,
+            },
+            Step::Progress(k, s) => match nth_job(&room, k) {
+                Some(job) => Event::Telemetry { gpus: vec![], progress: vec![(job, s)] },
+                None => Event::Tick,
+            },
             Step::Idle(n, g, u) => Event::Telemetry { gpus: vec![GpuSample(GpuRef { node: NodeId(u32::from(n)), index: g }, u, Mib(100))], progress: vec![] },
             Step::Lose(i) => Event::NodeLost { node: NodeId(u32::from(i)), reason: "prop".into() },
             Step::Notice(i) => Event::InterruptionNotice { node: NodeId(u32::from(i)), deadline: t(now + 120) },

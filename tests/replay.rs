@@ -5,11 +5,11 @@
 use std::path::Path;
 
 use chrono::TimeDelta;
-use gpuroom::room::{Room, RoomConfig};
 use gpuroom::engine::Engine;
+use gpuroom::room::{Room, RoomConfig};
 use gpuroom::sim::config::SimConfig;
 use gpuroom::sim::{Simulation, Traces};
-use gpuroom::store::{replay, RunMeta, Store};
+use gpuroom::store::{RunMeta, Store, replay};
 
 fn record(path: &Path, hours: i64, seed: u64, snapshot_every: u64) -> Room {
     let traces = Traces::embedded().unwrap();
@@ -95,7 +95,10 @@ fn a_damaged_log_is_reported_with_the_event_number() {
     let nth = |sql: &str| -> i64 { rusqlite::Connection::open(&path).unwrap().query_row(sql, [], |r| r.get(0)).unwrap() };
     let damages: [(&str, &str); 4] = [
         ("SELECT seq FROM events WHERE packed IS NULL LIMIT 1 OFFSET 41", "UPDATE events SET body = '{\"JobStarted\":' WHERE seq = ?1"),
-        ("SELECT seq FROM events WHERE packed IS NOT NULL LIMIT 1 OFFSET 40", "UPDATE events SET packed = substr(packed, 1, length(packed) - 1) WHERE seq = ?1"),
+        (
+            "SELECT seq FROM events WHERE packed IS NOT NULL LIMIT 1 OFFSET 40",
+            "UPDATE events SET packed = substr(packed, 1, length(packed) - 1) WHERE seq = ?1",
+        ),
         ("SELECT seq FROM events WHERE packed IS NOT NULL LIMIT 1 OFFSET 40", "UPDATE events SET packed = x'07' WHERE seq = ?1"),
         ("SELECT seq FROM events WHERE packed IS NOT NULL LIMIT 1 OFFSET 60", "UPDATE events SET packed = NULL, body = '\"Tick\"' WHERE seq = ?1"),
     ];
@@ -151,7 +154,9 @@ fn telemetry_is_kept_as_compact_frames_that_read_back_the_same_from_any_event() 
     let telemetry_json: usize = all.iter().filter(|(_, e)| e.contains("{\"Telemetry\"")).map(|(_, e)| e.len()).sum();
     let conn = rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
     let (frames, frame_bytes, json_bodies): (i64, i64, i64) = conn
-        .query_row("SELECT COUNT(*), SUM(LENGTH(packed)), SUM(LENGTH(body)) FROM events WHERE kind = 'telemetry'", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .query_row("SELECT COUNT(*), SUM(LENGTH(packed)), SUM(LENGTH(body)) FROM events WHERE kind = 'telemetry'", [], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
         .unwrap();
     assert_eq!(frames as usize, all.iter().filter(|(_, e)| e.contains("{\"Telemetry\"")).count());
     assert_eq!(json_bodies, 0, "no telemetry kept as JSON");

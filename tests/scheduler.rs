@@ -32,7 +32,16 @@ struct Harness {
 
 impl Harness {
     fn new(config: RoomConfig, tenants: Vec<TenantSpec>, nodes: Vec<NodeSpec>) -> Harness {
-        let mut h = Harness { room: Room::new(config), now: 0, pending: Vec::new(), seq: 0, run_secs: BTreeMap::new(), generation: BTreeMap::new(), finishing: Vec::new(), effects: Vec::new() };
+        let mut h = Harness {
+            room: Room::new(config),
+            now: 0,
+            pending: Vec::new(),
+            seq: 0,
+            run_secs: BTreeMap::new(),
+            generation: BTreeMap::new(),
+            finishing: Vec::new(),
+            effects: Vec::new(),
+        };
         for spec in tenants {
             h.apply(Event::TenantDefined { spec });
         }
@@ -93,12 +102,7 @@ impl Harness {
         let mut next_tick = self.now + tick;
         loop {
             let next_event = self.pending.iter().map(|(at, seq, _)| (*at, *seq)).min();
-            let next_finish = self
-                .finishing
-                .iter()
-                .filter(|(_, job, g)| self.generation.get(job) == Some(g))
-                .map(|(at, _, _)| *at)
-                .min();
+            let next_finish = self.finishing.iter().filter(|(_, job, g)| self.generation.get(job) == Some(g)).map(|(at, _, _)| *at).min();
             let candidates = [next_event.map(|e| e.0), next_finish, Some(next_tick)];
             let Some(when) = candidates.into_iter().flatten().min() else { break };
             if when > until {
@@ -117,7 +121,8 @@ impl Harness {
                 self.apply(Event::JobExited { job, ok: true, message: "exit 0".into() });
             } else {
                 next_tick += tick;
-                let progress: Vec<(JobId, u64)> = self.room.jobs().filter(|j| j.phase() == Phase::Running).map(|j| (j.spec.id, self.progress(j.spec.id))).collect();
+                let progress: Vec<(JobId, u64)> =
+                    self.room.jobs().filter(|j| j.phase() == Phase::Running).map(|j| (j.spec.id, self.progress(j.spec.id))).collect();
                 self.apply(Event::Telemetry { gpus: vec![], progress });
             }
         }

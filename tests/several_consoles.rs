@@ -37,12 +37,8 @@ fn consoles_attach_to_one_engine_and_only_operators_can_act() {
     }
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("shared.db");
-    let mut engine = Command::new(BIN)
-        .args(["engine", "--seed", "2", "--speed", "600", "--db"])
-        .arg(&db)
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the engine");
+    let mut engine =
+        Command::new(BIN).args(["engine", "--seed", "2", "--speed", "600", "--db"]).arg(&db).stderr(Stdio::piped()).spawn().expect("start the engine");
     let me = Actor { user: "test".into(), origin: "local".into(), role: Role::Viewer, account: None };
     wait("the engine", Duration::from_secs(60), || Client::connect(&db, &me, false).is_ok());
     let watching = Client::connect(&db, &me, true).unwrap();
@@ -88,7 +84,9 @@ fn consoles_attach_to_one_engine_and_only_operators_can_act() {
     let viewer = Actor { user: "mallory".into(), origin: "local".into(), role: Role::Viewer, account: None };
     let attached = Client::connect(&db, &viewer, false).unwrap();
     let id = attached.submit(&Action::Cancel { job: gpuroom::domain::ids::JobId(1) }).unwrap();
-    let Some(CommandState::Refused { reason, .. }) = attached.wait_answer(&id, Duration::from_secs(10)).unwrap() else { panic!("a viewer's command was applied") };
+    let Some(CommandState::Refused { reason, .. }) = attached.wait_answer(&id, Duration::from_secs(10)).unwrap() else {
+        panic!("a viewer's command was applied")
+    };
     assert!(reason.contains("read-only"), "{reason}");
 
     // The engine stops on SIGTERM, cleanly; the wall sees the data go stale.

@@ -20,11 +20,11 @@ use std::time::Duration;
 
 use gpuroom::domain::event::{Action, Actor, Role};
 use gpuroom::domain::slurm::{SlurmCommand, SlurmSnapshot, SlurmState, SlurmVerb};
-use gpuroom::room::{Room, RoomConfig};
+use gpuroom::live::Live;
 use gpuroom::live::catalogue::Catalogue;
 use gpuroom::live::config::SourcesConfig;
 use gpuroom::live::run::spawn_sources;
-use gpuroom::live::Live;
+use gpuroom::room::{Room, RoomConfig};
 use gpuroom::sources::report::Report;
 use gpuroom::sources::slurm::cli::{ErrorKind, SlurmCli};
 use gpuroom::store::{RunMeta, Store};
@@ -95,7 +95,11 @@ async fn jobs_nodes_and_partitions_read_back_with_their_gres_gpus_in_json_and_in
     assert!(!text.uses_json());
     for id in [running, pending, held] {
         let (a, b) = (job(&s, id), job(&t, id));
-        assert_eq!((&a.name, &a.account, &a.state, a.gpus, &a.nodes, &a.partition, a.held()), (&b.name, &b.account, &b.state, b.gpus, &b.nodes, &b.partition, b.held()), "job {id}");
+        assert_eq!(
+            (&a.name, &a.account, &a.state, a.gpus, &a.nodes, &a.partition, a.held()),
+            (&b.name, &b.account, &b.state, b.gpus, &b.nodes, &b.partition, b.held()),
+            "job {id}"
+        );
     }
     assert_eq!((t.nodes[0].gpus, t.nodes[0].gpus_used), (4, 2));
     assert_eq!(t.nodes[0].partitions, ["gpu", "spare"]);
@@ -205,7 +209,10 @@ async fn doctor_says_which_slurm_answers_and_why_one_does_not() {
     let (ok, text) = doctor(&conf);
     let line = text.lines().find(|l| l.contains("slurm")).unwrap_or_else(|| panic!("no slurm line:\n{text}"));
     assert!(ok && line.starts_with("ok"), "{text}");
-    assert!(line.contains("Slurm 22.05") && line.contains("cluster gpuroom-ci: 2 partitions, 1 nodes, 4 GRES GPUs") && line.contains("read with --json"), "{line}");
+    assert!(
+        line.contains("Slurm 22.05") && line.contains("cluster gpuroom-ci: 2 partitions, 1 nodes, 4 GRES GPUs") && line.contains("read with --json"),
+        "{line}"
+    );
     let dir = tempfile::tempdir().unwrap();
     let (ok, text) = doctor(&dead_controller(&conf, dir.path()));
     let line = text.lines().find(|l| l.contains("slurm")).unwrap_or_else(|| panic!("no slurm line:\n{text}"));
@@ -249,7 +256,12 @@ impl Engine {
     async fn until(&mut self, what: &str, done: impl Fn(&Live) -> bool) {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
         while !done(&self.live) {
-            assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}; slurm view: {:#?}; log: {:#?}", self.live.engine.room().view().slurm, self.live.engine.room().view().log);
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "timed out waiting for {what}; slurm view: {:#?}; log: {:#?}",
+                self.live.engine.room().view().slurm,
+                self.live.engine.room().view().log
+            );
             match tokio::time::timeout(Duration::from_millis(200), self.reports.recv()).await {
                 Ok(Some(report)) => self.live.report(chrono::Utc::now(), report).expect("apply a report"),
                 Ok(None) => panic!("the adapters stopped"),
@@ -332,7 +344,10 @@ async fn advisory_mode_shows_the_advice_and_an_operators_verbs_and_failures_are_
     let alice = Actor { user: "alice".into(), origin: "console".into(), role: Role::Operator, account: None };
     let sent = e.live.engine.operate(&alice, Action::Slurm { job: first, verb: SlurmVerb::Suspend }).unwrap();
     assert!(sent.as_ref().unwrap().contains(&format!("slurm suspend job {first}")), "{sent:?}");
-    e.until("the suspension to show", |l| l.engine.room().view().slurm.is_some_and(|s| s.jobs.iter().any(|j| j.id == first && j.state == SlurmState::Suspended))).await;
+    e.until("the suspension to show", |l| {
+        l.engine.room().view().slurm.is_some_and(|s| s.jobs.iter().any(|j| j.id == first && j.state == SlurmState::Suspended))
+    })
+    .await;
     assert_eq!(e.row(first).unwrap().command.as_deref(), Some("suspend by alice@console: done"));
     // A refused one never reaches Slurm, and says why.
     let refused = e.live.engine.operate(&alice, Action::Slurm { job: first, verb: SlurmVerb::Hold }).unwrap();

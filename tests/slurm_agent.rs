@@ -102,7 +102,14 @@ impl Drop for Agent {
 
 impl Agent {
     fn start(args: &[&str]) -> Agent {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_gpuroom")).arg("agent").args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("gpuroom agent starts");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_gpuroom"))
+            .arg("agent")
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("gpuroom agent starts");
         let (tx, lines) = mpsc::channel();
         let out = child.stdout.take().unwrap();
         let err = child.stderr.take().unwrap();

@@ -29,11 +29,11 @@ use aws_sdk_ec2::types::{Filter, InstanceLifecycleType};
 use gpuroom::capacity::plan::FleetGpus;
 use gpuroom::config::EngineConfig;
 use gpuroom::domain::cluster::BillingMode;
+use gpuroom::domain::hostlist;
 use gpuroom::domain::units::MicrosPerHour;
 use gpuroom::live::catalogue::Catalogue;
-use gpuroom::live::slurm_power::{self, PowerPolicy, CLUSTER_TAG, NODE_TAG};
+use gpuroom::live::slurm_power::{self, CLUSTER_TAG, NODE_TAG, PowerPolicy};
 use gpuroom::sources::aws::{self, AwsConfig};
-use gpuroom::domain::hostlist;
 
 const GPUROOM: &str = env!("CARGO_BIN_EXE_gpuroom");
 
@@ -246,7 +246,12 @@ async fn instances_of(client: &aws_sdk_ec2::Client, cluster: &str, node: &str) -
         .send()
         .await
         .expect("DescribeInstances");
-    out.reservations().iter().flat_map(|r| r.instances()).filter(|i| i.state().and_then(|s| s.name()).is_some_and(|n| n.as_str() != "terminated")).cloned().collect()
+    out.reservations()
+        .iter()
+        .flat_map(|r| r.instances())
+        .filter(|i| i.state().and_then(|s| s.name()).is_some_and(|n| n.as_str() != "terminated"))
+        .cloned()
+        .collect()
 }
 
 async fn moto_client(url: &str) -> (aws_sdk_ec2::Client, String) {
@@ -319,12 +324,27 @@ async fn slurm_resumes_cloud_nodes_through_gpuroom_and_suspend_terminates_them()
     let since = chrono::Utc::now() - chrono::TimeDelta::hours(3);
     let points = aws::spot_price_history(&client, std::slice::from_ref(&entry.instance_type), &entry.zones, since).await.expect("moto's spot prices");
     let prices: BTreeMap<String, MicrosPerHour> = points.iter().map(|p| (p.zone.clone(), p.price)).collect();
-    let choice = slurm_power::choose(chrono::Utc::now(), &PowerPolicy::of(&parsed), entry, shape, &catalogue, &prices, None, FleetGpus::default(), &BTreeMap::new(), &BTreeMap::new())
-        .expect("the policy chooses a pool");
+    let choice = slurm_power::choose(
+        chrono::Utc::now(),
+        &PowerPolicy::of(&parsed),
+        entry,
+        shape,
+        &catalogue,
+        &prices,
+        None,
+        FleetGpus::default(),
+        &BTreeMap::new(),
+        &BTreeMap::new(),
+    )
+    .expect("the policy chooses a pool");
     assert_eq!(choice.pool.billing, BillingMode::Spot, "moto's spot price is far under on-demand and there is no floor: {choice:?}");
     let lifecycle = if instance.instance_lifecycle() == Some(&InstanceLifecycleType::Spot) { BillingMode::Spot } else { BillingMode::OnDemand };
     let zone = instance.placement().and_then(|p| p.availability_zone()).unwrap_or_default();
-    assert_eq!((instance.instance_type().map(|t| t.as_str()), zone, lifecycle), (Some(choice.pool.instance_type.as_str()), choice.pool.zone.as_str(), choice.pool.billing), "{out}");
+    assert_eq!(
+        (instance.instance_type().map(|t| t.as_str()), zone, lifecycle),
+        (Some(choice.pool.instance_type.as_str()), choice.pool.zone.as_str(), choice.pool.billing),
+        "{out}"
+    );
     let tags: BTreeMap<&str, &str> = instance.tags().iter().filter_map(|t| Some((t.key()?, t.value()?))).collect();
     assert_eq!((tags.get("gpuroom"), tags.get("gpuroom-billing")), (Some(&"managed"), Some(&"spot")), "{tags:?}");
     let id = instance.instance_id().expect("an id").to_string();

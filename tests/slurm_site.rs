@@ -28,10 +28,10 @@ use gpuroom::domain::event::{Action, Actor, Role};
 use gpuroom::domain::ids::{JobId, TenantId};
 use gpuroom::domain::slurm::SlurmState;
 use gpuroom::domain::units::Micros;
+use gpuroom::live::Live;
 use gpuroom::live::catalogue::Catalogue;
 use gpuroom::live::config::SourcesConfig;
 use gpuroom::live::run::spawn_sources;
-use gpuroom::live::Live;
 use gpuroom::room::{Room, RoomConfig};
 use gpuroom::sources::report::Report;
 use gpuroom::store::{RunMeta, Store};
@@ -48,7 +48,12 @@ fn dcgm() -> Loopback {
     let mut page = String::from("# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n# TYPE DCGM_FI_DEV_FB_USED gauge\n# TYPE DCGM_FI_DEV_FB_FREE gauge\n");
     for gpu in 0..4 {
         let labels = format!("gpu=\"{gpu}\",UUID=\"GPU-{gpu}\",device=\"nvidia{gpu}\",modelName=\"NVIDIA A10G\",Hostname=\"localhost\"");
-        page.push_str(&format!("DCGM_FI_DEV_GPU_UTIL{{{labels}}} {}\nDCGM_FI_DEV_FB_USED{{{labels}}} {}\nDCGM_FI_DEV_FB_FREE{{{labels}}} {}\n", (gpu + 1) * 10, 1000 * (gpu + 1), 22_000 - 1000 * (gpu + 1)));
+        page.push_str(&format!(
+            "DCGM_FI_DEV_GPU_UTIL{{{labels}}} {}\nDCGM_FI_DEV_FB_USED{{{labels}}} {}\nDCGM_FI_DEV_FB_FREE{{{labels}}} {}\n",
+            (gpu + 1) * 10,
+            1000 * (gpu + 1),
+            22_000 - 1000 * (gpu + 1)
+        ));
     }
     Loopback::start(move |_| Reply::ok(PROM, page.clone()))
 }
@@ -106,7 +111,12 @@ impl Engine {
     async fn until(&mut self, what: &str, done: impl Fn(&Live) -> bool) {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
         while !done(&self.live) {
-            assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}; slurm: {:#?}; log: {:#?}", self.live.engine.room().view().slurm, self.live.engine.room().view().log);
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "timed out waiting for {what}; slurm: {:#?}; log: {:#?}",
+                self.live.engine.room().view().slurm,
+                self.live.engine.room().view().log
+            );
             match tokio::time::timeout(Duration::from_millis(200), self.reports.recv()).await {
                 Ok(Some(report)) => self.live.report(self.now(), report).expect("apply a report"),
                 Ok(None) => panic!("the adapters stopped"),
@@ -174,11 +184,20 @@ async fn slurm_nodes_are_in_the_fleet_with_dcgm_figures_and_their_jobs_are_charg
     let exporter = dcgm();
     let mut e = engine(&conf, &exporter.url("/metrics"), "1000");
     e.until("localhost in the fleet with its jobs and dcgm figures", |l| {
-        l.engine.room().view().nodes.iter().any(|n| n.name == "localhost" && n.gpus.iter().filter(|g| !g.jobs.is_empty()).count() == 3 && n.gpus.iter().all(|g| g.util.is_some()))
+        l.engine
+            .room()
+            .view()
+            .nodes
+            .iter()
+            .any(|n| n.name == "localhost" && n.gpus.iter().filter(|g| !g.jobs.is_empty()).count() == 3 && n.gpus.iter().all(|g| g.util.is_some()))
     })
     .await;
     let node = e.localhost().unwrap();
-    assert_eq!((node.state.as_str(), node.instance_type.as_str(), node.gpu_model.as_str(), node.gpus.len()), ("slurm mixed", "g5.12xlarge", "NVIDIA A10G", 4), "the type declared, the model as dcgm says: {node:#?}");
+    assert_eq!(
+        (node.state.as_str(), node.instance_type.as_str(), node.gpu_model.as_str(), node.gpus.len()),
+        ("slurm mixed", "g5.12xlarge", "NVIDIA A10G", 4),
+        "the type declared, the model as dcgm says: {node:#?}"
+    );
     let on = |job: u64| node.gpus.iter().filter(|g| g.jobs.contains(&JobId::slurm(job))).map(|g| g.index).collect::<Vec<_>>();
     let slurm = jobs_now(&conf);
     let idx = |job: u64| slurm.iter().find(|j| j.id == job).unwrap().gpu_idx[0].1.iter().map(|i| *i as u8).collect::<Vec<_>>();
@@ -191,7 +210,13 @@ async fn slurm_nodes_are_in_the_fleet_with_dcgm_figures_and_their_jobs_are_charg
     e.jump(chrono::TimeDelta::hours(1));
     let db = e.dir.path().join("run.db");
     let focus = e.dir.path().join("focus.csv");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpuroom")).args(["export", "--db"]).arg(&db).args(["--month", &month, "--out"]).arg(&focus).output().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpuroom"))
+        .args(["export", "--db"])
+        .arg(&db)
+        .args(["--month", &month, "--out"])
+        .arg(&focus)
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let mut reader = csv::Reader::from_path(&focus).unwrap();
     let headers = reader.headers().unwrap().clone();
@@ -209,7 +234,10 @@ async fn slurm_nodes_are_in_the_fleet_with_dcgm_figures_and_their_jobs_are_charg
     let hours = (time(&rows[0][to]) - time(&rows[0][from])).num_milliseconds() as f64 / 3_600_000.0;
     let (of_a, of_b) = (tagged(a), tagged(b));
     assert_eq!((of_a.len(), of_b.len()), (2, 1), "a line per GPU per job:\n{}", std::fs::read_to_string(&focus).unwrap());
-    assert_eq!((of_a[0].1["tenant"].as_str(), of_a[0].1["project"].as_str(), of_a[0].1["model"].as_str(), of_a[0].1["environment"].as_str()), (Some("acme"), Some("detr"), Some("vit-h"), Some("gpu")));
+    assert_eq!(
+        (of_a[0].1["tenant"].as_str(), of_a[0].1["project"].as_str(), of_a[0].1["model"].as_str(), of_a[0].1["environment"].as_str()),
+        (Some("acme"), Some("detr"), Some("vit-h"), Some("gpu"))
+    );
     assert_eq!(of_b[0].1["tenant"].as_str(), Some("beta"));
     let a_total: f64 = of_a.iter().map(|(c, _)| c).sum();
     // Two GPUs of $5.672/h for the period, less the seconds before the first snapshot.
@@ -239,9 +267,11 @@ async fn an_account_at_its_budget_has_its_pending_jobs_held_in_slurm_until_an_op
     let exporter = dcgm();
     // acme may spend $5; its job holds the whole node at $5.672/h.
     let mut e = engine(&conf, &exporter.url("/metrics"), "5");
-    e.until("the node with acme's job", |l| l.engine.room().view().nodes.iter().any(|n| n.name == "localhost" && n.gpus.iter().all(|g| !g.jobs.is_empty()))).await;
+    e.until("the node with acme's job", |l| l.engine.room().view().nodes.iter().any(|n| n.name == "localhost" && n.gpus.iter().all(|g| !g.jobs.is_empty())))
+        .await;
     e.jump(chrono::TimeDelta::minutes(55));
-    e.until("acme limited", |l| l.engine.room().view().budgets.iter().any(|b| b.tenant == "acme" && b.level == gpuroom::cost::budget::BudgetLevel::Limited)).await;
+    e.until("acme limited", |l| l.engine.room().view().budgets.iter().any(|b| b.tenant == "acme" && b.level == gpuroom::cost::budget::BudgetLevel::Limited))
+        .await;
     let held = |c: &Path, id: u64| state(c, id).1.starts_with("JobHeld");
     let audited = |l: &Live, verb: &str| l.engine.store().unwrap().audit_records().unwrap().iter().any(|r| r.verb == verb && r.outcome == "done");
     e.until("acme's pending job held in Slurm, and Slurm's answer audited", |l| held(&conf, waiting) && audited(l, "hold")).await;
@@ -275,7 +305,10 @@ async fn a_spot_notice_on_the_node_drains_it_and_the_room_signals_requeues_and_r
     wait_for_jobs(&conf, "the job to run", |jobs| jobs.iter().any(|j| j.id == job && j.state == SlurmState::Running));
     let exporter = dcgm();
     let mut e = engine(&conf, &exporter.url("/metrics"), "0");
-    e.until("the node with the job", |l| l.engine.room().view().nodes.iter().any(|n| n.name == "localhost" && n.gpus.iter().any(|g| g.jobs.contains(&JobId::slurm(job))))).await;
+    e.until("the node with the job", |l| {
+        l.engine.room().view().nodes.iter().any(|n| n.name == "localhost" && n.gpus.iter().any(|g| g.jobs.contains(&JobId::slurm(job))))
+    })
+    .await;
 
     // The agent on the node hears IMDS and drains it through Slurm.
     let deadline = chrono::Utc::now() + chrono::TimeDelta::seconds(120);
@@ -297,7 +330,8 @@ async fn a_spot_notice_on_the_node_drains_it_and_the_room_signals_requeues_and_r
     let saved = std::fs::read_to_string(&marker).unwrap_or_default();
     assert!(saved.contains("saved"), "the batch script got USR1 before the requeue");
     let audit = e.audit();
-    let verbs: Vec<(&str, &str, &str)> = audit.iter().filter(|r| r.user == "gpuroom").map(|r| (r.verb.as_str(), r.outcome.as_str(), r.origin.as_str())).collect();
+    let verbs: Vec<(&str, &str, &str)> =
+        audit.iter().filter(|r| r.user == "gpuroom").map(|r| (r.verb.as_str(), r.outcome.as_str(), r.origin.as_str())).collect();
     assert_eq!(verbs, [("signal", "done", "policy"), ("requeue", "done", "policy")], "{audit:#?}");
     assert!(audit[0].detail.contains(&format!("scancel --batch --signal=USR1 {job}")), "{:?}", audit[0]);
     let log = e.live.engine.room().view().log;

@@ -29,7 +29,16 @@ fn start() -> At {
 }
 
 fn node(name: &str, partition: &str, state: &str, gpus: u32, reason: &str) -> SlurmNode {
-    SlurmNode { name: name.into(), state: state.into(), cpus: 96, gpus, gpu_type: Some("a100".into()), partitions: vec![partition.into()], reason: reason.into(), ..Default::default() }
+    SlurmNode {
+        name: name.into(),
+        state: state.into(),
+        cpus: 96,
+        gpus,
+        gpu_type: Some("a100".into()),
+        partitions: vec![partition.into()],
+        reason: reason.into(),
+        ..Default::default()
+    }
 }
 
 fn job(id: u64, name: &str, account: &str, partition: &str, on: &[(&str, &[u32])], comment: &str, started: At) -> SlurmJob {
@@ -53,7 +62,18 @@ fn job(id: u64, name: &str, account: &str, partition: &str, on: &[(&str, &[u32])
 }
 
 fn waiting(id: u64, name: &str, account: &str, gpus: u32, since: At) -> SlurmJob {
-    SlurmJob { id, name: name.into(), user: format!("{account}-ci"), account: account.into(), partition: "train".into(), state: SlurmState::Pending, reason: "Resources".into(), gpus, submitted: Some(since), ..Default::default() }
+    SlurmJob {
+        id,
+        name: name.into(),
+        user: format!("{account}-ci"),
+        account: account.into(),
+        partition: "train".into(),
+        state: SlurmState::Pending,
+        reason: "Resources".into(),
+        gpus,
+        submitted: Some(since),
+        ..Default::default()
+    }
 }
 
 /// When `gpuroom agent` on spot-dy-g5-2 drains it, and when EC2 takes it.
@@ -74,7 +94,15 @@ fn snapshot(minutes: i64) -> SlurmSnapshot {
         node("spot-dy-g5-3", "spot", "idle+cloud+powered_down", 4, ""),
     ];
     let mut jobs = vec![
-        job(4101, "llama-70b-sft", "nlp", "train", &[("train-st-p4d-2", &[0, 1, 2, 3, 4, 5, 6, 7]), ("train-st-p4d-1", &[0, 1, 2, 3])], "project=assistant,env=prod,model=llama-70b", t0),
+        job(
+            4101,
+            "llama-70b-sft",
+            "nlp",
+            "train",
+            &[("train-st-p4d-2", &[0, 1, 2, 3, 4, 5, 6, 7]), ("train-st-p4d-1", &[0, 1, 2, 3])],
+            "project=assistant,env=prod,model=llama-70b",
+            t0,
+        ),
         job(4102, "vit-h-pretrain", "vision", "train", &[("train-st-p4d-1", &[4, 5])], "project=detr,model=vit-h", t0),
         job(4107, "whisper-eval", "speech", "spot", &[("spot-dy-g5-1", &[0])], "project=asr,env=dev,model=whisper-l", t0),
         job(4108, "detr-sweep-3", "vision", "spot", &[("spot-dy-g5-1", &[2, 3])], "project=detr,model=detr-r101", t0),
@@ -91,12 +119,18 @@ fn snapshot(minutes: i64) -> SlurmSnapshot {
     // What sinfo says each node has in use: the running jobs' GRES.
     let mut nodes = nodes;
     for n in &mut nodes {
-        n.gpus_used_idx = jobs.iter().filter(|j| j.holds_gpus()).flat_map(|j| j.gpu_idx.iter().filter(|(on, _)| *on == n.name).flat_map(|(_, idx)| idx.clone())).collect();
+        n.gpus_used_idx =
+            jobs.iter().filter(|j| j.holds_gpus()).flat_map(|j| j.gpu_idx.iter().filter(|(on, _)| *on == n.name).flat_map(|(_, idx)| idx.clone())).collect();
         n.gpus_used = n.gpus_used_idx.len() as u32;
     }
     let partitions = vec![
         SlurmPartition { name: "train".into(), state: "UP".into(), nodes: vec!["train-st-p4d-1".into(), "train-st-p4d-2".into()], default: true },
-        SlurmPartition { name: "spot".into(), state: "UP".into(), nodes: vec!["spot-dy-g5-1".into(), "spot-dy-g5-2".into(), "spot-dy-g5-3".into()], default: false },
+        SlurmPartition {
+            name: "spot".into(),
+            state: "UP".into(),
+            nodes: vec!["spot-dy-g5-1".into(), "spot-dy-g5-2".into(), "spot-dy-g5-3".into()],
+            default: false,
+        },
     ];
     SlurmSnapshot { cluster: "research".into(), version: "24.11.1".into(), partitions, nodes, jobs }
 }
@@ -113,7 +147,16 @@ fn readings(hour: i64) -> Vec<GpuReading> {
         for index in 0..gpus {
             let util = busy[index as usize] + (hour % 3) as f32;
             let used = if util > 5.0 { memory * 7 / 10 } else { 600 };
-            out.push(GpuReading { host: host.into(), index, util_pct: Some(util.min(100.0)), mem_used: Some(Mib(used)), mem_free: Some(Mib(memory - used)), temp_c: Some(48.0 + util / 3.0), power_w: Some(90.0 + util * 3.0), ..GpuReading::default() });
+            out.push(GpuReading {
+                host: host.into(),
+                index,
+                util_pct: Some(util.min(100.0)),
+                mem_used: Some(Mib(used)),
+                mem_free: Some(Mib(memory - used)),
+                temp_c: Some(48.0 + util / 3.0),
+                power_w: Some(90.0 + util * 3.0),
+                ..GpuReading::default()
+            });
         }
     }
     out
@@ -122,8 +165,20 @@ fn readings(hour: i64) -> Vec<GpuReading> {
 /// Eleven hours of the site, as the live engine would have applied them.
 fn site() -> Room {
     let decls = vec![
-        NodeDecl { host: "train-st-p4d-*".into(), instance_type: Some("p4d.24xlarge".into()), zone: Some("us-east-1a".into()), billing: Some(gpuroom::domain::cluster::BillingMode::OnDemand), ..NodeDecl::default() },
-        NodeDecl { partition: Some("spot".into()), instance_type: Some("g5.12xlarge".into()), zone: Some("us-east-1a".into()), billing: Some(gpuroom::domain::cluster::BillingMode::Spot), ..NodeDecl::default() },
+        NodeDecl {
+            host: "train-st-p4d-*".into(),
+            instance_type: Some("p4d.24xlarge".into()),
+            zone: Some("us-east-1a".into()),
+            billing: Some(gpuroom::domain::cluster::BillingMode::OnDemand),
+            ..NodeDecl::default()
+        },
+        NodeDecl {
+            partition: Some("spot".into()),
+            instance_type: Some("g5.12xlarge".into()),
+            zone: Some("us-east-1a".into()),
+            billing: Some(gpuroom::domain::cluster::BillingMode::Spot),
+            ..NodeDecl::default()
+        },
     ];
     let mut translator = Translator::new(Catalogue::new(Vec::new(), decls));
     let mut config = RoomConfig::default();
@@ -168,7 +223,10 @@ fn the_site_room_shows_slurms_nodes_jobs_costs_and_the_spot_drain() {
     let vision = view.budgets.iter().find(|b| b.tenant == "vision").unwrap();
     assert!(vision.month_to_date > Micros(0) && vision.burn > MicrosPerHour(0), "{vision:?}");
     let on_spot: Vec<String> = view.spot_jobs.iter().map(|j| format!("{} {}", j.id, j.name)).collect();
-    assert!(on_spot.contains(&"slurm-4107 whisper-eval".to_string()) && !on_spot.iter().any(|j| j.contains("llama")), "Slurm's jobs on spot nodes, with the instance's max price: {on_spot:?}");
+    assert!(
+        on_spot.contains(&"slurm-4107 whisper-eval".to_string()) && !on_spot.iter().any(|j| j.contains("llama")),
+        "Slurm's jobs on spot nodes, with the instance's max price: {on_spot:?}"
+    );
     assert!(view.spot_jobs.iter().all(|j| j.cap.is_some() && j.market.is_some()));
     let log: Vec<&str> = view.log.iter().map(|l| l.text.as_str()).collect();
     assert!(log.iter().any(|l| l.contains("spot interruption")), "{log:#?}");
@@ -186,7 +244,9 @@ fn write_slurm_site_screenshots() {
     let mut drilled = App::with_focus(PaneId::Fleet);
     drilled.drill_into(view.nodes.iter().find(|n| n.name == "train-st-p4d-1").map(|n| n.id));
     drilled.show(PaneId::Fleet, true);
-    for (name, app, w, h) in [("console-slurm-site-160x48", &console, 160, 48), ("console-slurm-site-120x40", &console, 120, 40), ("pane-fleet-slurm-node", &drilled, 120, 30)] {
+    for (name, app, w, h) in
+        [("console-slurm-site-160x48", &console, 160, 48), ("console-slurm-site-120x40", &console, 120, 40), ("pane-fleet-slurm-node", &drilled, 120, 30)]
+    {
         let buf = gpuroom::tui::render_to_buffer(&view, app, &ctx, w, h);
         std::fs::write(format!("{dir}/{name}.svg"), gpuroom::tui::buffer_to_svg(&buf)).unwrap();
     }

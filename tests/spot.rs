@@ -10,8 +10,8 @@ use gpuroom::domain::ids::{JobId, NodeId};
 use gpuroom::domain::job::{Phase, PoolPreference};
 use gpuroom::domain::testkit::{job_spec, node_spec, t, tenant_spec};
 use gpuroom::domain::units::{Mib, MicrosPerHour};
-use gpuroom::room::{Room, RoomConfig};
 use gpuroom::market::hazard::Lifetime;
+use gpuroom::room::{Room, RoomConfig};
 use gpuroom::sources::spot_trace;
 
 fn fixture(path: &str) -> String {
@@ -156,7 +156,10 @@ fn a_real_preemption_trace_end_to_end_through_the_room() {
     // The watcher learned every reclaim live and saw each in its window.
     assert_eq!(room.hazard().get("p3.2xlarge").unwrap().live_lifetimes() as u64, stats.nodes_lost);
     assert!(hazard_after_notice.iter().all(|n| *n >= 1));
-    println!("trace replay: {} notices, {} saved in time, {} steps lost, {} checkpoints", stats.notices, stats.notice_saves_in_time, stats.lost_steps, stats.checkpoints);
+    println!(
+        "trace replay: {} notices, {} saved in time, {} steps lost, {} checkpoints",
+        stats.notices, stats.notice_saves_in_time, stats.lost_steps, stats.checkpoints
+    );
 }
 
 fn spot_and_on_demand() -> Room {
@@ -233,7 +236,13 @@ fn a_riskier_type_saves_more_often_and_bad_lifetimes_are_refused() {
 
     let mut room = spot_and_on_demand();
     let before = room.hazard().clone();
-    let fx = room.apply(t(5), &Event::SpotLifetimes { instance_type: "p3.2xlarge".into(), lifetimes: vec![life(10), Lifetime { secs: gpuroom::domain::units::Secs(0), interrupted: true }] });
+    let fx = room.apply(
+        t(5),
+        &Event::SpotLifetimes {
+            instance_type: "p3.2xlarge".into(),
+            lifetimes: vec![life(10), Lifetime { secs: gpuroom::domain::units::Secs(0), interrupted: true }],
+        },
+    );
     assert!(rejected(&fx), "{fx:?}");
     assert_eq!(room.hazard(), &before, "a refused batch changes nothing");
 }

@@ -160,12 +160,7 @@ fn every_real_price_dump_parses_and_its_volatility_is_measured() {
     println!("\n1 h trend, sampled hourly (dead band {:.1}%/h): rising / falling / flat", 100.0 * DEFAULT_DEAD_BAND);
     for (ty, [up, down, flat]) in &census {
         let n = (up + down + flat) as f64;
-        println!(
-            "  {ty:<12} {:>5.1}% {:>5.1}% {:>5.1}%  ({n} samples)",
-            100.0 * *up as f64 / n,
-            100.0 * *down as f64 / n,
-            100.0 * *flat as f64 / n
-        );
+        println!("  {ty:<12} {:>5.1}% {:>5.1}% {:>5.1}%  ({n} samples)", 100.0 * *up as f64 / n, 100.0 * *down as f64 / n, 100.0 * *flat as f64 / n);
     }
 }
 

@@ -10,8 +10,8 @@ use std::path::Path;
 use std::process::Command;
 
 use chrono::TimeDelta;
-use gpuroom::room::Room;
 use gpuroom::engine::Engine;
+use gpuroom::room::Room;
 use gpuroom::sim::config::SimConfig;
 use gpuroom::sim::{Simulation, Traces};
 use gpuroom::store::{self, RunMeta, SimWorld, Store};
@@ -96,12 +96,16 @@ fn a_corrupt_truncated_or_foreign_file_is_named_and_left_as_it_was() {
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
         ("garbage.db", b"these are not the pages you are looking for\n".repeat(200), "not an SQLite database"),
         ("truncated.db", bytes[..bytes.len() / 3].to_vec(), "corrupt"),
-        ("scribbled.db", {
-            let mut b = bytes.clone();
-            let middle = b.len() / 2;
-            b[middle..middle + 4096].fill(0xA5);
-            b
-        }, "corrupt"),
+        (
+            "scribbled.db",
+            {
+                let mut b = bytes.clone();
+                let middle = b.len() / 2;
+                b[middle..middle + 4096].fill(0xA5);
+                b
+            },
+            "corrupt",
+        ),
     ];
     for (name, content, expected) in cases {
         let path = dir.path().join(name);

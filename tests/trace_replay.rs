@@ -56,15 +56,26 @@ fn replay(discipline: DisciplineKind, traces: &Traces) -> Outcome {
 fn the_first_2000_philly_jobs_finish_under_every_discipline_and_mlfq_beats_fifo() {
     let traces = Traces::embedded().unwrap();
     let outcomes: Vec<Outcome> = std::thread::scope(|s| {
-        let handles: Vec<_> = DisciplineKind::ALL.into_iter().map(|d| s.spawn({
-            let traces = &traces;
-            move || replay(d, traces)
-        })).collect();
+        let handles: Vec<_> = DisciplineKind::ALL
+            .into_iter()
+            .map(|d| {
+                s.spawn({
+                    let traces = &traces;
+                    move || replay(d, traces)
+                })
+            })
+            .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
     println!("discipline  mean JCT (h)  mean wait (h)  scheduler preemptions");
     for o in &outcomes {
-        println!("{:<10}  {:>12.1}  {:>13.1}  {:>21}", o.discipline.discipline().name(), o.mean_jct_secs as f64 / 3600.0, o.mean_wait_secs as f64 / 3600.0, o.preemptions);
+        println!(
+            "{:<10}  {:>12.1}  {:>13.1}  {:>21}",
+            o.discipline.discipline().name(),
+            o.mean_jct_secs as f64 / 3600.0,
+            o.mean_wait_secs as f64 / 3600.0,
+            o.preemptions
+        );
     }
     let jct = |d: DisciplineKind| outcomes.iter().find(|o| o.discipline == d).unwrap().mean_jct_secs;
     assert!(jct(DisciplineKind::Mlfq) < jct(DisciplineKind::Fifo), "MLFQ mean JCT {} s vs FIFO {} s", jct(DisciplineKind::Mlfq), jct(DisciplineKind::Fifo));

@@ -49,10 +49,11 @@ fn live_copy(sim: &Path, live: &Path) -> RunMeta {
     let meta = RunMeta { world: None, source: "live test".into(), ..source.meta().unwrap() };
     let mut copy = Store::create(live, &meta).unwrap();
     copy.begin().unwrap();
-    source.for_each_event(0, |_, at, event| {
-        copy.append(at, &event).unwrap();
-    })
-    .unwrap();
+    source
+        .for_each_event(0, |_, at, event| {
+            copy.append(at, &event).unwrap();
+        })
+        .unwrap();
     copy.commit().unwrap();
     meta
 }
@@ -114,7 +115,12 @@ fn another_simulated_cluster_gives_what_a_fresh_run_on_it_gives() {
     assert_eq!(c.columns[1].outcome, fresh);
     // The same jobs arrive on either fleet; the fixed one pays for idle GPUs the elastic one gives back.
     assert_eq!(c.columns[0].outcome.submitted, c.columns[1].outcome.submitted);
-    assert!(c.columns[1].outcome.idle_share() > c.columns[0].outcome.idle_share(), "{} vs {}", c.columns[1].outcome.idle_share(), c.columns[0].outcome.idle_share());
+    assert!(
+        c.columns[1].outcome.idle_share() > c.columns[0].outcome.idle_share(),
+        "{} vs {}",
+        c.columns[1].outcome.idle_share(),
+        c.columns[0].outcome.idle_share()
+    );
     // A live log's fleet is what it was: another cluster is refused, plainly.
     let live = dir.path().join("live.db");
     live_copy(&elastic, &live);
@@ -163,13 +169,33 @@ fn the_command_line_prints_text_markdown_and_csv_over_a_window() {
     let out = Command::new(bin()).args(["whatif", "--db"]).arg(&db).args(["--discipline", "fifo", "--discipline", "drf"]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    for label in ["instance spend", "idle share", "tenant nlp", "GPU-hours paid", "mean queue wait", "P95 queue wait", "mean JCT", "jobs finished", "preemptions", "spot interruptions", "steps recomputed", "checkpoint GiB", "budget crossings"] {
+    for label in [
+        "instance spend",
+        "idle share",
+        "tenant nlp",
+        "GPU-hours paid",
+        "mean queue wait",
+        "P95 queue wait",
+        "mean JCT",
+        "jobs finished",
+        "preemptions",
+        "spot interruptions",
+        "steps recomputed",
+        "checkpoint GiB",
+        "budget crossings",
+    ] {
         assert!(text.contains(label), "no {label:?} in\n{text}");
     }
     assert!(text.contains("recorded") && text.contains("fifo") && text.contains("drf"), "{text}");
     // CSV: the fifo column (the recorded policy) equals the recorded one, figure by figure.
     let csv_path = dir.path().join("table.csv");
-    let out = Command::new(bin()).args(["whatif", "--db"]).arg(&db).args(["--discipline", "fifo", "--from", "2020-01-06T06:00", "--until", "2020-01-06T18:00", "--out"]).arg(&csv_path).output().unwrap();
+    let out = Command::new(bin())
+        .args(["whatif", "--db"])
+        .arg(&db)
+        .args(["--discipline", "fifo", "--from", "2020-01-06T06:00", "--until", "2020-01-06T18:00", "--out"])
+        .arg(&csv_path)
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let csv = std::fs::read_to_string(&csv_path).unwrap();
     let mut lines = csv.lines();
@@ -181,9 +207,14 @@ fn the_command_line_prints_text_markdown_and_csv_over_a_window() {
     }
     // The window counts the arrivals logged in it, no more.
     let store = Store::open_read_only(&db).unwrap();
-    let (from, until) = (chrono::DateTime::parse_from_rfc3339("2020-01-06T06:00:00Z").unwrap().to_utc(), chrono::DateTime::parse_from_rfc3339("2020-01-06T18:00:00Z").unwrap().to_utc());
+    let (from, until) = (
+        chrono::DateTime::parse_from_rfc3339("2020-01-06T06:00:00Z").unwrap().to_utc(),
+        chrono::DateTime::parse_from_rfc3339("2020-01-06T18:00:00Z").unwrap().to_utc(),
+    );
     let mut arrivals = 0;
-    store.for_each_event(0, |_, at, e| arrivals += u32::from(matches!(e, gpuroom::domain::event::Event::JobSubmitted { .. }) && at >= from && at < until)).unwrap();
+    store
+        .for_each_event(0, |_, at, e| arrivals += u32::from(matches!(e, gpuroom::domain::event::Event::JobSubmitted { .. }) && at >= from && at < until))
+        .unwrap();
     let submitted = rows.iter().find(|r| r[0] == "jobs submitted").unwrap();
     assert_eq!(submitted[1], arrivals.to_string());
     let md = Command::new(bin()).args(["whatif", "--db"]).arg(&db).args(["--discipline", "mlfq", "--format", "markdown"]).output().unwrap();

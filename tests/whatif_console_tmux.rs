@@ -29,12 +29,15 @@ fn w_compares_every_discipline_over_the_live_console() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("run.db");
     let bin = env!("CARGO_BIN_EXE_gpuroom");
-    let command = format!("cd {} && {bin} --seed 3 --warmup 12 --speed 600 --db {}; echo \"gpuroom exited with $?\"; sleep 60", dir.path().display(), db.display());
+    let command =
+        format!("cd {} && {bin} --seed 3 --warmup 12 --speed 600 --db {}; echo \"gpuroom exited with $?\"; sleep 60", dir.path().display(), db.display());
     let tmux = Tmux::start("whatif", 160, 50, &command);
     let before = tmux.wait_for("the console", Duration::from_secs(60), |s| s.contains("Queue") && s.contains("UTC"));
     tmux.keys(&["W"]);
     let table = tmux.wait_for("the comparison", Duration::from_secs(120), |s| s.contains("re-run exactly") && s.contains("budget crossings"));
-    for want in ["What if: every discipline", "recorded", "fifo", "priority", "drf", "mlfq", "instance spend", "P95 queue wait", "mean JCT", "spot interruptions"] {
+    for want in
+        ["What if: every discipline", "recorded", "fifo", "priority", "drf", "mlfq", "instance spend", "P95 queue wait", "mean JCT", "spot interruptions"]
+    {
         assert!(table.contains(want), "no {want:?} in\n{table}");
     }
     // The recorded policy (fifo) gives back what happened: every marked change of its column is "=".

@@ -42,11 +42,11 @@ use std::time::Instant;
 use anyhow::Context;
 
 pub use build::BuildFigures;
-pub use per_event::PerEventFigures;
-pub use console::{console_memory_probe, ConsoleFigures, ConsoleRun, FrameFigures, MemoryFigures, Probe, Spread, PROBE_ARG};
+pub use console::{ConsoleFigures, ConsoleRun, FrameFigures, MemoryFigures, PROBE_ARG, Probe, Spread, console_memory_probe};
 pub use machine::Machine;
+pub use per_event::PerEventFigures;
 use progress::progress;
-pub use report::{Report, FRAME_BUDGET_MS, MEMORY_TARGET_MB, MONTH_LOGGED_TARGET_SECS, MONTH_TARGET_SECS};
+pub use report::{FRAME_BUDGET_MS, MEMORY_TARGET_MB, MONTH_LOGGED_TARGET_SECS, MONTH_TARGET_SECS, Report};
 pub use throughput::{ApplyFigures, MonthFigures};
 
 use crate::sim::Traces;

@@ -198,7 +198,15 @@ pub fn departure_replay(nodes: &[NodeFree], jobs: &[TimedJob], workload: &Worklo
     out
 }
 
-fn start(placer: &mut Placer<'_>, nodes: &mut [NodeFree], jobs: &[TimedJob], job: usize, now: i64, held: &mut [Vec<usize>], ends: &mut std::collections::BinaryHeap<std::cmp::Reverse<(i64, usize, usize)>>) -> bool {
+fn start(
+    placer: &mut Placer<'_>,
+    nodes: &mut [NodeFree],
+    jobs: &[TimedJob],
+    job: usize,
+    now: i64,
+    held: &mut [Vec<usize>],
+    ends: &mut std::collections::BinaryHeap<std::cmp::Reverse<(i64, usize, usize)>>,
+) -> bool {
     let shape = &jobs[job].shape;
     let Some((node, gpus)) = placer.place(nodes, shape) else { return false };
     nodes[node] = nodes[node].after(shape, &gpus);
@@ -212,7 +220,9 @@ mod tests {
     use super::*;
 
     fn tiny_cluster() -> Vec<NodeFree> {
-        (0..4).map(|i| NodeFree { model: if i < 2 { "T4".into() } else { "V100".into() }, cpu: 32_000, mem: 1 << 20, gpus: vec![GpuFree::whole(1000); 4] }).collect()
+        (0..4)
+            .map(|i| NodeFree { model: if i < 2 { "T4".into() } else { "V100".into() }, cpu: 32_000, mem: 1 << 20, gpus: vec![GpuFree::whole(1000); 4] })
+            .collect()
     }
 
     fn shapes() -> Vec<Shape> {
@@ -239,7 +249,8 @@ mod tests {
         let nodes = tiny_cluster();
         let shapes = shapes();
         let workload = typical_workload(&shapes);
-        let jobs: Vec<TimedJob> = (0..200).map(|i| TimedJob { arrive: i * 10, runs: 100 + (i % 7) * 50, shape: shapes[i as usize % shapes.len()].clone() }).collect();
+        let jobs: Vec<TimedJob> =
+            (0..200).map(|i| TimedJob { arrive: i * 10, runs: 100 + (i % 7) * 50, shape: shapes[i as usize % shapes.len()].clone() }).collect();
         for policy in [BenchPolicy::BestFit, BenchPolicy::Gradient] {
             let f = departure_replay(&nodes, &jobs, &workload, policy);
             assert_eq!(f.jobs, 200);

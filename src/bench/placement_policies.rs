@@ -27,8 +27,15 @@ pub enum BenchPolicy {
 }
 
 impl BenchPolicy {
-    pub const ALL: [BenchPolicy; 7] =
-        [BenchPolicy::Random, BenchPolicy::DotProduct, BenchPolicy::Packing, BenchPolicy::BestFit, BenchPolicy::FirstFit, BenchPolicy::Fgd, BenchPolicy::Gradient];
+    pub const ALL: [BenchPolicy; 7] = [
+        BenchPolicy::Random,
+        BenchPolicy::DotProduct,
+        BenchPolicy::Packing,
+        BenchPolicy::BestFit,
+        BenchPolicy::FirstFit,
+        BenchPolicy::Fgd,
+        BenchPolicy::Gradient,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -179,7 +186,8 @@ impl<'a> Placer<'a> {
                 let mut best: Option<(f64, Vec<usize>)> = None;
                 let options: Vec<Vec<usize>> = if n == 1 { hosting(node, shape).into_iter().map(|g| vec![g]).collect() } else { vec![tightest(node, shape)] };
                 for gpus in options {
-                    let gpu_dot: f64 = gpus.iter().map(|&g| f64::from(node.gpus[g].free) / 1000.0 * f64::from(shape.per_gpu) / 1000.0).sum::<f64>() / n.max(1) as f64;
+                    let gpu_dot: f64 =
+                        gpus.iter().map(|&g| f64::from(node.gpus[g].free) / 1000.0 * f64::from(shape.per_gpu) / 1000.0).sum::<f64>() / n.max(1) as f64;
                     let dot = (node.cpu as f64 / cpu_cap) * (shape.cpu as f64 / cpu_cap) + gpu_dot;
                     if best.as_ref().is_none_or(|(b, _)| dot < *b) {
                         best = Some((dot, gpus));

@@ -8,10 +8,10 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use anyhow::{bail, Context};
+use anyhow::{Context, bail};
 
 use super::machine::Machine;
-use super::placement::{arrival_run, departure_replay, node_of, shape_of, typical_workload, Curve, ReplayFigures, TimedJob, STEPS};
+use super::placement::{Curve, ReplayFigures, STEPS, TimedJob, arrival_run, departure_replay, node_of, shape_of, typical_workload};
 use super::placement_policies::BenchPolicy;
 use super::progress::progress;
 use crate::sched::frag_gradient::{GpuFree, NodeFree, Shape};
@@ -81,15 +81,17 @@ fn on_all_cores<T: Sync, R: Send>(work: Vec<T>, f: impl Fn(&T) -> R + Sync) -> V
     let results: Mutex<Vec<Option<R>>> = Mutex::new((0..work.len()).map(|_| None).collect());
     std::thread::scope(|s| {
         for _ in 0..threads {
-            s.spawn(|| loop {
-                let i = {
-                    let mut n = next.lock().unwrap_or_else(|e| e.into_inner());
-                    *n += 1;
-                    *n - 1
-                };
-                let Some(item) = work.get(i) else { break };
-                let r = f(item);
-                results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
+            s.spawn(|| {
+                loop {
+                    let i = {
+                        let mut n = next.lock().unwrap_or_else(|e| e.into_inner());
+                        *n += 1;
+                        *n - 1
+                    };
+                    let Some(item) = work.get(i) else { break };
+                    let r = f(item);
+                    results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
+                }
             });
         }
     });
@@ -187,10 +189,15 @@ fn peak_demand(jobs: &[TimedJob]) -> u64 {
     let mut changes: Vec<(i64, i64)> = jobs.iter().flat_map(|j| [(j.arrive, j.shape.units() as i64), (j.arrive + j.runs, -(j.shape.units() as i64))]).collect();
     changes.sort_unstable_by_key(|&(at, delta)| (at, delta));
     let mut now = 0i64;
-    changes.iter().map(|(_, delta)| {
-        now += delta;
-        now
-    }).max().unwrap_or(0).max(0) as u64
+    changes
+        .iter()
+        .map(|(_, delta)| {
+            now += delta;
+            now
+        })
+        .max()
+        .unwrap_or(0)
+        .max(0) as u64
 }
 
 type PhillyOutcome = (anyhow::Result<Vec<(BenchPolicy, ReplayFigures)>>, usize, usize);
@@ -234,7 +241,10 @@ fn philly_departures(quick: bool) -> PhillyOutcome {
 
 /// What each row is, printed under the protocol.
 fn policy_notes() -> String {
-    format!("Policies: *random*, *dot-product* (Tetris: least aligned free and asked vectors), *packing* (shared GPUs first, then used nodes, then empty ones), *best fit* (least CPU and GPU left, weighted half each) and *FGD scoring (our run)* (⌊100·σ(−ΔF/1000)⌋, ties drawn at random as kube-scheduler does) follow the published simulator's scoring as we read it; *first fit* is gpuroom's baseline. *gradient (gpuroom)* is `sched::frag_gradient`, what `fit = \"fragmentation\"` runs in the room: the least exact growth of F_n(M), plus for whole-GPU pods a small price ({} per milli-GPU) on what stays free on the node, then the fullest node.\n\nOur run of the FGD scoring stays far below the figure its authors publish (the integer score ties many nodes, and random ties undo the measure); random and best fit land on their published figures, so the protocol is the same. The targets compare gpuroom against the published FGD figure, not against our run of it.\n\n", crate::sched::frag_gradient::WHOLE_GPU_PACKING)
+    format!(
+        "Policies: *random*, *dot-product* (Tetris: least aligned free and asked vectors), *packing* (shared GPUs first, then used nodes, then empty ones), *best fit* (least CPU and GPU left, weighted half each) and *FGD scoring (our run)* (⌊100·σ(−ΔF/1000)⌋, ties drawn at random as kube-scheduler does) follow the published simulator's scoring as we read it; *first fit* is gpuroom's baseline. *gradient (gpuroom)* is `sched::frag_gradient`, what `fit = \"fragmentation\"` runs in the room: the least exact growth of F_n(M), plus for whole-GPU pods a small price ({} per milli-GPU) on what stays free on the node, then the fullest node.\n\nOur run of the FGD scoring stays far below the figure its authors publish (the integer score ties many nodes, and random ties undo the measure); random and best fit land on their published figures, so the protocol is the same. The targets compare gpuroom against the published FGD figure, not against our run of it.\n\n",
+        crate::sched::frag_gradient::WHOLE_GPU_PACKING
+    )
 }
 
 fn pct(x: f64) -> String {
@@ -278,7 +288,12 @@ impl PlacementReport {
             let _ = writeln!(s, "| policy | {} |", (1..=STEPS).map(|i| format!("{}%", i * 10)).collect::<Vec<_>>().join(" | "));
             let _ = writeln!(s, "|---|{}", "---:|".repeat(STEPS));
             for row in &list.rows {
-                let _ = writeln!(s, "| {} | {} |", row.policy.name(), (0..STEPS).map(|i| format!("{:.1}", row.mean_allocation(i) * 100.0)).collect::<Vec<_>>().join(" | "));
+                let _ = writeln!(
+                    s,
+                    "| {} | {} |",
+                    row.policy.name(),
+                    (0..STEPS).map(|i| format!("{:.1}", row.mean_allocation(i) * 100.0)).collect::<Vec<_>>().join(" | ")
+                );
             }
             s.push('\n');
         }
@@ -287,7 +302,17 @@ impl PlacementReport {
             let _ = writeln!(s, "| policy | jobs | waited on arrival | mean wait | P95 wait | allocation % while some job waits | never started |");
             let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|");
             for (p, f) in rows {
-                let _ = writeln!(s, "| {} | {} | {} | {:.0} s | {:.0} s | {} | {} |", p.name(), f.jobs, f.waited, f.mean_wait_secs, f.p95_wait_secs, pct(f.allocation_while_waiting), f.never_started);
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {} | {:.0} s | {:.0} s | {} | {} |",
+                    p.name(),
+                    f.jobs,
+                    f.waited,
+                    f.mean_wait_secs,
+                    f.p95_wait_secs,
+                    pct(f.allocation_while_waiting),
+                    f.never_started
+                );
             }
             s.push('\n');
         };

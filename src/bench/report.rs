@@ -96,7 +96,12 @@ fn log_row(m: &MonthFigures) -> Row {
     match m.log_bytes {
         Some(bytes) => {
             let mb = bytes as f64 / 1e6;
-            Row { measure, figure: format!("{mb:.0} MB ({:.0} bytes per event)", bytes as f64 / m.events.max(1) as f64), target, ratio: ratio(mb, LOG_TARGET_MB) }
+            Row {
+                measure,
+                figure: format!("{mb:.0} MB ({:.0} bytes per event)", bytes as f64 / m.events.max(1) as f64),
+                target,
+                ratio: ratio(mb, LOG_TARGET_MB),
+            }
         }
         None => Row { measure, figure: "not measured".into(), target, ratio: "—".into() },
     }
@@ -126,7 +131,12 @@ fn build_rows(b: &BuildFigures) -> Vec<Row> {
             target: format!("≤ {:.0} min", FIRST_BUILD_TARGET_SECS / 60.0),
             ratio: ratio(*secs, FIRST_BUILD_TARGET_SECS),
         },
-        Err(why) => Row { measure: "first `cargo build --release`".into(), figure: why.clone(), target: format!("≤ {:.0} min", FIRST_BUILD_TARGET_SECS / 60.0), ratio: "—".into() },
+        Err(why) => Row {
+            measure: "first `cargo build --release`".into(),
+            figure: why.clone(),
+            target: format!("≤ {:.0} min", FIRST_BUILD_TARGET_SECS / 60.0),
+            ratio: "—".into(),
+        },
     };
     let target = format!("≤ {BINARY_TARGET_MB:.0} MB");
     let size = match &b.binary {
@@ -165,7 +175,13 @@ impl Report {
         let mut rows = vec![
             Row {
                 measure: format!("`Room::apply`, {}", a.recorded),
-                figure: format!("{} events/s ({} events in {:.3} s, best of {})", thousands(a.events_per_sec.round() as u64), thousands(a.events), a.best_secs, a.reps),
+                figure: format!(
+                    "{} events/s ({} events in {:.3} s, best of {})",
+                    thousands(a.events_per_sec.round() as u64),
+                    thousands(a.events),
+                    a.best_secs,
+                    a.reps
+                ),
                 target: "—".into(),
                 ratio: "—".into(),
             },
@@ -197,8 +213,18 @@ impl Report {
         let target = format!("< {MEMORY_TARGET_MB:.0} MB");
         match &c.memory {
             Some(m) => {
-                rows.push(Row { measure: format!("console memory, VmRSS, {size}"), figure: format!("{:.1} MB", m.rss_mb), target: target.clone(), ratio: ratio(m.rss_mb, MEMORY_TARGET_MB) });
-                rows.push(Row { measure: format!("console memory, VmHWM (peak), {size}"), figure: format!("{:.1} MB", m.hwm_mb), target, ratio: ratio(m.hwm_mb, MEMORY_TARGET_MB) });
+                rows.push(Row {
+                    measure: format!("console memory, VmRSS, {size}"),
+                    figure: format!("{:.1} MB", m.rss_mb),
+                    target: target.clone(),
+                    ratio: ratio(m.rss_mb, MEMORY_TARGET_MB),
+                });
+                rows.push(Row {
+                    measure: format!("console memory, VmHWM (peak), {size}"),
+                    figure: format!("{:.1} MB", m.hwm_mb),
+                    target,
+                    ratio: ratio(m.hwm_mb, MEMORY_TARGET_MB),
+                });
             }
             None => rows.push(Row { measure: format!("console memory, {size}"), figure: "not measured (no /proc)".into(), target, ratio: "—".into() }),
         }
@@ -284,7 +310,8 @@ impl Report {
     pub fn text(&self) -> String {
         let m = &self.machine;
         let mut s = String::new();
-        let _ = writeln!(s, "gpuroom bench{}: {} build, {}, {} cores, {}, {}", if self.quick { " (quick)" } else { "" }, m.profile, m.cpu, m.cores, m.memory, m.os);
+        let _ =
+            writeln!(s, "gpuroom bench{}: {} build, {}, {} cores, {}, {}", if self.quick { " (quick)" } else { "" }, m.profile, m.cpu, m.cores, m.memory, m.os);
         let _ = writeln!(s, "{}, git {}, {}\n", m.rustc, m.git, m.date);
         for r in self.rows() {
             let _ = writeln!(s, "{}\n    {}   target {}   ratio {}", r.measure.replace('`', ""), r.figure, r.target, r.ratio);

@@ -2,7 +2,7 @@
 //! the markdown's table and machine section), the parsers, and the ignored
 //! full run. No wall-clock thresholds: times are only required to be > 0.
 
-use super::console::{parse_probe_output, parse_status, MARKER};
+use super::console::{MARKER, parse_probe_output, parse_status};
 use super::*;
 
 /// Set in the child that `probe_child` runs the console probe in.

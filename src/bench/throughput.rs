@@ -12,10 +12,10 @@ use chrono::TimeDelta;
 
 use super::progress::progress;
 use crate::config::EngineConfig;
-use crate::domain::units::At;
 use crate::domain::Event;
-use crate::room::{Room, RoomConfig};
+use crate::domain::units::At;
 use crate::engine::Engine;
+use crate::room::{Room, RoomConfig};
 use crate::sim::config::SimConfig;
 use crate::sim::workload::Workload;
 use crate::sim::{Simulation, Traces};
@@ -158,11 +158,7 @@ pub fn plan(cluster: &str, text: &str, traces: &Traces, days: i64, jobs: u64) ->
 
 /// 30 days, 1,000 GPUs, 100,000 jobs (or, quick, a day on the default cluster).
 pub fn month_plan(traces: &Traces, quick: bool) -> anyhow::Result<MonthPlan> {
-    if quick {
-        plan("the default cluster", crate::sim::data::DEFAULT_CONFIG.1, traces, 1, 300)
-    } else {
-        plan(LARGE.0, LARGE.1, traces, 30, 100_000)
-    }
+    if quick { plan("the default cluster", crate::sim::data::DEFAULT_CONFIG.1, traces, 1, 300) } else { plan(LARGE.0, LARGE.1, traces, 30, 100_000) }
 }
 
 /// A fresh path for a throwaway event log in the temporary directory.
@@ -192,7 +188,12 @@ pub fn run_month(plan: &MonthPlan, traces: &Traces, log: bool) -> anyhow::Result
     let store = match &db {
         Some(path) => {
             let world = SimWorld { seed: SEED, config_name: plan.cluster.clone(), config_toml: plan.config_toml.clone() };
-            let meta = RunMeta { room_config: config.clone(), source: format!("bench seed={SEED} config={}", plan.cluster), created_with: format!("gpuroom {} bench", env!("CARGO_PKG_VERSION")), world: Some(world) };
+            let meta = RunMeta {
+                room_config: config.clone(),
+                source: format!("bench seed={SEED} config={}", plan.cluster),
+                created_with: format!("gpuroom {} bench", env!("CARGO_PKG_VERSION")),
+                world: Some(world),
+            };
             Some(Store::create(path, &meta)?)
         }
         None => None,

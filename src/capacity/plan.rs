@@ -113,7 +113,12 @@ fn allows(job: &Waiting, billing: BillingMode) -> bool {
 
 fn fits_new(job: &Waiting, pool: &PoolSpec) -> bool {
     let n = &pool.node;
-    allows(job, n.billing) && job.only.as_ref().is_none_or(|only| *only == pool.target()) && job.gpus <= n.gpu_count && job.gpu_mem <= n.gpu_memory && job.cpus <= n.cpus && job.host_mem <= n.host_memory
+    allows(job, n.billing)
+        && job.only.as_ref().is_none_or(|only| *only == pool.target())
+        && job.gpus <= n.gpu_count
+        && job.gpu_mem <= n.gpu_memory
+        && job.cpus <= n.cpus
+        && job.host_mem <= n.host_memory
 }
 
 /// The nodes to buy for `waiting` (in queue order; the first
@@ -165,9 +170,7 @@ pub fn scale_up(now: At, config: &CapacityConfig, offers: &[Offer<'_>], waiting:
             .copied()
             .filter(|&p| floor_ok(p) || !any_stable)
             .map(|p| (p, cost_per_work(&offers[p], rest)))
-            .min_by(|(pa, a), (pb, b)| {
-                a.total_cmp(b).then(offers[*pa].effective_per_hour.total_cmp(&offers[*pb].effective_per_hour)).then(pa.cmp(pb))
-            });
+            .min_by(|(pa, a), (pb, b)| a.total_cmp(b).then(offers[*pa].effective_per_hour.total_cmp(&offers[*pb].effective_per_hour)).then(pa.cmp(pb)));
         let Some((p, _)) = best else { continue };
         let pool = offers[p].pool;
         nodes[p] += 1;

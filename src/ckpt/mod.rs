@@ -17,8 +17,8 @@
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::domain::job::CheckpointKind;
 use crate::domain::cluster::BillingMode;
+pub use crate::domain::job::CheckpointKind;
 use crate::domain::job::Job;
 use crate::domain::units::{At, Secs};
 

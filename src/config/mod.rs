@@ -44,7 +44,7 @@ pub mod numbers;
 pub mod tenant;
 pub use tenant::TenantDecl;
 
-use self::numbers::{Pass, Rule, COUNT, EVERY_SECS, FRACTION, NON_NEGATIVE, PERCENT, POSITIVE, POSITIVE_SECS, SECS, TIMEOUT_MS, U32, U8};
+use self::numbers::{COUNT, EVERY_SECS, FRACTION, NON_NEGATIVE, PERCENT, POSITIVE, POSITIVE_SECS, Pass, Rule, SECS, TIMEOUT_MS, U8, U32};
 use crate::ckpt::CheckpointPolicy;
 use crate::room::RoomConfig;
 use crate::sched::SchedConfig;
@@ -331,8 +331,13 @@ mod tests {
             "sources.aws.pools" => &[("instance_type", "\"p3.2xlarge\""), ("zone", "\"z\""), ("billing", "\"spot\"")],
             "sources.slurm.account" => &[("id", "\"a\""), ("quota_gpus", "1"), ("monthly_budget", "\"1\"")],
             "sources.instance_types" => &[
-                ("name", "\"t\""), ("gpu_model", "\"m\""), ("gpus", "1"), ("gpu_memory_mib", "1"),
-                ("cpus", "1"), ("host_memory_mib", "1"), ("on_demand", "\"1\""),
+                ("name", "\"t\""),
+                ("gpu_model", "\"m\""),
+                ("gpus", "1"),
+                ("gpu_memory_mib", "1"),
+                ("cpus", "1"),
+                ("host_memory_mib", "1"),
+                ("on_demand", "\"1\""),
             ],
             "sources.nodes" => &[("host", "\"h\"")],
             other => panic!("no base item for [[{other}]]"),
@@ -398,7 +403,9 @@ mod tests {
         assert!(err.message.contains("backfil"), "a typo is a typo first: {err}");
         let err = EngineConfig::parse("c.toml", "[sched]\nidle_window = -60\n").unwrap_err();
         assert_eq!(err.to_string(), format!("c.toml: sched.idle_window = -60: must be a whole number within [0, {}]", crate::domain::units::HORIZON_SECS));
-        assert!(EngineConfig::parse("c.toml", "[checkpoint]\nmin_interval = 600\nmax_interval = 60\n").unwrap_err().message.contains("min_interval ≤ max_interval"));
+        assert!(
+            EngineConfig::parse("c.toml", "[checkpoint]\nmin_interval = 600\nmax_interval = 60\n").unwrap_err().message.contains("min_interval ≤ max_interval")
+        );
         assert!(EngineConfig::parse("c.toml", "[sched]\nmlfq_thresholds = [3600, 60]\n").unwrap_err().message.contains("must rise"));
         let pool = "[[sources.aws.pools]]\ninstance_type = \"p3.2xlarge\"\nzone = \"z\"\nbilling = \"spot\"\nmax_nodes = 1\nwarm_min = 2\n";
         assert!(EngineConfig::parse("c.toml", pool).unwrap_err().message.contains("warm_min"));

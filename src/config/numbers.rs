@@ -9,7 +9,7 @@
 //! rule; after serde accepted the document, any number under a key with no
 //! rule must still be finite and not negative.
 
-use crate::domain::units::{Micros, HORIZON_SECS};
+use crate::domain::units::{HORIZON_SECS, Micros};
 
 /// What one key accepts.
 #[derive(Copy, Clone, Debug, PartialEq)]

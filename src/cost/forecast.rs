@@ -412,8 +412,7 @@ fn check_pair(actual: &[f64], forecast: &[f64]) -> Result<(), ForecastError> {
 /// counts only the others; if none is left the result is an error.
 pub fn mape(actual: &[f64], forecast: &[f64]) -> Result<f64, ForecastError> {
     check_pair(actual, forecast)?;
-    let (sum, n) =
-        actual.iter().zip(forecast).filter(|(a, _)| **a != 0.0).fold((0.0, 0usize), |(s, n), (a, f)| (s + ((a - f) / a).abs(), n + 1));
+    let (sum, n) = actual.iter().zip(forecast).filter(|(a, _)| **a != 0.0).fold((0.0, 0usize), |(s, n), (a, f)| (s + ((a - f) / a).abs(), n + 1));
     if n == 0 { Err(ForecastError::NoNonZeroActuals) } else { Ok(100.0 * sum / n as f64) }
 }
 

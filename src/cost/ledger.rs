@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::domain::ledger::{LedgerLine, LineKind};
 use crate::domain::ids::{JobId, NodeId};
+pub use crate::domain::ledger::{LedgerLine, LineKind};
 use crate::domain::units::{At, Micros};
 
 /// Where one instance line's money goes while its period is open.
@@ -47,9 +47,9 @@ impl OpenPeriod {
 
     /// Every open instance line with its (node, unit, job or idle).
     pub fn lines(&self) -> impl Iterator<Item = ((NodeId, u8, Option<JobId>), &OpenLine)> {
-        self.instance.iter().flat_map(|(node, units)| {
-            units.iter().enumerate().flat_map(move |(u, lines)| lines.iter().map(move |(job, line)| ((*node, u as u8, *job), line)))
-        })
+        self.instance
+            .iter()
+            .flat_map(|(node, units)| units.iter().enumerate().flat_map(move |(u, lines)| lines.iter().map(move |(job, line)| ((*node, u as u8, *job), line))))
     }
 
     /// Everything accrued in the open period, instance lines included.

@@ -119,12 +119,7 @@ pub fn reserved_curve(reserved_price: f64, on_demand_price: f64, utilization: f6
             (u, reserved_price / u.max(MIN_UTILIZATION))
         })
         .collect();
-    let current = CurvePoint {
-        utilization,
-        effective,
-        reserved_cheaper: effective < on_demand_price,
-        saving_vs_on_demand: 1.0 - effective / on_demand_price,
-    };
+    let current = CurvePoint { utilization, effective, reserved_cheaper: effective < on_demand_price, saving_vs_on_demand: 1.0 - effective / on_demand_price };
     Ok(ReservedCurve { points, on_demand: on_demand_price, break_even, current })
 }
 
@@ -157,12 +152,7 @@ impl SpotRisk {
     /// Risk of a job that saves every `interval_hours`, each save taking
     /// `save_hours`. Interruptions arrive at a constant rate, so one lands
     /// uniformly within an interval and loses half an interval on average.
-    pub fn from_checkpoints(
-        interruptions_per_hour: f64,
-        interval_hours: f64,
-        save_hours: f64,
-        restart_hours: f64,
-    ) -> Result<SpotRisk, MixError> {
+    pub fn from_checkpoints(interruptions_per_hour: f64, interval_hours: f64, save_hours: f64, restart_hours: f64) -> Result<SpotRisk, MixError> {
         let interval = non_negative("checkpoint interval", interval_hours)?;
         if interval <= 0.0 {
             return Err(MixError::NoInterval(interval));
@@ -275,11 +265,7 @@ impl MixProblem {
     /// risk, and is kept).
     pub fn naive(&self) -> MixProblem {
         MixProblem {
-            spot: self
-                .spot
-                .iter()
-                .map(|o| SpotOffer { name: o.name.clone(), price: o.price, risk: SpotRisk::NONE, capacity_gpus: None })
-                .collect(),
+            spot: self.spot.iter().map(|o| SpotOffer { name: o.name.clone(), price: o.price, risk: SpotRisk::NONE, capacity_gpus: None }).collect(),
             sla_floor: 0.0,
             ..self.clone()
         }
@@ -498,12 +484,7 @@ pub fn compare(problem: &MixProblem) -> Result<MixComparison, MixError> {
     let slack = BINDING_TOLERANCE * problem.demand_gpus;
     let firm = x.iter().take(FIRM).sum::<f64>();
     let within_caps = x.iter().zip(&lp.cap).all(|(x, cap)| *x <= cap + slack);
-    Ok(MixComparison {
-        naive_cost_with_risk: lp.total(&x),
-        naive_meets_constraints: firm + slack >= lp.floor && within_caps,
-        risk_aware,
-        naive,
-    })
+    Ok(MixComparison { naive_cost_with_risk: lp.total(&x), naive_meets_constraints: firm + slack >= lp.floor && within_caps, risk_aware, naive })
 }
 
 fn amounts(plan: &MixPlan) -> Vec<f64> {
@@ -530,12 +511,7 @@ fn plan(problem: &MixProblem, lp: &Lp, x: &[f64], binding: Vec<Binding>) -> MixP
             .spot
             .iter()
             .enumerate()
-            .map(|(k, o)| SpotShare {
-                name: o.name.clone(),
-                market_price: o.price,
-                overhead: o.risk.overhead().unwrap_or(0.0),
-                share: share(FIRM + k),
-            })
+            .map(|(k, o)| SpotShare { name: o.name.clone(), market_price: o.price, overhead: o.risk.overhead().unwrap_or(0.0), share: share(FIRM + k) })
             .collect(),
         cost_per_hour: cost,
         cost_per_gpu_hour: cost / d,
@@ -609,15 +585,7 @@ mod tests {
     }
 
     fn problem(u: f64, spot: Vec<SpotOffer>, floor: f64, od_cap: Option<f64>) -> MixProblem {
-        MixProblem {
-            demand_gpus: 100.0,
-            utilization: u,
-            on_demand_price: 0.85,
-            reserved_price: 0.30,
-            spot,
-            sla_floor: floor,
-            on_demand_cap: od_cap,
-        }
+        MixProblem { demand_gpus: 100.0, utilization: u, on_demand_price: 0.85, reserved_price: 0.30, spot, sla_floor: floor, on_demand_cap: od_cap }
     }
 
     /// Convex φ(y) is minimised at a breakpoint: try every one and compare.

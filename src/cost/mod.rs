@@ -10,12 +10,12 @@
 
 pub mod accrual;
 pub mod books;
-pub mod forecast;
-pub mod mix;
 pub mod budget;
+pub mod forecast;
 pub mod ledger;
+pub mod mix;
 
-pub use accrual::{split_exact, Accrual};
+pub use accrual::{Accrual, split_exact};
 pub use books::{Books, TenantBook};
 
 use serde::{Deserialize, Serialize};

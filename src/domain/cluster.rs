@@ -146,12 +146,20 @@ impl NodeSpec {
 pub enum NodeState {
     Up,
     /// An interruption notice arrived: nothing new is placed, work is saved.
-    Draining { deadline: At },
-    Down { since: At },
+    Draining {
+        deadline: At,
+    },
+    Down {
+        since: At,
+    },
     /// Bought and billed, not yet taking work (instance start, OS, driver, CUDA).
-    Booting { ready_at: At },
+    Booting {
+        ready_at: At,
+    },
     /// Being given back: nothing new is placed; it goes once its jobs are off.
-    Retiring { since: At },
+    Retiring {
+        since: At,
+    },
 }
 
 /// A contiguous range of one GPU's memory held by one job.
@@ -213,7 +221,19 @@ pub struct Gpu {
 
 impl Gpu {
     pub fn new(index: u8, memory: Mib) -> Gpu {
-        Gpu { index, memory, mig: None, allocations: Vec::new(), util: None, mem_used: None, sampled_at: None, idle_since: None, stale: false, health: None, slurm_job: None }
+        Gpu {
+            index,
+            memory,
+            mig: None,
+            allocations: Vec::new(),
+            util: None,
+            mem_used: None,
+            sampled_at: None,
+            idle_since: None,
+            stale: false,
+            health: None,
+            slurm_job: None,
+        }
     }
 
     pub fn allocated(&self) -> Mib {
@@ -316,12 +336,7 @@ pub fn slurm_powered_down(state: &str) -> bool {
 
 impl Node {
     pub fn new(spec: NodeSpec, at: At) -> Node {
-        let gpus = spec
-            .units()
-            .into_iter()
-            .enumerate()
-            .map(|(i, unit)| Gpu { mig: unit.mig_parent, ..Gpu::new(i as u8, unit.memory) })
-            .collect();
+        let gpus = spec.units().into_iter().enumerate().map(|(i, unit)| Gpu { mig: unit.mig_parent, ..Gpu::new(i as u8, unit.memory) }).collect();
         Node { spec, state: NodeState::Up, up_since: at, gpus, cpus_used: 0, host_mem_used: Mib(0), slurm: None }
     }
 

@@ -103,7 +103,11 @@ impl Action {
     pub fn job(&self) -> Option<JobId> {
         match self {
             Action::Preempt { job } | Action::Requeue { job } | Action::Cancel { job } | Action::Migrate { job, .. } => Some(*job),
-            Action::SetDiscipline { .. } | Action::ApproveOverrun { .. } | Action::AcknowledgeAlarm { .. } | Action::Slurm { .. } | Action::ApproveCapacity { .. } => None,
+            Action::SetDiscipline { .. }
+            | Action::ApproveOverrun { .. }
+            | Action::AcknowledgeAlarm { .. }
+            | Action::Slurm { .. }
+            | Action::ApproveCapacity { .. } => None,
         }
     }
 }
@@ -111,57 +115,128 @@ impl Action {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Event {
     /// A node joined (or a replacement instance came up under the same id).
-    NodeUp { spec: NodeSpec },
+    NodeUp {
+        spec: NodeSpec,
+    },
     /// The instance is gone (reclaimed, failed): unsaved work on it is lost.
-    NodeLost { node: NodeId, reason: String },
-    TenantDefined { spec: TenantSpec },
-    JobSubmitted { spec: JobSpec },
+    NodeLost {
+        node: NodeId,
+        reason: String,
+    },
+    TenantDefined {
+        spec: TenantSpec,
+    },
+    JobSubmitted {
+        spec: JobSpec,
+    },
     /// Many jobs at once (a jobs file, a sweep, a job array): each is
     /// checked and queued as `JobSubmitted` would be (a bad one is refused
     /// alone), and one scheduling pass follows for all of them.
-    JobsSubmitted { specs: Vec<JobSpec> },
+    JobsSubmitted {
+        specs: Vec<JobSpec>,
+    },
     /// The executor started the job's process(es).
-    JobStarted { job: JobId },
+    JobStarted {
+        job: JobId,
+    },
     /// The executor finished writing a checkpoint at `step`.
-    CheckpointDone { job: JobId, step: u64, bytes: u64 },
+    CheckpointDone {
+        job: JobId,
+        step: u64,
+        bytes: u64,
+    },
     /// The executor stopped the job as asked.
-    JobStopped { job: JobId },
+    JobStopped {
+        job: JobId,
+    },
     /// The job's process ended on its own.
-    JobExited { job: JobId, ok: bool, message: String },
+    JobExited {
+        job: JobId,
+        ok: bool,
+        message: String,
+    },
     /// Utilization and memory per GPU, and progress per running job.
-    Telemetry { gpus: Vec<GpuSample>, progress: Vec<(JobId, u64)> },
+    Telemetry {
+        gpus: Vec<GpuSample>,
+        progress: Vec<(JobId, u64)>,
+    },
     /// The spot market price of a pool changed.
-    PriceTick { zone: String, instance_type: String, price: MicrosPerHour },
+    PriceTick {
+        zone: String,
+        instance_type: String,
+        price: MicrosPerHour,
+    },
     /// The cloud will reclaim the instance at `deadline` (2-minute notice).
-    InterruptionNotice { node: NodeId, deadline: At },
-    Operator { actor: Actor, action: Action },
+    InterruptionNotice {
+        node: NodeId,
+        deadline: At,
+    },
+    Operator {
+        actor: Actor,
+        action: Action,
+    },
     /// What a serving or batch-inference job has produced so far (running
     /// totals, as its metrics endpoint reports them): for unit costs.
-    JobOutput { job: JobId, requests: u64, tokens: u64 },
+    JobOutput {
+        job: JobId,
+        requests: u64,
+        tokens: u64,
+    },
     /// Spot lifetimes of an instance type learned elsewhere (real traces, an
     /// earlier fleet): the long-run prior of the hazard model.
-    SpotLifetimes { instance_type: String, lifetimes: Vec<super::spot::Lifetime> },
+    SpotLifetimes {
+        instance_type: String,
+        lifetimes: Vec<super::spot::Lifetime>,
+    },
     /// Temperature, power, clocks and processes per GPU (live sources).
-    GpuHealth { readings: Vec<GpuHealth> },
+    GpuHealth {
+        readings: Vec<GpuHealth>,
+    },
     /// A live source answered (`ok`) or could not be read; the GPUs it
     /// covers are shown as stale until their next sample.
-    SourceStatus { source: String, ok: bool, detail: String, stale: Vec<GpuRef> },
+    SourceStatus {
+        source: String,
+        ok: bool,
+        detail: String,
+        stale: Vec<GpuRef>,
+    },
     /// What Slurm reported: its partitions, nodes and jobs, all at once.
-    Slurm { snapshot: super::slurm::SlurmSnapshot },
+    Slurm {
+        snapshot: super::slurm::SlurmSnapshot,
+    },
     /// A Slurm command (`Effect::Slurm`) ended; `message` is Slurm's own words.
-    SlurmDone { command: u64, ok: bool, message: String },
+    SlurmDone {
+        command: u64,
+        ok: bool,
+        message: String,
+    },
     /// A pool the room may buy nodes from (elastic capacity).
-    PoolDefined { pool: super::capacity::PoolSpec },
+    PoolDefined {
+        pool: super::capacity::PoolSpec,
+    },
     /// One instance of a launch the room asked for exists and is booting
     /// (billed from now); `NodeUp` with the same spec follows once it takes work.
-    Launched { request: u64, spec: NodeSpec },
+    Launched {
+        request: u64,
+        spec: NodeSpec,
+    },
     /// A launch (or `count` of its instances) did not happen.
-    LaunchFailed { request: u64, count: u32, failure: super::capacity::LaunchFailure, message: String },
+    LaunchFailed {
+        request: u64,
+        count: u32,
+        failure: super::capacity::LaunchFailure,
+        message: String,
+    },
     /// The instance the room gave back is terminated: no longer billed.
-    Released { node: NodeId },
+    Released {
+        node: NodeId,
+    },
     /// The instance could not be given back (the provider refused): it
     /// stays, billed, and takes work again.
-    ReleaseFailed { node: NodeId, message: String },
+    ReleaseFailed {
+        node: NodeId,
+        message: String,
+    },
     /// Time passed with nothing else to say.
     Tick,
 }
@@ -210,23 +285,53 @@ impl Event {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Effect {
-    StartJob { job: JobId, node: NodeId, gpus: Vec<u8>, resume_step: u64 },
+    StartJob {
+        job: JobId,
+        node: NodeId,
+        gpus: Vec<u8>,
+        resume_step: u64,
+    },
     /// Save the job's state: all of it, or what changed since the last save.
-    Checkpoint { job: JobId, kind: super::job::CheckpointKind },
-    StopJob { job: JobId },
-    AlarmRaised { id: String, text: String },
-    AlarmCleared { id: String },
+    Checkpoint {
+        job: JobId,
+        kind: super::job::CheckpointKind,
+    },
+    StopJob {
+        job: JobId,
+    },
+    AlarmRaised {
+        id: String,
+        text: String,
+    },
+    AlarmCleared {
+        id: String,
+    },
     /// The event could not be applied; the state is unchanged by it.
-    Rejected { reason: String },
+    Rejected {
+        reason: String,
+    },
     /// Charge periods that closed: append these lines to the ledger.
-    Ledger { lines: Vec<super::ledger::LedgerLine> },
+    Ledger {
+        lines: Vec<super::ledger::LedgerLine>,
+    },
     /// Run this command against Slurm (scontrol, scancel) and report back.
-    Slurm { command: super::slurm::SlurmCommand },
+    Slurm {
+        command: super::slurm::SlurmCommand,
+    },
     /// Append a row to the audit table: how something done for an actor
     /// ended outside (a Slurm command's outcome).
-    Audit { actor: Actor, action: Action, outcome: Result<String, String> },
+    Audit {
+        actor: Actor,
+        action: Action,
+        outcome: Result<String, String>,
+    },
     /// Buy nodes: answer with `Launched` per instance (then `NodeUp`) or `LaunchFailed`.
-    Launch { request: super::capacity::LaunchRequest },
+    Launch {
+        request: super::capacity::LaunchRequest,
+    },
     /// Give the node back (terminate it): answer with `Released`.
-    Release { node: NodeId, reason: String },
+    Release {
+        node: NodeId,
+        reason: String,
+    },
 }

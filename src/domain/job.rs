@@ -16,7 +16,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::ids::{JobId, NodeId, PoolKey, TenantId};
-use super::units::{At, Micros, MicrosPerHour, Mib, Secs};
+use super::units::{At, Mib, Micros, MicrosPerHour, Secs};
 
 /// The four attribution levels every job carries (SPEC §5).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -127,11 +127,17 @@ pub enum JobState {
     /// GPUs are reserved and the executor was told to start it.
     Placed,
     Running,
-    Checkpointing { then: AfterCheckpoint },
+    Checkpointing {
+        then: AfterCheckpoint,
+    },
     /// Stop requested; the GPUs are released when the executor confirms.
-    Preempted { reason: StopReason },
+    Preempted {
+        reason: StopReason,
+    },
     Done,
-    Failed { reason: String },
+    Failed {
+        reason: String,
+    },
 }
 
 /// A coarse name for each state, for legality checks, counters and display.

@@ -37,9 +37,7 @@ impl LineKind {
     }
 
     pub fn parse(text: &str) -> Option<LineKind> {
-        [LineKind::Compute, LineKind::Idle, LineKind::CheckpointIo, LineKind::Storage, LineKind::Network]
-            .into_iter()
-            .find(|k| k.label() == text)
+        [LineKind::Compute, LineKind::Idle, LineKind::CheckpointIo, LineKind::Storage, LineKind::Network].into_iter().find(|k| k.label() == text)
     }
 
     /// Instance time (compute and idle), as opposed to services on top.

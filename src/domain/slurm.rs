@@ -258,7 +258,9 @@ pub enum SlurmVerb {
     Release,
     /// Send its batch script a signal (the checkpoint signal, USR1 by
     /// default: `scancel --signal=USR1 --batch`); the job keeps running.
-    Signal { signal: String },
+    Signal {
+        signal: String,
+    },
     /// Run it elsewhere: another partition and/or not on these nodes
     /// (a running job is requeued held, changed, then released).
     Migrate {
@@ -318,7 +320,9 @@ impl SlurmVerb {
                     extra => Err(format!("signal takes one signal name (got {:?})", extra.join(" "))),
                 };
             }
-            other => Some(SlurmVerb::PLAIN.into_iter().find(|v| v.name() == other).ok_or_else(|| format!("unknown Slurm verb {other:?}: {}", SlurmVerb::listed()))?),
+            other => {
+                Some(SlurmVerb::PLAIN.into_iter().find(|v| v.name() == other).ok_or_else(|| format!("unknown Slurm verb {other:?}: {}", SlurmVerb::listed()))?)
+            }
         };
         if let Some(verb) = plain {
             return match rest {
@@ -620,7 +624,13 @@ mod tests {
 
     #[test]
     fn a_jobs_tags_come_from_its_account_comment_wckey_and_partition() {
-        let job = SlurmJob { account: "vision".into(), partition: "gpu".into(), comment: "project=detr; model=vit-h env=prod,junk, x=".into(), wckey: "*ignored".into(), ..Default::default() };
+        let job = SlurmJob {
+            account: "vision".into(),
+            partition: "gpu".into(),
+            comment: "project=detr; model=vit-h env=prod,junk, x=".into(),
+            wckey: "*ignored".into(),
+            ..Default::default()
+        };
         let t = job.tags();
         assert_eq!((t.tenant.0.as_str(), t.project.as_str(), t.env.as_str(), t.model.as_str()), ("vision", "detr", "prod", "vit-h"));
         let bare = SlurmJob { user: "ann".into(), partition: "dev".into(), wckey: "*speech".into(), ..Default::default() };

@@ -112,11 +112,20 @@ mod tests {
 
     #[test]
     fn other_reasons_are_not_spot_drains_and_nothing_panics() {
-        for text in ["", "maintenance", "ECC errors on GPU 3", "spot", "spot interruptions", "spot interruption2", "not a spot interruption", "Kill task failed"] {
+        for text in
+            ["", "maintenance", "ECC errors on GPU 3", "spot", "spot interruptions", "spot interruption2", "not a spot interruption", "Kill task failed"]
+        {
             assert_eq!(parse(text), None, "{text:?}");
         }
         // Multi-byte text at and around the prefix's length must not split a character.
-        for text in ["spot interruptioné", "spot interruptionédrain", "ééééééééééééééééé", "spot interruption: 終了 at ∞", "spot interruption:", "spot interruption: at"] {
+        for text in [
+            "spot interruptioné",
+            "spot interruptionédrain",
+            "ééééééééééééééééé",
+            "spot interruption: 終了 at ∞",
+            "spot interruption:",
+            "spot interruption: at",
+        ] {
             let _ = parse(text);
         }
         assert_eq!(parse("spot interruption:"), Some(SpotDrain { kind: String::new(), deadline: None }));

@@ -149,11 +149,7 @@ impl fmt::Display for MicrosPerHour {
 
 impl fmt::Display for Mib {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.0 >= 1024 {
-            write!(f, "{:.1}G", f64::from(self.0) / 1024.0)
-        } else {
-            write!(f, "{}M", self.0)
-        }
+        if self.0 >= 1024 { write!(f, "{:.1}G", f64::from(self.0) / 1024.0) } else { write!(f, "{}M", self.0) }
     }
 }
 
@@ -171,8 +167,6 @@ impl fmt::Display for Secs {
         }
     }
 }
-
-
 
 /// The first instant of the month after the one `at` is in (UTC).
 /// The next whole hour after `at` (a charge period's end).
@@ -194,7 +188,10 @@ mod tests {
     #[test]
     fn parses_aws_price_texts_exactly() {
         assert_eq!(Micros::parse_decimal("1.067100"), Ok(Micros(1_067_100)));
-        assert_eq!((Secs(100 * 86_400).to_string(), Secs(i64::MAX).to_string(), Secs(99 * 86_400).to_string()), (">99d".into(), ">99d".into(), "99d00h".into()));
+        assert_eq!(
+            (Secs(100 * 86_400).to_string(), Secs(i64::MAX).to_string(), Secs(99 * 86_400).to_string()),
+            (">99d".into(), ">99d".into(), "99d00h".into())
+        );
         assert_eq!(Micros::parse_decimal("7.2"), Ok(Micros(7_200_000)));
         assert_eq!(Micros::parse_decimal("0.00001"), Ok(Micros(10)));
         assert_eq!(Micros::parse_decimal("24"), Ok(Micros(24_000_000)));

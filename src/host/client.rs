@@ -65,10 +65,17 @@ impl Client {
         let socket = socket_of(log);
         let shown = for_terminal(&log.display().to_string());
         let stream = UnixStream::connect(&socket).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => ConnectError::NoEngine(format!("{shown}: no engine is running on it ({}: {e})", for_terminal(&socket.display().to_string()))),
-            _ => ConnectError::Refused(format!("{}: {e} (is this user the log's owner or in its group? see README, Security)", for_terminal(&socket.display().to_string()))),
+            std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => {
+                ConnectError::NoEngine(format!("{shown}: no engine is running on it ({}: {e})", for_terminal(&socket.display().to_string())))
+            }
+            _ => ConnectError::Refused(format!(
+                "{}: {e} (is this user the log's owner or in its group? see README, Security)",
+                for_terminal(&socket.display().to_string())
+            )),
         })?;
-        let owner_uid = std::fs::metadata(log).map(|m| m.uid()).map_err(|e| ConnectError::Refused(format!("{shown}: cannot tell who owns the log ({e}), so not whom to trust")))?;
+        let owner_uid = std::fs::metadata(log)
+            .map(|m| m.uid())
+            .map_err(|e| ConnectError::Refused(format!("{shown}: cannot tell who owns the log ({e}), so not whom to trust")))?;
         use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
         let listener = getsockopt(&stream, PeerCredentials).map_err(|e| ConnectError::Refused(format!("{shown}: who listens cannot be told ({e})")))?.uid();
         if listener != owner_uid && listener != 0 {

@@ -11,25 +11,25 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result, bail};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::driver::{self, Links, Pace, SimRunner};
 use super::settings::{self, Policy, WorldChoice};
-use super::{attach, Duty, Opened};
+use super::{Duty, Opened, attach};
 use crate::domain::event::{Action, Actor, Role};
 use crate::domain::text::for_terminal;
+use crate::live::Live;
 use crate::live::catalogue::Catalogue;
 use crate::live::config::JobsFile;
-use crate::live::run::{spawn_sources, LiveRunner};
-use crate::live::Live;
+use crate::live::run::{LiveRunner, spawn_sources};
 use crate::report;
 use crate::room::{Room, View};
 use crate::sim::{Traces, WorldStats};
 use crate::store::Store;
+use crate::tui::DrawContext;
 use crate::tui::run::{OperatorLink, Screen};
 use crate::tui::theme_file::ThemeError;
-use crate::tui::DrawContext;
 
 /// What the console is asked for on the command line.
 #[derive(Clone, Debug)]
@@ -118,7 +118,11 @@ pub fn run_sim_console(opts: &ConsoleOptions) -> Result<()> {
     if opts.wall {
         return match log_path.as_deref() {
             Some(path) if path.exists() => run_attached(opts, path),
-            Some(path) => bail!("{}: no such log; the wall display only reads a log an engine writes (start one with gpuroom engine --db {})", path.display(), path.display()),
+            Some(path) => bail!(
+                "{}: no such log; the wall display only reads a log an engine writes (start one with gpuroom engine --db {})",
+                path.display(),
+                path.display()
+            ),
             None => bail!("--wall needs a log to read (--db FILE)"),
         };
     }
@@ -237,7 +241,8 @@ pub fn run_live_console(opts: &ConsoleOptions, live_opts: &LiveOptions) -> Resul
         let running = if adapters.running.is_empty() { "no sources".to_string() } else { adapters.running.join("·") };
         let (ctx, actor, screen, theme_error) = setup(opts, format!("LIVE {running}{recording}"));
         let catalogue = Catalogue::new(config.sources.instance_types.clone(), config.sources.nodes.clone());
-        let live = Live::new(Room::new(room_config), store, catalogue, host, chrono::Utc::now(), adapters.executor.clone()).with_slurm(adapters.slurm.clone(), accounts);
+        let live = Live::new(Room::new(room_config), store, catalogue, host, chrono::Utc::now(), adapters.executor.clone())
+            .with_slurm(adapters.slurm.clone(), accounts);
         let pools = config.sources.aws.as_ref().map(|a| a.pools.clone()).unwrap_or_default();
         let mut live = live.with_cloud(adapters.cloud.clone(), &pools).map_err(anyhow::Error::msg)?;
         live.begin(chrono::Utc::now(), jobs.as_ref())?;

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use chrono::TimeDelta;
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::{now_ms, Duty};
+use super::{Duty, now_ms};
 use crate::domain::event::{Action, Actor};
 use crate::domain::units::At;
 use crate::engine::{Engine, World};

@@ -8,13 +8,13 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result, bail};
 use chrono::TimeDelta;
 use tokio::sync::{mpsc, oneshot};
 
+use super::Opened;
 use super::driver::{self, Caught, Links, Pace, Runner, SimRunner};
 use super::settings::{self, Policy, WorldChoice};
-use super::Opened;
 use crate::domain::event::Role;
 use crate::domain::text::for_terminal;
 use crate::engine::Engine;

@@ -27,10 +27,8 @@ impl std::fmt::Display for Holder {
 /// `-shm`, from `/proc/locks` (empty where it cannot be read).
 pub fn holders(log: &Path) -> Vec<Holder> {
     let text = std::fs::read_to_string("/proc/locks").unwrap_or_default();
-    let files: Vec<(u64, &str)> = ["", "-wal", "-shm"]
-        .into_iter()
-        .filter_map(|side| std::fs::metadata(crate::store::file::sibling(log, side)).ok().map(|m| (m.ino(), side)))
-        .collect();
+    let files: Vec<(u64, &str)> =
+        ["", "-wal", "-shm"].into_iter().filter_map(|side| std::fs::metadata(crate::store::file::sibling(log, side)).ok().map(|m| (m.ino(), side))).collect();
     parse(&text, &files, std::process::id() as i32)
 }
 

@@ -28,9 +28,9 @@ use std::sync::Arc;
 
 use crate::domain::event::{Actor, Role};
 use crate::domain::units::At;
+use crate::engine::{Engine, Recovery, World};
 use crate::room::Room;
 use crate::room::view::{AlarmRow, View};
-use crate::engine::{Engine, Recovery, World};
 use crate::sim::config::SimConfig;
 use crate::sim::{Simulation, Traces};
 use crate::store::{self, Access, Acquired, CommandState, Lease, LeaseBeat, LeaseHolder, Liveness, Queued, RunMeta, SimWorld, Store, StoreError};
@@ -43,12 +43,12 @@ pub mod driver;
 pub mod headless;
 pub mod locks;
 pub mod output;
-pub mod serve;
-pub mod wire;
 pub mod runs;
 pub mod screenshot;
+pub mod serve;
 pub mod settings;
 pub mod whatif;
+pub mod wire;
 
 /// How often the view is published for attached consoles.
 pub const PUBLISH_EVERY_MS: i64 = 1_000;
@@ -353,7 +353,8 @@ impl Duty {
         let secs = (now - blocked.since_ms) / 1000;
         let blockers = engine.store.as_ref().map(|s| locks::describe(&locks::holders(s.path()))).unwrap_or_default();
         let text = format!("the log is locked: the engine has written nothing for {secs} s and retries; held by {blockers} ({why})");
-        self.alarms.insert("engine:blocked".into(), AlarmRow { id: "engine:blocked".into(), raised_at: blocked.raised_at, text, acked_by: None, acked_at: None });
+        self.alarms
+            .insert("engine:blocked".into(), AlarmRow { id: "engine:blocked".into(), raised_at: blocked.raised_at, text, acked_by: None, acked_at: None });
         let mut view = engine.room.view();
         self.decorate(&mut view);
         if let (Some(server), Ok(json)) = (&self.server, serde_json::to_string(&view)) {
@@ -373,7 +374,13 @@ impl Duty {
         view.alarms.extend(self.alarms.values().cloned());
         if let Some(why) = &self.socket_error {
             let raised_at = view.at.unwrap_or(chrono::DateTime::UNIX_EPOCH);
-            view.alarms.push(AlarmRow { id: "engine:socket".into(), raised_at, text: format!("consoles cannot attach: {why}"), acked_by: None, acked_at: None });
+            view.alarms.push(AlarmRow {
+                id: "engine:socket".into(),
+                raised_at,
+                text: format!("consoles cannot attach: {why}"),
+                acked_by: None,
+                acked_at: None,
+            });
         }
     }
 
@@ -435,12 +442,7 @@ impl Resumed {
             Some(lease) => format!("its engine ({}) stopped without releasing it", lease.holder),
             None => "its engine stopped cleanly".to_string(),
         };
-        format!(
-            "resuming {} ({how}): {} events re-applied, {} queued commands to apply",
-            path.display(),
-            self.recovery.events,
-            self.recovery.pending_commands
-        )
+        format!("resuming {} ({how}): {} events re-applied, {} queued commands to apply", path.display(), self.recovery.events, self.recovery.pending_commands)
     }
 }
 

@@ -16,7 +16,7 @@ use std::io::{self, Read as _, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context as _, Result};
+use anyhow::{Context as _, Result, bail};
 
 use crate::domain::text::for_terminal;
 
@@ -32,7 +32,10 @@ pub fn check(out: &Path, source: Option<&Path>) -> Result<()> {
         for side in ["", "-wal", "-shm", "-journal"] {
             let candidate = crate::store::file::sibling(log, side);
             if fs::metadata(&candidate).is_ok_and(|m| m.dev() == meta.dev() && m.ino() == meta.ino()) {
-                bail!("{shown} is the log being read ({}): refusing to write over a recorded run; name another file", for_terminal(&candidate.display().to_string()));
+                bail!(
+                    "{shown} is the log being read ({}): refusing to write over a recorded run; name another file",
+                    for_terminal(&candidate.display().to_string())
+                );
             }
         }
     }

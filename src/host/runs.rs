@@ -8,11 +8,11 @@
 use std::path::Path;
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result, bail};
 use chrono::TimeDelta;
 
-use super::settings::{self, Policy, WorldChoice};
 use super::Opened;
+use super::settings::{self, Policy, WorldChoice};
 use crate::domain::text::for_terminal;
 use crate::engine::Engine;
 use crate::report;
@@ -40,7 +40,14 @@ pub fn build(world: &WorldChoice, policy: &Policy, db: Option<&Path>, traces: &T
 /// an engine that died (resumed), or an engine's that lives (to attach to).
 pub fn open_sim_log(world: &WorldChoice, policy: &Policy, path: &Path, traces: &Traces) -> Result<Opened> {
     let sim = settings::load_sim(world.sim_config.as_deref())?;
-    let new = super::NewSim { config: sim.config, config_name: sim.name, config_toml: sim.text, seed: world.seed, traces, room: Room::new(settings::room_config(policy)?) };
+    let new = super::NewSim {
+        config: sim.config,
+        config_name: sim.name,
+        config_toml: sim.text,
+        seed: world.seed,
+        traces,
+        room: Room::new(settings::room_config(policy)?),
+    };
     super::open_sim(path, new, &format!("gpuroom {}", env!("CARGO_PKG_VERSION")), &policy.access()?)
 }
 
@@ -98,13 +105,7 @@ pub fn run_replay(db: &Path, from_snapshot: bool) -> Result<()> {
     }
     print!("{}", report::summary(&replayed.room.view(), None));
     let from = replayed.started_after.map_or_else(String::new, |seq| format!(" after the snapshot at event {seq}"));
-    println!(
-        "replayed {} events{from} of {} ({}) in {:.2} s",
-        replayed.applied,
-        shown(db),
-        for_terminal(&meta.source),
-        wall.elapsed().as_secs_f64()
-    );
+    println!("replayed {} events{from} of {} ({}) in {:.2} s", replayed.applied, shown(db), for_terminal(&meta.source), wall.elapsed().as_secs_f64());
     if !replayed.checked.is_empty() {
         let seqs: Vec<String> = replayed.checked.iter().map(|s| s.to_string()).collect();
         println!("the rebuilt room matches the engine's snapshot at event {}", seqs.join(" and "));

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result, bail};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::settings::{self, Policy, WorldChoice};
@@ -86,7 +86,8 @@ fn whatif_pane(world: &WorldChoice, policy: &Policy, traces: &Traces, hours: f64
         drop(engine);
         let store = crate::store::Store::open_read_only(&log)?;
         let scenarios = super::whatif::scenarios(&store.meta()?.room_config, &[], &crate::sched::DisciplineKind::ALL, &[])?;
-        let comparison = crate::whatif::compare(&store, &format!("sim-seed{}.db", world.seed), &scenarios, Default::default(), Default::default(), &mut |_| {})?;
+        let comparison =
+            crate::whatif::compare(&store, &format!("sim-seed{}.db", world.seed), &scenarios, Default::default(), Default::default(), &mut |_| {})?;
         let state = crate::tui::whatif::PaneState::Done(Box::new(comparison));
         Ok((view, crate::tui::whatif::WhatIfPane { shown: true, asked: "every discipline".into(), state }))
     })();

@@ -360,7 +360,9 @@ fn serve_connection(shared: &Arc<Shared>, stream: UnixStream, conn: u64) {
         _ => None,
     }) {
         Ok(Some(Ask::Hello { protocol, claimed, views })) if protocol == wire::PROTOCOL => (claimed, views),
-        Ok(Some(Ask::Hello { protocol, .. })) => return goodbye(&stream, &format!("protocol {protocol} is not this engine's ({}): use the same gpuroom as the engine", wire::PROTOCOL)),
+        Ok(Some(Ask::Hello { protocol, .. })) => {
+            return goodbye(&stream, &format!("protocol {protocol} is not this engine's ({}): use the same gpuroom as the engine", wire::PROTOCOL));
+        }
         _ => return goodbye(&stream, "a connection opens with a hello, within 5 s"),
     };
     let actor = derived_actor(uid, &claimed);
@@ -390,7 +392,10 @@ fn serve_connection(shared: &Arc<Shared>, stream: UnixStream, conn: u64) {
             }
             Ok(Ask::Command { ticket, .. }) => {
                 let reason = "a ticket is 1 to 64 letters, digits, '.', '_' or '-'".to_string();
-                outbox.push(wire::encode(&Tell::Answer { ticket: bounded(&text::clean(&ticket), 64), state: Some(CommandState::Refused { reason, event_seq: None }) }));
+                outbox.push(wire::encode(&Tell::Answer {
+                    ticket: bounded(&text::clean(&ticket), 64),
+                    state: Some(CommandState::Refused { reason, event_seq: None }),
+                }));
                 continue;
             }
             Ok(Ask::State { ticket }) => {

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result, bail};
 use chrono::TimeDelta;
 
 use crate::config::EngineConfig;
@@ -94,10 +94,7 @@ pub fn room_config(policy: &Policy) -> Result<RoomConfig> {
 
 /// An XDG base directory: `$VAR` if set to an absolute path, else `~/fallback`.
 fn xdg_dir(var: &str, home_fallback: &str) -> Option<PathBuf> {
-    std::env::var_os(var)
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(home_fallback)))
+    std::env::var_os(var).map(PathBuf::from).filter(|p| p.is_absolute()).or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(home_fallback)))
 }
 
 /// A new log's default path: `$XDG_STATE_HOME/gpuroom/KIND-STAMP.db`.

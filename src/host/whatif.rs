@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Result};
+use anyhow::{Result, bail};
 
 use crate::domain::discipline::DisciplineKind;
 use crate::domain::text::for_terminal;

@@ -53,8 +53,11 @@ pub struct AgentOptions {
 /// `hostname`; cut at the first dot. `None` when none of them gives one.
 pub fn short_host_name() -> Option<String> {
     let short = |name: String| Some(super::translate::short_host(name.trim()).to_string()).filter(|n| !n.is_empty());
-    let command = || std::process::Command::new("hostname").output().ok().filter(|o| o.status.success()).map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
-    std::fs::read_to_string("/proc/sys/kernel/hostname").ok().and_then(short)
+    let command =
+        || std::process::Command::new("hostname").output().ok().filter(|o| o.status.success()).map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .and_then(short)
         .or_else(|| std::env::var("HOSTNAME").ok().and_then(short))
         .or_else(|| command().and_then(short))
 }
@@ -210,7 +213,9 @@ pub fn run(options: &AgentOptions) -> Result<(), String> {
         None => short_host_name().ok_or("cannot tell this machine's host name; name the Slurm node with --node")?,
     };
     let config = ImdsConfig { endpoint: options.imds.clone(), every_secs: options.every_secs.max(1), ..ImdsConfig::default() };
-    let slurm = SlurmConfig { bin_dir: options.slurm_bin.clone(), conf: options.slurm_conf.clone(), timeout_secs: options.timeout_secs, ..SlurmConfig::default() }.cli();
+    let slurm =
+        SlurmConfig { bin_dir: options.slurm_bin.clone(), conf: options.slurm_conf.clone(), timeout_secs: options.timeout_secs, ..SlurmConfig::default() }
+            .cli();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| format!("cannot start the runtime: {e}"))?;
     runtime.block_on(async move {
         let mut imds = Imds::new(&config);
@@ -219,7 +224,13 @@ pub fn run(options: &AgentOptions) -> Result<(), String> {
             let failures = cycle(&mut watch, &mut imds, &slurm).await;
             return if failures.is_empty() { Ok(()) } else { Err(failures.join("; ")) };
         }
-        println!("{}", for_terminal(&format!("watching {node}: the metadata service at {} every {} s; a spot interruption notice drains it in Slurm", config.endpoint, config.every_secs)));
+        println!(
+            "{}",
+            for_terminal(&format!(
+                "watching {node}: the metadata service at {} every {} s; a spot interruption notice drains it in Slurm",
+                config.endpoint, config.every_secs
+            ))
+        );
         let mut signals = [signal(SignalKind::terminate()).ok(), signal(SignalKind::interrupt()).ok()];
         let mut ticks = tokio::time::interval(Duration::from_secs(config.every_secs));
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -258,7 +269,11 @@ mod tests {
         w.drained(&reason);
         assert_eq!(w.polled(&notice), vec![], "drained: not again");
         let moved = Ok(vec![(NoticeKind::Stop, Some(at("2026-12-04T22:12:00Z")))]);
-        assert_eq!(w.polled(&moved), vec![Act::Drain("spot interruption: stop at 2026-12-04T22:12:00Z (gpuroom agent)".into())], "a new notice is drained anew");
+        assert_eq!(
+            w.polled(&moved),
+            vec![Act::Drain("spot interruption: stop at 2026-12-04T22:12:00Z (gpuroom agent)".into())],
+            "a new notice is drained anew"
+        );
     }
 
     #[test]

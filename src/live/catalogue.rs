@@ -137,11 +137,7 @@ impl Catalogue {
         let shape = decl.instance_type.as_deref().and_then(|t| self.instance_type(t));
         let billing = decl.billing.unwrap_or(if shape.is_some() { BillingMode::OnDemand } else { BillingMode::Reserved });
         let on_demand = shape.map(|s| s.on_demand).or(decl.price).unwrap_or(MicrosPerHour(0));
-        let gpu_memory = memory
-            .filter(|m| m.0 > 0)
-            .or(decl.gpu_memory_mib.map(Mib))
-            .or(shape.map(|s| s.gpu_memory))
-            .unwrap_or(Mib(0));
+        let gpu_memory = memory.filter(|m| m.0 > 0).or(decl.gpu_memory_mib.map(Mib)).or(shape.map(|s| s.gpu_memory)).unwrap_or(Mib(0));
         NodeSpec {
             id,
             name: host.to_string(),
@@ -178,8 +174,21 @@ mod tests {
 
     #[test]
     fn a_declaration_matches_by_exact_name_then_by_pattern_and_partition() {
-        let decl = |host: &str, partition: Option<&str>, t: &str| NodeDecl { host: host.into(), partition: partition.map(Into::into), instance_type: Some(t.into()), ..NodeDecl::default() };
-        let c = Catalogue::new(Vec::new(), vec![decl("gpu-st-*", None, "p4d.24xlarge"), decl("", Some("spot"), "g5.12xlarge"), decl("gpu-st-7", None, "p5.48xlarge"), decl("n?", Some("dev"), "g4dn.xlarge")]);
+        let decl = |host: &str, partition: Option<&str>, t: &str| NodeDecl {
+            host: host.into(),
+            partition: partition.map(Into::into),
+            instance_type: Some(t.into()),
+            ..NodeDecl::default()
+        };
+        let c = Catalogue::new(
+            Vec::new(),
+            vec![
+                decl("gpu-st-*", None, "p4d.24xlarge"),
+                decl("", Some("spot"), "g5.12xlarge"),
+                decl("gpu-st-7", None, "p5.48xlarge"),
+                decl("n?", Some("dev"), "g4dn.xlarge"),
+            ],
+        );
         let t = |host: &str, parts: &[&str]| c.node_in(host, &parts.iter().map(|p| p.to_string()).collect::<Vec<_>>()).and_then(|d| d.instance_type.clone());
         assert_eq!(t("gpu-st-7", &[]).as_deref(), Some("p5.48xlarge"), "the exact name first");
         assert_eq!(t("gpu-st-1", &["spot"]).as_deref(), Some("p4d.24xlarge"), "then the first that matches");

@@ -214,7 +214,16 @@ mod tests {
     fn job_numbers_are_refused_out_of_range_naming_file_key_and_range() {
         assert!(JobsFile::parse("jobs.toml", &job_with("priority", "-5")).is_ok(), "priorities may be negative");
         assert!(JobsFile::parse("jobs.toml", &job_with("est_runtime_secs", "3600")).is_ok());
-        for (key, value) in [("gpus", "0"), ("gpus", "256"), ("steps", "-1"), ("gpu_mem_mib", "-1"), ("checkpoint_mib", "inf"), ("est_runtime_secs", "-60"), ("priority", "nan"), ("priority", "3000000000")] {
+        for (key, value) in [
+            ("gpus", "0"),
+            ("gpus", "256"),
+            ("steps", "-1"),
+            ("gpu_mem_mib", "-1"),
+            ("checkpoint_mib", "inf"),
+            ("est_runtime_secs", "-60"),
+            ("priority", "nan"),
+            ("priority", "3000000000"),
+        ] {
             let err = JobsFile::parse("jobs.toml", &job_with(key, value)).unwrap_err();
             assert!(err.starts_with(&format!("jobs.toml: job[0].{key} = {value}: must be a whole number within [")), "{key} = {value}: {err}");
         }
@@ -224,7 +233,9 @@ mod tests {
     fn tenant_numbers_and_budgets_are_refused_out_of_range() {
         let job = job_with("gpus", "1");
         let job = job.trim_start_matches(TENANT);
-        for (key, value, range) in [("quota_gpus", "-1", "whole number"), ("borrow_limit_gpus", "inf", "whole number"), ("monthly_budget", "\"-100\"", "amount ≥ 0")] {
+        for (key, value, range) in
+            [("quota_gpus", "-1", "whole number"), ("borrow_limit_gpus", "inf", "whole number"), ("monthly_budget", "\"-100\"", "amount ≥ 0")]
+        {
             let tenant = TENANT.lines().filter(|l| !l.starts_with(key)).collect::<Vec<_>>().join("\n");
             let text = format!("{tenant}\n{key} = {value}\n{job}");
             let err = JobsFile::parse("jobs.toml", &text).unwrap_err();

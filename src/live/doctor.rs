@@ -66,9 +66,7 @@ pub async fn checks(config: &SourcesConfig, host: &str) -> Vec<Check> {
         let fleet = aws::describe_fleet(&client, None).await;
         out.push(Check::new(
             format!("ec2 fleet {}", cfg.region),
-            fleet
-                .map(|f| format!("{} instances, {} of them spot", f.len(), f.iter().filter(|i| i.spot).count()))
-                .map_err(|e| e.to_string()),
+            fleet.map(|f| format!("{} instances, {} of them spot", f.len(), f.iter().filter(|i| i.spot).count())).map_err(|e| e.to_string()),
         ));
     }
     if let Some(cfg) = &config.imds {
@@ -92,7 +90,14 @@ pub async fn checks(config: &SourcesConfig, host: &str) -> Vec<Check> {
         let result = cli.snapshot().await.map_err(|e| e.to_string()).map(|s| {
             let gpus: u32 = s.nodes.iter().map(|n| n.gpus).sum();
             let how = if cli.uses_json() { "--json" } else { "parsable text (no --json)" };
-            format!("Slurm {} cluster {}: {} partitions, {} nodes, {gpus} GRES GPUs, {} jobs; read with {how}", s.version, s.cluster, s.partitions.len(), s.nodes.len(), s.jobs.len())
+            format!(
+                "Slurm {} cluster {}: {} partitions, {} nodes, {gpus} GRES GPUs, {} jobs; read with {how}",
+                s.version,
+                s.cluster,
+                s.partitions.len(),
+                s.nodes.len(),
+                s.jobs.len()
+            )
         });
         out.push(Check::new("slurm", result));
     }
@@ -111,8 +116,5 @@ pub fn render(checks: &[Check]) -> String {
         return "no live source is configured (see the README: Running against a real cluster)\n".to_string();
     }
     let width = checks.iter().map(|c| c.source.chars().count()).max().unwrap_or(0);
-    checks
-        .iter()
-        .map(|c| format!("{} {:width$}  {}\n", if c.ok { "ok  " } else { "FAIL" }, c.source, c.detail))
-        .collect()
+    checks.iter().map(|c| format!("{} {:width$}  {}\n", if c.ok { "ok  " } else { "FAIL" }, c.source, c.detail)).collect()
 }

@@ -24,13 +24,13 @@ use crate::domain::capacity::{LaunchFailure, LaunchRequest, PoolSpec};
 use crate::domain::event::{Effect, Event};
 use crate::domain::ids::{JobId, NodeId};
 use crate::domain::job::PoolTarget;
-use crate::domain::units::{MicrosPerHour, Secs};
-use crate::sources::aws::LaunchSpec;
-use crate::sources::ec2_capacity::{self, CloudCommand, PoolDecl};
 use crate::domain::slurm::SlurmCommand;
 use crate::domain::units::At;
-use crate::room::Room;
+use crate::domain::units::{MicrosPerHour, Secs};
 use crate::engine::{Engine, World};
+use crate::room::Room;
+use crate::sources::aws::LaunchSpec;
+use crate::sources::ec2_capacity::{self, CloudCommand, PoolDecl};
 use crate::sources::local::{ExecutorInput, JobCommand};
 use crate::sources::report::Report;
 use crate::store::{Store, StoreError};
@@ -71,7 +71,6 @@ impl LiveWorld {
             job_nodes: BTreeMap::new(),
         }
     }
-
 
     pub fn push(&mut self, at: At, event: Event) {
         self.inbox.push_back((at, event));
@@ -193,8 +192,21 @@ pub struct Live {
 }
 
 impl Live {
-    pub fn new(room: Room, store: Option<Store>, catalogue: catalogue::Catalogue, local_host: String, start: At, executor: Option<mpsc::Sender<ExecutorInput>>) -> Live {
-        Live { engine: Engine::new(room, LiveWorld::new(start, executor), store), translator: Translator::new(catalogue), local_host, accounts: Vec::new(), pools: Vec::new() }
+    pub fn new(
+        room: Room,
+        store: Option<Store>,
+        catalogue: catalogue::Catalogue,
+        local_host: String,
+        start: At,
+        executor: Option<mpsc::Sender<ExecutorInput>>,
+    ) -> Live {
+        Live {
+            engine: Engine::new(room, LiveWorld::new(start, executor), store),
+            translator: Translator::new(catalogue),
+            local_host,
+            accounts: Vec::new(),
+            pools: Vec::new(),
+        }
     }
 
     /// Routes Slurm commands to `slurm` and defines its accounts as tenants at `begin`.
@@ -210,7 +222,11 @@ impl Live {
     pub fn with_cloud(mut self, cloud: Option<mpsc::Sender<CloudCommand>>, pools: &[PoolDecl]) -> Result<Live, String> {
         for (i, decl) in pools.iter().enumerate() {
             let Some(node) = self.translator.pool_node(&decl.instance_type, &decl.zone, decl.billing) else {
-                return Err(format!("[[sources.aws.pools]] {}: {} is not an instance type gpuroom knows; add it to [[sources.instance_types]]", i + 1, decl.instance_type));
+                return Err(format!(
+                    "[[sources.aws.pools]] {}: {} is not an instance type gpuroom knows; add it to [[sources.instance_types]]",
+                    i + 1,
+                    decl.instance_type
+                ));
             };
             let pool = PoolSpec { node, speed: decl.speed, max_nodes: decl.max_nodes, warm_min: decl.warm_min, boot: Secs(decl.boot_secs) };
             if let Some(problem) = pool.problem() {

@@ -53,7 +53,15 @@ pub fn short_host(name: &str) -> &str {
 
 impl Translator {
     pub fn new(catalogue: Catalogue) -> Translator {
-        Translator { catalogue, nodes: BTreeMap::new(), by_instance: BTreeMap::new(), next_node: 0, prices: BTreeMap::new(), awaiting: Default::default(), slurm_unsized: Default::default() }
+        Translator {
+            catalogue,
+            nodes: BTreeMap::new(),
+            by_instance: BTreeMap::new(),
+            next_node: 0,
+            prices: BTreeMap::new(),
+            awaiting: Default::default(),
+            slurm_unsized: Default::default(),
+        }
     }
 
     /// The node a host is shown as, if it has appeared.
@@ -208,7 +216,10 @@ impl Translator {
                 // GRES says how many GPUs, never how big: the node waits for
                 // dcgm-exporter or a declaration to say it.
                 if self.slurm_unsized.insert(n.name.clone()) {
-                    let detail = format!("Slurm node {}: {problem}; its GPUs' memory comes from dcgm-exporter on it, or declare it ([[sources.nodes]] gpu_memory_mib or instance_type)", n.name);
+                    let detail = format!(
+                        "Slurm node {}: {problem}; its GPUs' memory comes from dcgm-exporter on it, or declare it ([[sources.nodes]] gpu_memory_mib or instance_type)",
+                        n.name
+                    );
                     events.push(Event::SourceStatus { source: "slurm nodes".into(), ok: false, detail, stale: Vec::new() });
                 }
                 continue;
@@ -333,12 +344,8 @@ impl Translator {
             events.push(self.add_node(spec, Some(i.id.clone())));
         }
         // Instances we knew that are no longer running (or no longer listed) are lost.
-        let gone: Vec<(String, String)> = self
-            .by_instance
-            .iter()
-            .filter(|(id, _)| !live.iter().any(|i| &&i.id == id))
-            .map(|(id, host)| (id.clone(), host.clone()))
-            .collect();
+        let gone: Vec<(String, String)> =
+            self.by_instance.iter().filter(|(id, _)| !live.iter().any(|i| &&i.id == id)).map(|(id, host)| (id.clone(), host.clone())).collect();
         for (instance, host) in gone {
             self.by_instance.remove(&instance);
             let state = instances.iter().find(|i| i.id == instance).map(|i| i.state.clone()).unwrap_or_else(|| "gone".into());
@@ -447,7 +454,13 @@ mod tests {
 
     #[test]
     fn mig_slices_report_for_their_gpu_and_a_declared_host_keeps_its_price() {
-        let decl = NodeDecl { host: "m".into(), instance_type: Some("p4d.24xlarge".into()), billing: Some(BillingMode::Reserved), price: Some(MicrosPerHour(19_220_000)), ..NodeDecl::default() };
+        let decl = NodeDecl {
+            host: "m".into(),
+            instance_type: Some("p4d.24xlarge".into()),
+            billing: Some(BillingMode::Reserved),
+            price: Some(MicrosPerHour(19_220_000)),
+            ..NodeDecl::default()
+        };
         let mut tr = Translator::new(Catalogue::new(Vec::new(), vec![decl]));
         let mut gpu = reading("m", 0, 0.0);
         gpu.util_pct = None;
@@ -477,7 +490,15 @@ mod tests {
     }
 
     fn slurm_node(name: &str, hostname: &str, partition: &str, gpus: u32) -> crate::domain::slurm::SlurmNode {
-        crate::domain::slurm::SlurmNode { name: name.into(), hostname: hostname.into(), state: "idle".into(), gpus, gpu_type: Some("a100".into()), partitions: vec![partition.into()], ..Default::default() }
+        crate::domain::slurm::SlurmNode {
+            name: name.into(),
+            hostname: hostname.into(),
+            state: "idle".into(),
+            gpus,
+            gpu_type: Some("a100".into()),
+            partitions: vec![partition.into()],
+            ..Default::default()
+        }
     }
 
     fn slurm_report(nodes: Vec<crate::domain::slurm::SlurmNode>) -> Report {
@@ -524,7 +545,10 @@ mod tests {
     #[test]
     fn the_fleet_brings_nodes_up_and_loses_terminated_ones() {
         let mut tr = Translator::new(Catalogue::default());
-        let events = tr.translate(t(0), Report::Fleet { instances: vec![instance("i-1", "ip-10-0-0-1.ec2.internal", "running"), instance("i-2", "ip-10-0-0-2.ec2.internal", "stopped")] });
+        let events = tr.translate(
+            t(0),
+            Report::Fleet { instances: vec![instance("i-1", "ip-10-0-0-1.ec2.internal", "running"), instance("i-2", "ip-10-0-0-2.ec2.internal", "stopped")] },
+        );
         let Event::NodeUp { spec } = &events[0] else { panic!("{events:?}") };
         assert_eq!((spec.name.as_str(), spec.gpu_count, spec.billing), ("ip-10-0-0-1", 4, BillingMode::Spot));
         assert_eq!(spec.max_price, Some(MicrosPerHour(5_000_000)));

@@ -24,8 +24,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::units::MicrosPerHour;
 
-pub use crate::domain::spot::{Bid, BidMode, Verdict};
 use crate::domain::spot::DEGRADED_STD_RATIO as RELIABLE_CV;
+pub use crate::domain::spot::{Bid, BidMode, Verdict};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -62,9 +62,7 @@ impl BidPolicy {
     /// The mode the prediction allows.
     pub fn mode_for(remaining: Option<(f64, f64)>) -> BidMode {
         match remaining {
-            Some((mean, std)) if mean > 0.0 && mean.is_finite() && std.is_finite() && std <= RELIABLE_CV * mean => {
-                BidMode::Dynamic
-            }
+            Some((mean, std)) if mean > 0.0 && mean.is_finite() && std.is_finite() && std <= RELIABLE_CV * mean => BidMode::Dynamic,
             _ => BidMode::Degraded,
         }
     }
@@ -120,13 +118,7 @@ mod tests {
     use crate::market::Trend;
 
     fn input(progress: f64, remaining: Option<(f64, f64)>) -> BidInput {
-        BidInput {
-            base: MicrosPerHour(1_000_000),
-            market: MicrosPerHour(1_000_000),
-            on_demand: MicrosPerHour(3_060_000),
-            progress,
-            remaining,
-        }
+        BidInput { base: MicrosPerHour(1_000_000), market: MicrosPerHour(1_000_000), on_demand: MicrosPerHour(3_060_000), progress, remaining }
     }
 
     #[test]

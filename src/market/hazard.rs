@@ -200,8 +200,7 @@ impl Survival {
         }
         let age = age.0.max(0);
         let now = self.extended(age, rate);
-        let p =
-            if now > 0.0 { 1.0 - self.extended(age.saturating_add(horizon.0), rate) / now } else { -(-rate * horizon.0 as f64).exp_m1() };
+        let p = if now > 0.0 { 1.0 - self.extended(age.saturating_add(horizon.0), rate) / now } else { -(-rate * horizon.0 as f64).exp_m1() };
         Some(p.clamp(0.0, 1.0))
     }
 
@@ -591,8 +590,7 @@ mod tests {
     fn kaplan_meier_and_nelson_aalen_match_the_hand_calculation() {
         let s = textbook();
         assert_eq!((s.len(), s.events(), s.censored()), (6, 4, 2));
-        let expect_s =
-            [(0, 1.0), (1, 1.0), (2, 5.0 / 6.0), (3, 5.0 / 6.0), (4, 5.0 / 6.0), (5, 5.0 / 12.0), (7, 5.0 / 12.0), (8, 0.0), (100, 0.0)];
+        let expect_s = [(0, 1.0), (1, 1.0), (2, 5.0 / 6.0), (3, 5.0 / 6.0), (4, 5.0 / 6.0), (5, 5.0 / 12.0), (7, 5.0 / 12.0), (8, 0.0), (100, 0.0)];
         for (age, want) in expect_s {
             assert!(close(s.survival(Secs(age)), want), "S({age}) = {} not {want}", s.survival(Secs(age)));
         }

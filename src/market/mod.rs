@@ -13,8 +13,8 @@ use std::collections::{BTreeMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::domain::spot::Trend;
 use crate::domain::ids::PoolKey;
+pub use crate::domain::spot::Trend;
 use crate::domain::units::{At, MicrosPerHour, Secs};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -59,10 +59,14 @@ impl Market {
 
     /// Makes a pool known with its on-demand ceiling (a node of that type joined).
     pub fn register(&mut self, key: PoolKey, on_demand: MicrosPerHour) {
-        self.pools
-            .entry(key)
-            .and_modify(|p| p.on_demand = on_demand)
-            .or_insert(Pool { on_demand, price: None, updated_at: None, changed_at: None, history: VecDeque::new(), trend: None });
+        self.pools.entry(key).and_modify(|p| p.on_demand = on_demand).or_insert(Pool {
+            on_demand,
+            price: None,
+            updated_at: None,
+            changed_at: None,
+            history: VecDeque::new(),
+            trend: None,
+        });
     }
 
     /// Records a price. Refuses a negative price; an unknown pool is created
@@ -72,10 +76,14 @@ impl Market {
             return Err(format!("negative spot price {price} for {key}"));
         }
         let window = self.history_window.delta();
-        let pool = self
-            .pools
-            .entry(key)
-            .or_insert(Pool { on_demand: MicrosPerHour(0), price: None, updated_at: None, changed_at: None, history: VecDeque::new(), trend: None });
+        let pool = self.pools.entry(key).or_insert(Pool {
+            on_demand: MicrosPerHour(0),
+            price: None,
+            updated_at: None,
+            changed_at: None,
+            history: VecDeque::new(),
+            trend: None,
+        });
         if pool.price != Some(price) {
             pool.changed_at = Some(at);
         }
@@ -106,9 +114,8 @@ impl Market {
     /// ±0.5% dead band); the least-squares trend the bids use is `Pool::trend`.
     pub fn change_over(&self, key: &PoolKey, now: At, span: Secs) -> Option<(i64, Trend)> {
         let now_price = self.price(key)?;
-        let then = self.price_at(key, now - span.delta()).unwrap_or_else(|| {
-            self.pools.get(key).and_then(|p| p.history.front().map(|(_, p)| *p)).unwrap_or(now_price)
-        });
+        let then =
+            self.price_at(key, now - span.delta()).unwrap_or_else(|| self.pools.get(key).and_then(|p| p.history.front().map(|(_, p)| *p)).unwrap_or(now_price));
         let change = now_price.0 - then.0;
         let band = then.0 / 200;
         let trend = if change > band {

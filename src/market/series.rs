@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::domain::spot::Trend;
 use crate::domain::ids::PoolKey;
+use crate::domain::spot::Trend;
 use crate::domain::units::{At, MicrosPerHour, Secs};
 
 /// A relative slope (per hour) within ± this is `Trend::Flat`: 0.5 % per

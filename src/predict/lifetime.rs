@@ -115,19 +115,13 @@ impl Rls {
     /// `forgetting` λ in (0, 1] (1 = never forget), `prior_var` δ > 0.
     pub fn new(dim: usize, forgetting: f64, prior_var: f64) -> Result<Rls, PredictError> {
         if dim == 0 {
-            return Err(PredictError::Config(
-                "the model needs at least one feature".into(),
-            ));
+            return Err(PredictError::Config("the model needs at least one feature".into()));
         }
         if !(forgetting > 0.0 && forgetting <= 1.0) {
-            return Err(PredictError::Config(format!(
-                "forgetting factor {forgetting} is not in (0, 1]"
-            )));
+            return Err(PredictError::Config(format!("forgetting factor {forgetting} is not in (0, 1]")));
         }
         if !(prior_var.is_finite() && prior_var > 0.0) {
-            return Err(PredictError::Config(format!(
-                "prior variance {prior_var} is not a positive number"
-            )));
+            return Err(PredictError::Config(format!("prior variance {prior_var} is not a positive number")));
         }
         Ok(Rls::unchecked(dim, forgetting, prior_var))
     }
@@ -136,14 +130,9 @@ impl Rls {
     /// deviations of the innovation).
     pub fn with_huber(self, c: f64) -> Result<Rls, PredictError> {
         if !(c.is_finite() && c > 0.0) {
-            return Err(PredictError::Config(format!(
-                "Huber threshold {c} is not a positive number"
-            )));
+            return Err(PredictError::Config(format!("Huber threshold {c} is not a positive number")));
         }
-        Ok(Rls {
-            huber: Some(c),
-            ..self
-        })
+        Ok(Rls { huber: Some(c), ..self })
     }
 
     fn unchecked(dim: usize, forgetting: f64, prior_var: f64) -> Rls {
@@ -151,18 +140,7 @@ impl Rls {
         for i in 0..dim {
             p[i * dim + i] = prior_var;
         }
-        Rls {
-            dim,
-            forgetting,
-            prior_var,
-            huber: None,
-            weights: vec![0.0; dim],
-            p,
-            sq_sum: 0.0,
-            weight_sum: 0.0,
-            samples: 0,
-            rejected: 0,
-        }
+        Rls { dim, forgetting, prior_var, huber: None, weights: vec![0.0; dim], p, sq_sum: 0.0, weight_sum: 0.0, samples: 0, rejected: 0 }
     }
 
     pub fn dim(&self) -> usize {
@@ -189,10 +167,7 @@ impl Rls {
     }
 
     fn p_times(&self, x: &[f64]) -> Vec<f64> {
-        self.p
-            .chunks_exact(self.dim)
-            .map(|row| dot(row, x))
-            .collect()
+        self.p.chunks_exact(self.dim).map(|row| dot(row, x)).collect()
     }
 
     /// Learns `y` at `x`. A refused sample leaves the model untouched and is
@@ -207,10 +182,7 @@ impl Rls {
 
     fn try_observe(&mut self, x: &[f64], y: f64) -> Result<(), PredictError> {
         if x.len() != self.dim {
-            return Err(PredictError::Dimension {
-                expected: self.dim,
-                got: x.len(),
-            });
+            return Err(PredictError::Dimension { expected: self.dim, got: x.len() });
         }
         if let Some(i) = x.iter().position(|v| !v.is_finite()) {
             return Err(PredictError::BadFeature(format!("#{i}")));
@@ -232,22 +204,13 @@ impl Rls {
         let weight = match (self.huber, self.noise_var()) {
             (Some(c), Some(s2)) if self.samples >= ROBUST_WARMUP && s2 > 0.0 => {
                 let u = error.abs() / (s2 * denom / lambda).sqrt();
-                if u > c {
-                    (c / u).max(MIN_SAMPLE_WEIGHT)
-                } else {
-                    1.0
-                }
+                if u > c { (c / u).max(MIN_SAMPLE_WEIGHT) } else { 1.0 }
             }
             _ => 1.0,
         };
         let gain_denom = lambda / weight + xpx;
         let gain: Vec<f64> = px.iter().map(|v| v / gain_denom).collect();
-        let weights: Vec<f64> = self
-            .weights
-            .iter()
-            .zip(&gain)
-            .map(|(w, k)| w + k * error)
-            .collect();
+        let weights: Vec<f64> = self.weights.iter().zip(&gain).map(|(w, k)| w + k * error).collect();
         // P ← (P − k·(Px)ᵀ)/λ, built symmetric from the upper triangle: rounding
         // would otherwise drift P away from symmetry and, over many updates,
         // from positive definiteness.
@@ -304,10 +267,7 @@ impl Rls {
         let sigma2 = self.noise_var()?;
         let mean = dot(&self.weights, x);
         let var = sigma2 * (1.0 + dot(x, &self.p_times(x)) / self.forgetting);
-        (mean.is_finite() && var.is_finite()).then_some(Normal {
-            mean,
-            var: var.max(0.0),
-        })
+        (mean.is_finite() && var.is_finite()).then_some(Normal { mean, var: var.max(0.0) })
     }
 }
 
@@ -361,10 +321,7 @@ pub struct FeatureEncoder {
 
 impl FeatureEncoder {
     pub fn new(class_cap: usize) -> FeatureEncoder {
-        FeatureEncoder {
-            class_cap,
-            classes: BTreeMap::new(),
-        }
+        FeatureEncoder { class_cap, classes: BTreeMap::new() }
     }
 
     /// Intercept, value + missing flag per numeric feature, a slot per class
@@ -392,34 +349,17 @@ impl FeatureEncoder {
         let mut x = Vec::with_capacity(self.dim());
         let mut bad = None;
         x.push(1.0);
-        let ln_ratio =
-            |v: f64, reference: f64| (v.is_finite() && v > 0.0).then(|| (v / reference).ln());
+        let ln_ratio = |v: f64, reference: f64| (v.is_finite() && v > 0.0).then(|| (v / reference).ln());
         let ln_secs = |v: f64| (v.is_finite() && v >= 0.0).then(|| v.max(MIN_SECS).ln());
         // Counts enter as log1p: durations scale roughly as a power of them, so
         // the model is linear in logs on both sides.
         let numeric: [(&'static str, Option<Option<f64>>); NUMERIC_FEATURES] = [
-            (
-                "model_layers",
-                f.model_layers.map(|v| Some(f64::from(v).ln_1p())),
-            ),
-            (
-                "input_tokens",
-                f.input_tokens.map(|v| Some((v as f64).ln_1p())),
-            ),
-            (
-                "max_output_tokens",
-                f.max_output_tokens.map(|v| Some((v as f64).ln_1p())),
-            ),
+            ("model_layers", f.model_layers.map(|v| Some(f64::from(v).ln_1p()))),
+            ("input_tokens", f.input_tokens.map(|v| Some((v as f64).ln_1p()))),
+            ("max_output_tokens", f.max_output_tokens.map(|v| Some((v as f64).ln_1p()))),
             ("gpus", f.gpus.map(|v| Some(f64::from(v).ln_1p()))),
-            (
-                "sm_clock_mhz",
-                f.sm_clock_mhz.map(|v| ln_ratio(v, REF_SM_CLOCK_MHZ)),
-            ),
-            (
-                "mem_bandwidth_gbs",
-                f.mem_bandwidth_gbs
-                    .map(|v| ln_ratio(v, REF_MEM_BANDWIDTH_GBS)),
-            ),
+            ("sm_clock_mhz", f.sm_clock_mhz.map(|v| ln_ratio(v, REF_SM_CLOCK_MHZ))),
+            ("mem_bandwidth_gbs", f.mem_bandwidth_gbs.map(|v| ln_ratio(v, REF_MEM_BANDWIDTH_GBS))),
             ("recent_similar_secs", f.recent_similar_secs.map(ln_secs)),
         ];
         for (name, value) in numeric {
@@ -439,10 +379,7 @@ impl FeatureEncoder {
                 x[start + i] = 1.0;
             }
         };
-        let class = f
-            .class
-            .as_ref()
-            .map(|c| self.classes.get(c).copied().unwrap_or(self.class_cap));
+        let class = f.class.as_ref().map(|c| self.classes.get(c).copied().unwrap_or(self.class_cap));
         one_hot(self.class_cap + 1, class);
         let hour = f.hour_of_day.map(usize::from);
         if hour.is_some_and(|h| h >= 24) {
@@ -471,18 +408,11 @@ pub struct Estimate {
 impl Estimate {
     /// mean = exp(μ + σ²/2), var = (exp(σ²) − 1)·exp(2μ + σ²), median = exp(μ).
     pub fn from_log(log: Normal) -> Estimate {
-        let mu = log.mean.clamp(
-            MIN_SECS.ln(),
-            (crate::domain::units::HORIZON_SECS as f64).ln(),
-        );
+        let mu = log.mean.clamp(MIN_SECS.ln(), (crate::domain::units::HORIZON_SECS as f64).ln());
         let s2 = log.var.clamp(0.0, MAX_LOG_VAR);
         let mean_secs = (mu + s2 / 2.0).exp();
         let std_secs = (s2.exp_m1() * (2.0 * mu + s2).exp()).sqrt();
-        Estimate {
-            mean_secs,
-            std_secs,
-            median_secs: mu.exp(),
-        }
+        Estimate { mean_secs, std_secs, median_secs: mu.exp() }
     }
 
     /// A sum of independent phases: means and variances add; the median is
@@ -491,16 +421,8 @@ impl Estimate {
     pub fn sum(parts: &[Estimate]) -> Estimate {
         let mean_secs: f64 = parts.iter().map(|p| p.mean_secs).sum();
         let var: f64 = parts.iter().map(|p| p.std_secs * p.std_secs).sum();
-        let median_secs = if mean_secs > 0.0 {
-            mean_secs / (1.0 + var / (mean_secs * mean_secs)).sqrt()
-        } else {
-            0.0
-        };
-        Estimate {
-            mean_secs,
-            std_secs: var.sqrt(),
-            median_secs,
-        }
+        let median_secs = if mean_secs > 0.0 { mean_secs / (1.0 + var / (mean_secs * mean_secs)).sqrt() } else { 0.0 };
+        Estimate { mean_secs, std_secs: var.sqrt(), median_secs }
     }
 }
 
@@ -541,20 +463,8 @@ pub struct Prediction {
 }
 
 impl Prediction {
-    fn new(
-        total: Estimate,
-        phases: Option<[Estimate; 3]>,
-        basis: Basis,
-        samples: u64,
-    ) -> Prediction {
-        Prediction {
-            mean_secs: total.mean_secs,
-            std_secs: total.std_secs,
-            median_secs: total.median_secs,
-            phases,
-            basis,
-            samples,
-        }
+    fn new(total: Estimate, phases: Option<[Estimate; 3]>, basis: Basis, samples: u64) -> Prediction {
+        Prediction { mean_secs: total.mean_secs, std_secs: total.std_secs, median_secs: total.median_secs, phases, basis, samples }
     }
 }
 
@@ -581,12 +491,7 @@ pub struct LifetimeConfig {
 
 impl Default for LifetimeConfig {
     fn default() -> LifetimeConfig {
-        LifetimeConfig {
-            forgetting: DEFAULT_FORGETTING,
-            prior_var: DEFAULT_PRIOR_VAR,
-            huber: Some(DEFAULT_HUBER),
-            class_cap: DEFAULT_CLASS_CAP,
-        }
+        LifetimeConfig { forgetting: DEFAULT_FORGETTING, prior_var: DEFAULT_PRIOR_VAR, huber: Some(DEFAULT_HUBER), class_cap: DEFAULT_CLASS_CAP }
     }
 }
 
@@ -623,12 +528,7 @@ impl LifetimePredictor {
         let encoder = FeatureEncoder::new(config.class_cap);
         let mut rls = Rls::unchecked(encoder.dim(), config.forgetting, config.prior_var);
         rls.huber = config.huber;
-        LifetimePredictor {
-            encoder,
-            phases: [rls.clone(), rls.clone(), rls.clone()],
-            total: rls,
-            rejected: 0,
-        }
+        LifetimePredictor { encoder, phases: [rls.clone(), rls.clone(), rls.clone()], total: rls, rejected: 0 }
     }
 
     /// Samples refused, here or inside a model.
@@ -669,11 +569,7 @@ impl LifetimePredictor {
     }
 
     /// A job finished with known phase durations.
-    pub fn observe(
-        &mut self,
-        features: &JobFeatures,
-        phases: PhaseDurations,
-    ) -> Result<(), PredictError> {
+    pub fn observe(&mut self, features: &JobFeatures, phases: PhaseDurations) -> Result<(), PredictError> {
         let secs = [phases.load, phases.compute, phases.serialize];
         let mut targets = [0.0; 3];
         for (target, s) in targets.iter_mut().zip(secs) {
@@ -706,11 +602,7 @@ impl LifetimePredictor {
     pub fn predict(&self, features: &JobFeatures) -> Option<Prediction> {
         let (x, _) = self.encoder.encode(features);
         let total = self.total.predict(&x).map(Estimate::from_log);
-        let mut phase_estimates = [Estimate {
-            mean_secs: 0.0,
-            std_secs: 0.0,
-            median_secs: 0.0,
-        }; 3];
+        let mut phase_estimates = [Estimate { mean_secs: 0.0, std_secs: 0.0, median_secs: 0.0 }; 3];
         let mut have_phases = true;
         for (estimate, model) in phase_estimates.iter_mut().zip(&self.phases) {
             match model.predict(&x) {
@@ -722,15 +614,8 @@ impl LifetimePredictor {
         let phase_sum = phases.map(|p| Estimate::sum(&p));
         let phase_samples = self.phases.iter().map(Rls::samples).min().unwrap_or(0);
         match (phase_sum, total) {
-            (Some(sum), Some(total)) if sum.std_secs <= total.std_secs => {
-                Some(Prediction::new(sum, phases, Basis::Phases, phase_samples))
-            }
-            (_, Some(total)) => Some(Prediction::new(
-                total,
-                phases,
-                Basis::Total,
-                self.total.samples(),
-            )),
+            (Some(sum), Some(total)) if sum.std_secs <= total.std_secs => Some(Prediction::new(sum, phases, Basis::Phases, phase_samples)),
+            (_, Some(total)) => Some(Prediction::new(total, phases, Basis::Total, self.total.samples())),
             (Some(sum), None) => Some(Prediction::new(sum, phases, Basis::Phases, phase_samples)),
             (None, None) => None,
         }
@@ -749,22 +634,14 @@ impl LifetimePredictor {
 /// signal, not a schedule. `None` when the job can never fit
 /// (`gpus_needed > capacity_gpus`) or a remaining time is not finite;
 /// negative remaining times count as 0 (the job is overdue, not early).
-pub fn queue_wait(
-    gpus_needed: u32,
-    work_ahead_gpu_secs: f64,
-    running: &[(u32, f64)],
-    capacity_gpus: u32,
-) -> Option<f64> {
+pub fn queue_wait(gpus_needed: u32, work_ahead_gpu_secs: f64, running: &[(u32, f64)], capacity_gpus: u32) -> Option<f64> {
     if gpus_needed > capacity_gpus || capacity_gpus == 0 || !work_ahead_gpu_secs.is_finite() {
         return None;
     }
     if running.iter().any(|(_, r)| !r.is_finite()) {
         return None;
     }
-    let mut ends: Vec<(f64, u64)> = running
-        .iter()
-        .map(|(g, r)| (r.max(0.0), u64::from(*g)))
-        .collect();
+    let mut ends: Vec<(f64, u64)> = running.iter().map(|(g, r)| (r.max(0.0), u64::from(*g))).collect();
     ends.sort_by(|a, b| a.0.total_cmp(&b.0));
     let capacity = u64::from(capacity_gpus);
     // Free GPUs are what the still-running jobs leave, never below 0 even if
@@ -816,11 +693,7 @@ pub struct RecentDurations {
 
 impl RecentDurations {
     pub fn new(keep: usize, max_keys: usize) -> RecentDurations {
-        RecentDurations {
-            keep: keep.max(1),
-            max_keys,
-            by_key: BTreeMap::new(),
-        }
+        RecentDurations { keep: keep.max(1), max_keys, by_key: BTreeMap::new() }
     }
 
     /// Records a finished job's duration; non-finite or negative ones are
@@ -867,11 +740,7 @@ mod tests {
             let x = f64::from(i) / 10.0;
             rls.observe(&[1.0, x], 3.0 - 2.0 * x).unwrap();
         }
-        assert!(
-            close(rls.weights()[0], 3.0, 1e-4) && close(rls.weights()[1], -2.0, 1e-4),
-            "{:?}",
-            rls.weights()
-        );
+        assert!(close(rls.weights()[0], 3.0, 1e-4) && close(rls.weights()[1], -2.0, 1e-4), "{:?}", rls.weights());
         let p = rls.predict(&[1.0, 10.0]).unwrap();
         assert!(close(p.mean, -17.0, 1e-4));
         // Only the first innovations, before the line is pinned down, count.
@@ -883,34 +752,15 @@ mod tests {
         let mut rls = Rls::new(2, 0.999, 100.0).unwrap();
         rls.observe(&[1.0, 1.0], 1.0).unwrap();
         let before = rls.clone();
-        assert!(matches!(
-            rls.observe(&[1.0, f64::NAN], 1.0),
-            Err(PredictError::BadFeature(_))
-        ));
-        assert!(matches!(
-            rls.observe(&[1.0, 1.0], f64::INFINITY),
-            Err(PredictError::BadDuration(_))
-        ));
-        assert!(matches!(
-            rls.observe(&[1.0], 1.0),
-            Err(PredictError::Dimension {
-                expected: 2,
-                got: 1
-            })
-        ));
-        assert!(matches!(
-            rls.observe(&[1.0, 1e300], 1e300),
-            Err(PredictError::Numerical)
-        ));
+        assert!(matches!(rls.observe(&[1.0, f64::NAN], 1.0), Err(PredictError::BadFeature(_))));
+        assert!(matches!(rls.observe(&[1.0, 1.0], f64::INFINITY), Err(PredictError::BadDuration(_))));
+        assert!(matches!(rls.observe(&[1.0], 1.0), Err(PredictError::Dimension { expected: 2, got: 1 })));
+        assert!(matches!(rls.observe(&[1.0, 1e300], 1e300), Err(PredictError::Numerical)));
         assert_eq!(rls.rejected(), 4);
         assert_eq!(rls.weights(), before.weights());
         assert_eq!(rls.samples(), 1);
         assert_eq!(rls.predict(&[1.0, f64::NAN]), None);
-        assert!(
-            Rls::new(2, 1.5, 1.0).is_err()
-                && Rls::new(2, 0.99, 0.0).is_err()
-                && Rls::new(0, 0.99, 1.0).is_err()
-        );
+        assert!(Rls::new(2, 1.5, 1.0).is_err() && Rls::new(2, 0.99, 0.0).is_err() && Rls::new(0, 0.99, 1.0).is_err());
     }
 
     #[test]
@@ -934,66 +784,38 @@ mod tests {
         assert_eq!(&x[..5], &[1.0, 0.0, 1.0, 0.0, 1.0]);
         assert_eq!(x.iter().sum::<f64>(), 1.0 + NUMERIC_FEATURES as f64);
 
-        let f = JobFeatures {
-            gpus: Some(3),
-            sm_clock_mhz: Some(f64::NAN),
-            hour_of_day: Some(30),
-            ..JobFeatures::default()
-        };
+        let f = JobFeatures { gpus: Some(3), sm_clock_mhz: Some(f64::NAN), hour_of_day: Some(30), ..JobFeatures::default() };
         let (x, bad) = encoder.encode(&f);
         assert_eq!(bad, Some("sm_clock_mhz"));
         assert!(close(x[7], 4f64.ln(), 1e-12) && x[8] == 0.0);
-        assert_eq!(
-            (x[9], x[10]),
-            (0.0, 1.0),
-            "an invalid clock encodes as missing"
-        );
+        assert_eq!((x[9], x[10]), (0.0, 1.0), "an invalid clock encodes as missing");
 
         for class in ["a", "b", "c"] {
             encoder.learn_class(class);
         }
         let slot = |class: &str| {
-            let (x, _) = encoder.encode(&JobFeatures {
-                class: Some(class.into()),
-                ..JobFeatures::default()
-            });
-            x[1 + 2 * NUMERIC_FEATURES..1 + 2 * NUMERIC_FEATURES + 3]
-                .iter()
-                .position(|v| *v == 1.0)
+            let (x, _) = encoder.encode(&JobFeatures { class: Some(class.into()), ..JobFeatures::default() });
+            x[1 + 2 * NUMERIC_FEATURES..1 + 2 * NUMERIC_FEATURES + 3].iter().position(|v| *v == 1.0)
         };
-        assert_eq!(
-            (slot("a"), slot("b"), slot("c"), slot("never seen")),
-            (Some(0), Some(1), Some(2), Some(2))
-        );
+        assert_eq!((slot("a"), slot("b"), slot("c"), slot("never seen")), (Some(0), Some(1), Some(2), Some(2)));
     }
 
     #[test]
     fn hours_fall_in_blocks_and_days_in_weekday_or_weekend() {
         let encoder = FeatureEncoder::new(0);
         let tail = |hour, day| {
-            let f = JobFeatures {
-                hour_of_day: hour,
-                day_of_week: day,
-                ..JobFeatures::default()
-            };
+            let f = JobFeatures { hour_of_day: hour, day_of_week: day, ..JobFeatures::default() };
             let (x, _) = encoder.encode(&f);
             x[x.len() - HOUR_BLOCKS - 2..].to_vec()
         };
         assert_eq!(tail(Some(14), Some(6)), [0., 0., 0., 1., 0., 0., 0., 1.]);
         assert_eq!(tail(Some(23), Some(0)), [0., 0., 0., 0., 0., 1., 1., 0.]);
-        assert_eq!(
-            tail(None, Some(9)),
-            [0.0; 8],
-            "missing and invalid are all 0"
-        );
+        assert_eq!(tail(None, Some(9)), [0.0; 8], "missing and invalid are all 0");
     }
 
     #[test]
     fn lognormal_moments_and_sums() {
-        let e = Estimate::from_log(Normal {
-            mean: 2f64.ln() + 5.0,
-            var: 0.25,
-        });
+        let e = Estimate::from_log(Normal { mean: 2f64.ln() + 5.0, var: 0.25 });
         assert!(close(e.median_secs, 2.0 * 5f64.exp(), 1e-12));
         assert!(close(e.mean_secs, e.median_secs * 0.125f64.exp(), 1e-12));
         let var = 0.25f64.exp_m1() * (2.0 * (2f64.ln() + 5.0) + 0.25).exp();
@@ -1003,10 +825,7 @@ mod tests {
         assert!(close(s.std_secs, 2f64.sqrt() * e.std_secs, 1e-12));
         assert!(s.median_secs < s.mean_secs);
         // Extrapolation stays finite.
-        let wild = Estimate::from_log(Normal {
-            mean: 1e6,
-            var: 1e6,
-        });
+        let wild = Estimate::from_log(Normal { mean: 1e6, var: 1e6 });
         assert!(wild.mean_secs.is_finite() && wild.std_secs.is_finite());
     }
 
@@ -1014,54 +833,24 @@ mod tests {
     fn phases_add_up_and_feed_the_total_model() {
         let mut predictor = LifetimePredictor::default();
         assert_eq!(predictor.predict(&JobFeatures::default()), None);
-        let f = JobFeatures {
-            gpus: Some(8),
-            class: Some("train".into()),
-            ..JobFeatures::default()
-        };
+        let f = JobFeatures { gpus: Some(8), class: Some("train".into()), ..JobFeatures::default() };
         for _ in 0..40 {
-            predictor
-                .observe(
-                    &f,
-                    PhaseDurations {
-                        load: 60.0,
-                        compute: 3600.0,
-                        serialize: 120.0,
-                    },
-                )
-                .unwrap();
+            predictor.observe(&f, PhaseDurations { load: 60.0, compute: 3600.0, serialize: 120.0 }).unwrap();
         }
         let p = predictor.predict(&f).unwrap();
         let phases = p.phases.unwrap();
-        assert!(
-            close(phases[0].median_secs, 60.0, 0.01) && close(phases[1].median_secs, 3600.0, 0.01),
-            "{phases:?}"
-        );
+        assert!(close(phases[0].median_secs, 60.0, 0.01) && close(phases[1].median_secs, 3600.0, 0.01), "{phases:?}");
         assert!(close(p.mean_secs, 3780.0, 0.01), "{p:?}");
         assert_eq!(predictor.samples(), 40);
         assert!(is_reliable(&p));
-        assert!(
-            predictor
-                .observe(
-                    &f,
-                    PhaseDurations {
-                        load: -1.0,
-                        compute: 1.0,
-                        serialize: 1.0
-                    }
-                )
-                .is_err()
-        );
+        assert!(predictor.observe(&f, PhaseDurations { load: -1.0, compute: 1.0, serialize: 1.0 }).is_err());
         assert_eq!(predictor.rejected(), 1);
     }
 
     #[test]
     fn few_samples_are_never_reliable() {
         let mut predictor = LifetimePredictor::default();
-        let f = JobFeatures {
-            gpus: Some(1),
-            ..JobFeatures::default()
-        };
+        let f = JobFeatures { gpus: Some(1), ..JobFeatures::default() };
         predictor.observe_total(&f, 100.0).unwrap();
         predictor.observe_total(&f, 100.0).unwrap();
         let p = predictor.predict(&f).unwrap();

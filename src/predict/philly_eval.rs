@@ -24,8 +24,8 @@ use chrono::{Datelike, Timelike};
 use serde::{Deserialize, Serialize};
 
 use super::lifetime::{self, JobFeatures, LifetimePredictor, RecentDurations};
-use crate::domain::units::At;
 use crate::domain::trace::PhillyJob;
+use crate::domain::units::At;
 
 /// Share of the (sorted, non-zero) jobs that form the training part.
 pub const TRAIN_SHARE: f64 = 0.7;
@@ -45,9 +45,7 @@ const Z80: f64 = 1.281_551_565_545;
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum EvalError {
-    #[error(
-        "{usable} jobs with a non-zero duration; at least 2 are needed to train on one and test on another"
-    )]
+    #[error("{usable} jobs with a non-zero duration; at least 2 are needed to train on one and test on another")]
     TooFewJobs { usable: usize },
 }
 
@@ -69,20 +67,13 @@ impl Accuracy {
     fn of(pairs: &[(f64, f64)]) -> Accuracy {
         let mut apes: Vec<f64> = pairs.iter().map(|(p, a)| (p - a).abs() / a).collect();
         apes.sort_by(f64::total_cmp);
-        let share = |ok: &dyn Fn(&(f64, f64)) -> bool| {
-            pairs.iter().filter(|p| ok(p)).count() as f64 / pairs.len().max(1) as f64
-        };
+        let share = |ok: &dyn Fn(&(f64, f64)) -> bool| pairs.iter().filter(|p| ok(p)).count() as f64 / pairs.len().max(1) as f64;
         Accuracy {
             median_ape: quantile(&apes, 0.5),
             p90_ape: quantile(&apes, 0.9),
             within_12pct: share(&|(p, a)| (p - a).abs() <= SPEC_TOLERANCE * a),
             within_factor_2: share(&|(p, a)| *p >= 0.5 * a && *p <= 2.0 * a),
-            rms_log_error: (pairs
-                .iter()
-                .map(|(p, a)| (p.ln() - a.ln()).powi(2))
-                .sum::<f64>()
-                / pairs.len() as f64)
-                .sqrt(),
+            rms_log_error: (pairs.iter().map(|(p, a)| (p.ln() - a.ln()).powi(2)).sum::<f64>() / pairs.len() as f64).sqrt(),
         }
     }
 }
@@ -95,10 +86,7 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
             let pos = q.clamp(0.0, 1.0) * (n - 1) as f64;
             let lo = pos.floor() as usize;
             let hi = pos.ceil() as usize;
-            let (a, b) = (
-                sorted.get(lo).copied().unwrap_or(f64::NAN),
-                sorted.get(hi).copied().unwrap_or(f64::NAN),
-            );
+            let (a, b) = (sorted.get(lo).copied().unwrap_or(f64::NAN), sorted.get(hi).copied().unwrap_or(f64::NAN));
             a + (b - a) * (pos - lo as f64)
         }
     }
@@ -147,11 +135,7 @@ impl fmt::Display for EvalReport {
             "online, learning only from finished jobs: {} learned at the split, {} by the end; naive = {:.0} s",
             self.learned_at_split, self.learned_at_end, self.naive_secs
         )?;
-        writeln!(
-            f,
-            "{:<34} {:>10} {:>10} {:>12} {:>10} {:>9}",
-            "test jobs", "median APE", "p90 APE", "within ±12%", "within ×2", "RMS ln"
-        )?;
+        writeln!(f, "{:<34} {:>10} {:>10} {:>12} {:>10} {:>9}", "test jobs", "median APE", "p90 APE", "within ±12%", "within ×2", "RMS ln")?;
         let rows = [
             ("naive (training median)", &self.naive),
             ("recent median, same cluster+GPUs", &self.recent_median),
@@ -184,14 +168,8 @@ impl fmt::Display for EvalReport {
 /// What the model may know about a Philly job at its submission: its size,
 /// cluster, submission hour and weekday, and the recent median of finished
 /// jobs of the same cluster and size (or, failing that, the same cluster).
-fn features(
-    job: &PhillyJob,
-    by_shape: &RecentDurations,
-    by_cluster: &RecentDurations,
-) -> JobFeatures {
-    let recent = by_shape
-        .median(&shape_key(job))
-        .or_else(|| by_cluster.median(&job.cluster));
+fn features(job: &PhillyJob, by_shape: &RecentDurations, by_cluster: &RecentDurations) -> JobFeatures {
+    let recent = by_shape.median(&shape_key(job)).or_else(|| by_cluster.median(&job.cluster));
     JobFeatures {
         gpus: Some(job.gpus),
         class: Some(job.cluster.clone()),
@@ -211,19 +189,14 @@ pub fn evaluate(jobs: &[PhillyJob]) -> Result<EvalReport, EvalError> {
     let mut usable: Vec<&PhillyJob> = jobs.iter().filter(|j| j.duration.0 > 0).collect();
     let skipped_zero = jobs.len() - usable.len();
     if usable.len() < 2 {
-        return Err(EvalError::TooFewJobs {
-            usable: usable.len(),
-        });
+        return Err(EvalError::TooFewJobs { usable: usable.len() });
     }
     // Stable: jobs submitted in the same second keep the trace's order.
     usable.sort_by_key(|j| j.submitted);
     let n_train = ((usable.len() as f64 * TRAIN_SHARE).floor() as usize).clamp(1, usable.len() - 1);
     let n_test = usable.len() - n_train;
 
-    let mut train_secs: Vec<f64> = usable[..n_train]
-        .iter()
-        .map(|j| j.duration.0 as f64)
-        .collect();
+    let mut train_secs: Vec<f64> = usable[..n_train].iter().map(|j| j.duration.0 as f64).collect();
     train_secs.sort_by(f64::total_cmp);
     let naive_secs = quantile(&train_secs, 0.5);
 
@@ -317,12 +290,7 @@ mod tests {
     use crate::domain::units::Secs;
 
     fn job(at: i64, secs: i64, gpus: u32, cluster: &str) -> PhillyJob {
-        PhillyJob {
-            submitted: t(at),
-            duration: Secs(secs),
-            gpus,
-            cluster: cluster.into(),
-        }
+        PhillyJob { submitted: t(at), duration: Secs(secs), gpus, cluster: cluster.into() }
     }
 
     #[test]
@@ -334,12 +302,7 @@ mod tests {
 
     #[test]
     fn accuracy_counts_shares() {
-        let a = Accuracy::of(&[
-            (110.0, 100.0),
-            (300.0, 100.0),
-            (40.0, 100.0),
-            (100.0, 100.0),
-        ]);
+        let a = Accuracy::of(&[(110.0, 100.0), (300.0, 100.0), (40.0, 100.0), (100.0, 100.0)]);
         assert_eq!(a.within_12pct, 0.5);
         assert_eq!(a.within_factor_2, 0.5);
         assert!((a.median_ape - 0.35).abs() < 1e-12);
@@ -354,20 +317,9 @@ mod tests {
         jobs.extend((0..5).map(|i| job(2000 + i * 100, 50, 1, "a")));
         jobs.push(job(5000, 0, 1, "a"));
         let report = evaluate(&jobs).unwrap();
-        assert_eq!(
-            (
-                report.jobs,
-                report.skipped_zero,
-                report.n_train,
-                report.n_test
-            ),
-            (17, 1, 11, 5)
-        );
+        assert_eq!((report.jobs, report.skipped_zero, report.n_train, report.n_test), (17, 1, 11, 5));
         assert_eq!(report.learned_at_split, 10);
-        assert_eq!(
-            report.learned_at_end, 14,
-            "the long job has not ended by the last submission"
-        );
+        assert_eq!(report.learned_at_end, 14, "the long job has not ended by the last submission");
         // Identical quick jobs: the model nails them, the naive median too.
         assert!(report.model_median.median_ape < 0.05, "{report}");
         assert_eq!(report.rejected, 0);
@@ -375,9 +327,6 @@ mod tests {
 
     #[test]
     fn too_few_jobs_is_an_error() {
-        assert_eq!(
-            evaluate(&[job(0, 0, 1, "a"), job(1, 5, 1, "a")]),
-            Err(EvalError::TooFewJobs { usable: 1 })
-        );
+        assert_eq!(evaluate(&[job(0, 0, 1, "a"), job(1, 5, 1, "a")]), Err(EvalError::TooFewJobs { usable: 1 }));
     }
 }

@@ -16,8 +16,8 @@ use serde::{Deserialize, Serialize};
 use super::fleet::Fleet;
 use super::journal::{Journal, Severity};
 use crate::ckpt::CheckpointPolicy;
-use crate::cost::budget::{Approval, AtLimit, BudgetLevel, BudgetPolicy, threshold};
 use crate::cost::Books;
+use crate::cost::budget::{Approval, AtLimit, BudgetLevel, BudgetPolicy, threshold};
 use crate::domain::event::{Actor, Effect};
 use crate::domain::ids::TenantId;
 use crate::domain::job::StopReason;
@@ -121,7 +121,12 @@ impl Budgets {
                 BudgetLevel::Blocked => {
                     journal.clear(&alarm, effects);
                     let limit = threshold(budget, policy.block_pct);
-                    journal.raise(at, alarm, format!("{name} passed {}% of its budget ({limit}): stopped until an operator approves", policy.block_pct), effects);
+                    journal.raise(
+                        at,
+                        alarm,
+                        format!("{name} passed {}% of its budget ({limit}): stopped until an operator approves", policy.block_pct),
+                        effects,
+                    );
                     for id in fleet.holding_of(&tenant) {
                         fleet.stop_job(now, checkpoint, id, StopReason::Budget, true, effects);
                     }
@@ -150,7 +155,13 @@ impl Budgets {
     }
 
     /// An operator approves a tenant's overrun. Returns the audit text.
-    pub fn approve(&mut self, tenants: &BTreeMap<TenantId, crate::domain::event::TenantSpec>, at: At, actor: &Actor, ask: Overrun<'_>) -> Result<String, String> {
+    pub fn approve(
+        &mut self,
+        tenants: &BTreeMap<TenantId, crate::domain::event::TenantSpec>,
+        at: At,
+        actor: &Actor,
+        ask: Overrun<'_>,
+    ) -> Result<String, String> {
         let Overrun { tenant, reason, amount, until } = ask;
         let name = clean(&tenant.0);
         if !tenants.contains_key(tenant) {

@@ -19,12 +19,12 @@ use super::fleet::Fleet;
 use super::journal::{Journal, Severity};
 use super::predict::Predictor;
 use super::sched::SchedState;
+use crate::capacity::CapacityMode;
 use crate::capacity::consolidate::{self, MoveCase};
 use crate::capacity::plan::{self, Incoming, Offer, Waiting};
 use crate::capacity::release::{self, NodeNow};
-use crate::capacity::CapacityMode;
 use crate::cost::budget::AtLimit;
-use crate::cost::mix::{effective_spot, SpotRisk};
+use crate::cost::mix::{SpotRisk, effective_spot};
 use crate::domain::capacity::{LaunchFailure, LaunchRequest, PoolSpec};
 use crate::domain::cluster::{BillingMode, Node, NodeSpec, NodeState};
 use crate::domain::event::Effect;
@@ -32,9 +32,9 @@ use crate::domain::ids::{JobId, NodeId};
 use crate::domain::job::{Job, Phase, PoolPreference, PoolTarget, SchedStop, StopReason};
 use crate::domain::text::clean;
 use crate::domain::units::{At, MicrosPerHour, Secs};
+use crate::market::Market;
 use crate::market::bid::{BidInput, Verdict};
 use crate::market::hazard::HazardModel;
-use crate::market::Market;
 use crate::sched::backfill;
 use crate::sched::placement;
 use crate::sched::quota::{self, Admission};
@@ -111,14 +111,8 @@ impl CapacityState {
         if let Some(problem) = pool.problem() {
             return Err(format!("pool {}: {problem}", clean(&target.to_string())));
         }
-        let text = format!(
-            "pool {}: up to {} × {} GPUs, {} warm, boot {}",
-            clean(&target.to_string()),
-            pool.max_nodes,
-            pool.node.gpu_count,
-            pool.warm_min,
-            pool.boot
-        );
+        let text =
+            format!("pool {}: up to {} × {} GPUs, {} warm, boot {}", clean(&target.to_string()), pool.max_nodes, pool.node.gpu_count, pool.warm_min, pool.boot);
         journal.note(at, Severity::Info, text);
         self.pools.insert(target, pool.clone());
         Ok(())
@@ -214,7 +208,13 @@ impl Elastic<'_> {
         let at = self.now;
         let record = self.state.launches.get_mut(&request).ok_or_else(|| format!("launched: no launch #{request} is on its way"))?;
         if !record.request.pool.holds(spec) {
-            return Err(format!("launch #{request} was for {}, not {} {} {}", record.request.pool, spec.billing.label(), clean(&spec.instance_type), clean(&spec.zone)));
+            return Err(format!(
+                "launch #{request} was for {}, not {} {} {}",
+                record.request.pool,
+                spec.billing.label(),
+                clean(&spec.instance_type),
+                clean(&spec.zone)
+            ));
         }
         if let Some(problem) = spec.problem() {
             return Err(format!("node {}: {problem}", clean(&spec.name)));
@@ -431,7 +431,8 @@ impl Elastic<'_> {
         let ends = self.fleet.predicted_ends(now);
         // Where spot-tolerant work may start: not on the on-demand nodes it keeps off.
         let costly = self.state.costly(self.market, now);
-        let cheap_nodes: BTreeMap<NodeId, Node> = self.fleet.nodes.iter().filter(|(id, _)| !costly.nodes.contains(id)).map(|(id, n)| (*id, n.clone())).collect();
+        let cheap_nodes: BTreeMap<NodeId, Node> =
+            self.fleet.nodes.iter().filter(|(id, _)| !costly.nodes.contains(id)).map(|(id, n)| (*id, n.clone())).collect();
         let order: Vec<JobId> = self.fleet.ordered_queue(&self.config.sched, now).iter().take(cfg.lookahead_jobs).map(|j| j.spec.id).collect();
         let mut waiting = Vec::new();
         for id in order {
@@ -491,7 +492,8 @@ impl Elastic<'_> {
             if target.billing != BillingMode::Spot {
                 fleet.stable += gpus;
             }
-            let nodes = self.fleet.nodes.values().filter(|n| self.state.elastic.contains(&n.spec.id) && n.is_up() && target.holds(&n.spec)).count() as u32 + pending;
+            let nodes =
+                self.fleet.nodes.values().filter(|n| self.state.elastic.contains(&n.spec.id) && n.is_up() && target.holds(&n.spec)).count() as u32 + pending;
             let price = self.effective_per_hour(pool);
             let open = price.is_some() && !self.state.backoff.contains_key(target);
             offers.push(Offer { pool, nodes, effective_per_hour: price.unwrap_or(f64::INFINITY), open });
@@ -525,11 +527,8 @@ impl Elastic<'_> {
         }
         let spec = &self.state.pools.get(pool)?.node;
         let market = self.market.price(&spec.pool())?;
-        let progress = jobs
-            .iter()
-            .filter_map(|id| self.fleet.jobs.get(id))
-            .map(|j| j.steps_saved as f64 / j.spec.steps_total.max(1) as f64)
-            .fold(0.0, f64::max);
+        let progress =
+            jobs.iter().filter_map(|id| self.fleet.jobs.get(id)).map(|j| j.steps_saved as f64 / j.spec.steps_total.max(1) as f64).fold(0.0, f64::max);
         let remaining = jobs.iter().filter_map(|id| self.predictor.remaining(self.fleet, *id)).next();
         let input = BidInput { base: market, market, on_demand: spec.on_demand_price, progress, remaining };
         let bid = self.config.bids.bid(&input, self.config.degraded_bids);
@@ -562,10 +561,7 @@ impl Elastic<'_> {
             })
             .collect();
         let pools: Vec<PoolSpec> = self.state.pools.values().cloned().collect();
-        release::scale_down(self.now, &self.config.capacity, &nodes, &pools, buying)
-            .into_iter()
-            .map(|(id, idle)| (id, format!("idle {idle}")))
-            .collect()
+        release::scale_down(self.now, &self.config.capacity, &nodes, &pools, buying).into_iter().map(|(id, idle)| (id, format!("idle {idle}"))).collect()
     }
 
     fn launch(&mut self, mut request: LaunchRequest, effects: &mut Vec<Effect>) {
@@ -664,9 +660,12 @@ impl Elastic<'_> {
                     worth = false;
                     break;
                 };
-                let target_per_hour = self.fleet.nodes.get(&plan.node).and_then(|n| super::cost::node_rate(self.market, n)).map_or(0.0, |r| {
-                    r.0 as f64 / 1e6 * f64::from(job.spec.gpus) / f64::from(node.spec.gpu_count.max(1))
-                });
+                let target_per_hour = self
+                    .fleet
+                    .nodes
+                    .get(&plan.node)
+                    .and_then(|n| super::cost::node_rate(self.market, n))
+                    .map_or(0.0, |r| r.0 as f64 / 1e6 * f64::from(job.spec.gpus) / f64::from(node.spec.gpu_count.max(1)));
                 let save = job.checkpoint_secs.unwrap_or(self.config.checkpoint.default_cost.0 as f64);
                 let remaining = self.predictor.remaining(self.fleet, *job_id).map_or(f64::NAN, |(mean, _)| mean / 3600.0);
                 let case = MoveCase { node_per_hour, remaining_hours: remaining.min(1.0), move_secs: 2.0 * save + CUDA_INIT_SECS, target_per_hour };

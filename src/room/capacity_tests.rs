@@ -316,12 +316,8 @@ fn run_checked(seed: u64, hours: i64, idle_release: i64, min_stable_share: f64) 
             launches(&effects).iter().flat_map(|l| std::iter::repeat_n(room.capacity.pools[&l.pool].node.clone(), l.count as usize)).collect();
         if !new_nodes.is_empty() {
             let at_limit = room.config.cost.budget.at_limit;
-            let waiting: Vec<&crate::domain::job::Job> = room
-                .fleet
-                .jobs
-                .values()
-                .filter(|j| j.phase() == Phase::Queued && room.budgets.allows(at_limit, &j.spec.tags.tenant, true))
-                .collect();
+            let waiting: Vec<&crate::domain::job::Job> =
+                room.fleet.jobs.values().filter(|j| j.phase() == Phase::Queued && room.budgets.allows(at_limit, &j.spec.tags.tenant, true)).collect();
             let fresh: std::collections::BTreeSet<u64> = launches(&effects).iter().map(|l| l.id).collect();
             let mut coming: Vec<crate::domain::cluster::NodeSpec> =
                 room.fleet.nodes.values().filter(|n| matches!(n.state, NodeState::Booting { .. })).map(|n| n.spec.clone()).collect();
@@ -360,7 +356,13 @@ fn could_run_on(job: &crate::domain::job::Job, spec: &crate::domain::cluster::No
 
 /// The most jobs that nodes could take at once, one job per node (Kuhn's augmenting paths).
 fn max_matching(nodes: &[crate::domain::cluster::NodeSpec], jobs: &[&crate::domain::job::Job]) -> usize {
-    fn augment(j: usize, nodes: &[crate::domain::cluster::NodeSpec], jobs: &[&crate::domain::job::Job], seen: &mut [bool], owner: &mut [Option<usize>]) -> bool {
+    fn augment(
+        j: usize,
+        nodes: &[crate::domain::cluster::NodeSpec],
+        jobs: &[&crate::domain::job::Job],
+        seen: &mut [bool],
+        owner: &mut [Option<usize>],
+    ) -> bool {
         for (n, spec) in nodes.iter().enumerate() {
             if seen[n] || !could_run_on(jobs[j], spec) {
                 continue;

@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 
 use super::fleet::Fleet;
 use crate::cost::budget::{Approval, BudgetPolicy};
-use crate::cost::ledger::{add_to, LedgerLine, LineKind, OpenPeriod};
-use crate::cost::{split_exact, Accrual, Books};
+use crate::cost::ledger::{LedgerLine, LineKind, OpenPeriod, add_to};
+use crate::cost::{Accrual, Books, split_exact};
 use crate::domain::cluster::{BillingMode, Node};
 use crate::domain::ids::{JobId, NodeId, TenantId};
 use crate::domain::job::Tags;
@@ -183,7 +183,8 @@ impl Costs {
             l
         }));
         if !self.slurm_tags.is_empty() {
-            let holding: std::collections::BTreeSet<JobId> = fleet.nodes.values().flat_map(|n| n.gpus.iter().filter_map(|g| g.slurm_job.map(JobId::slurm))).collect();
+            let holding: std::collections::BTreeSet<JobId> =
+                fleet.nodes.values().flat_map(|n| n.gpus.iter().filter_map(|g| g.slurm_job.map(JobId::slurm))).collect();
             self.slurm_tags.retain(|id, _| holding.contains(id));
         }
         lines
@@ -231,11 +232,8 @@ impl Costs {
             return;
         }
         const MONTH_MS: i128 = 730 * 3_600_000;
-        let held: Vec<(JobId, u64)> = fleet
-            .active_jobs()
-            .filter(|j| j.checkpoints > 0)
-            .map(|j| (j.spec.id, u64::from(j.spec.checkpoint_size.0) << 20))
-            .collect();
+        let held: Vec<(JobId, u64)> =
+            fleet.active_jobs().filter(|j| j.checkpoints > 0).map(|j| (j.spec.id, u64::from(j.spec.checkpoint_size.0) << 20)).collect();
         for (id, bytes) in held {
             let per_month = crate::cost::ledger::per_gib(bytes, price);
             let amount = Micros((i128::from(per_month.0) * i128::from(millis) / MONTH_MS) as i64);
@@ -339,11 +337,9 @@ pub fn rate_bound(fleet: &Fleet, market: &Market, id: NodeId) -> i64 {
 /// allocate, and this runs for every node at every settle.
 fn rate_of(market: &Market, node: &Node) -> Option<MicrosPerHour> {
     match node.spec.billing {
-        BillingMode::Spot => market
-            .pools
-            .iter()
-            .find(|(key, _)| key.zone == node.spec.zone && key.instance_type == node.spec.instance_type)
-            .and_then(|(_, pool)| pool.price),
+        BillingMode::Spot => {
+            market.pools.iter().find(|(key, _)| key.zone == node.spec.zone && key.instance_type == node.spec.instance_type).and_then(|(_, pool)| pool.price)
+        }
         BillingMode::OnDemand | BillingMode::Reserved => Some(node.spec.contract_price),
     }
 }

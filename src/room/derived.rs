@@ -14,8 +14,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::domain::ids::{JobId, TenantId};
 use crate::domain::job::JobSpec;
 use crate::domain::units::At;
-use crate::sched::quota::Held;
 use crate::sched::Resources;
+use crate::sched::quota::Held;
 
 /// One tenant's running total over its jobs holding GPUs.
 #[derive(Clone, Copy, Debug, Default)]

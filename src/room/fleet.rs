@@ -103,7 +103,9 @@ impl Fleet {
         // time instead of from a look at every running job.
         let mut queue = match self.derived.checkpoint_due.take() {
             Some(queue) => queue,
-            None => self.holding.iter().filter_map(|id| self.jobs.get(id)).filter_map(|job| Some((self.checkpoint_due_at(policy, job)?, job.spec.id))).collect(),
+            None => {
+                self.holding.iter().filter_map(|id| self.jobs.get(id)).filter_map(|job| Some((self.checkpoint_due_at(policy, job)?, job.spec.id))).collect()
+            }
         };
         // In id order, as a look at every running job would find them.
         let mut due = BTreeSet::new();

@@ -13,10 +13,10 @@ use serde::{Deserialize, Serialize};
 
 use super::config::ForecastConfig;
 use super::journal::{Journal, Severity};
-use crate::domain::event::Effect;
-use crate::domain::units::{At, Micros};
 use crate::cost::forecast::{Alarm, AnomalyDetector, forecast_spend};
 use crate::cost::ledger::LedgerLine;
+use crate::domain::event::Effect;
+use crate::domain::units::{At, Micros};
 
 const SEASON: usize = 24;
 /// Four weeks of hours: enough for the model, bounded in the snapshot.
@@ -92,10 +92,7 @@ impl SpendForecast {
         };
         match detector.observe_spend(actual, expected) {
             Ok(Alarm::Raised { run }) => {
-                let text = format!(
-                    "spend off its forecast for {run} h: {actual} in the hour from {} against {expected} expected",
-                    start.format("%H:%M")
-                );
+                let text = format!("spend off its forecast for {run} h: {actual} in the hour from {} against {expected} expected", start.format("%H:%M"));
                 journal.raise(at, ALARM.to_string(), text, effects);
             }
             Ok(Alarm::Cleared { run }) => {

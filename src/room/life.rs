@@ -38,32 +38,32 @@ impl Life<'_> {
     /// wait alarm group updated, the counters.
     pub fn finish(&mut self, at: At, id: JobId, state: JobState) -> Result<(), String> {
         let (fleet, books, journal, max_wait) = (&mut *self.fleet, &mut *self.books, &mut *self.journal, self.max_wait);
-    let done = state.phase() == Phase::Done;
-    fleet.transition(at, id, state)?;
-    let job = fleet.job_mut(id)?;
-    job.finished_at = Some(at);
-    let job_submitted = job.submitted_at;
-    if job.waited_secs == 0 && job.attempts == 0 {
-        job.waited_secs = (at - job.queued_since).num_seconds().max(0);
+        let done = state.phase() == Phase::Done;
+        fleet.transition(at, id, state)?;
+        let job = fleet.job_mut(id)?;
+        job.finished_at = Some(at);
+        let job_submitted = job.submitted_at;
+        if job.waited_secs == 0 && job.attempts == 0 {
+            job.waited_secs = (at - job.queued_since).num_seconds().max(0);
+        }
+        let (tenant, cost, requests, tokens) = (job.spec.tags.tenant.clone(), job.cost + job.service_cost, job.requests, job.tokens);
+        let class = job.spec.class;
+        books.record_done_output(&tenant, cost, requests, tokens);
+        fleet.forget_finished(id);
+        fleet.unhold(id, Some(at));
+        fleet.rates.remove(&id);
+        fleet.retired.finished(at, id);
+        // The effect of a clear is not needed: the alarm list is the state.
+        let mut cleared = Vec::new();
+        Waits { limits: max_wait, fleet, journal }.group_left(at, &tenant, class, &mut cleared);
+        if done {
+            journal.stats.done += 1;
+            journal.stats.jct_secs_sum += (at - job_submitted).num_seconds().max(0);
+        } else {
+            journal.stats.failed += 1;
+        }
+        Ok(())
     }
-    let (tenant, cost, requests, tokens) = (job.spec.tags.tenant.clone(), job.cost + job.service_cost, job.requests, job.tokens);
-    let class = job.spec.class;
-    books.record_done_output(&tenant, cost, requests, tokens);
-    fleet.forget_finished(id);
-    fleet.unhold(id, Some(at));
-    fleet.rates.remove(&id);
-    fleet.retired.finished(at, id);
-    // The effect of a clear is not needed: the alarm list is the state.
-    let mut cleared = Vec::new();
-    Waits { limits: max_wait, fleet, journal }.group_left(at, &tenant, class, &mut cleared);
-    if done {
-        journal.stats.done += 1;
-        journal.stats.jct_secs_sum += (at - job_submitted).num_seconds().max(0);
-    } else {
-        journal.stats.failed += 1;
-    }
-    Ok(())
-}
 }
 
 /// A checkpoint a job reports: checked against its state and its steps,

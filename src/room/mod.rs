@@ -27,9 +27,13 @@
 
 pub mod budget;
 pub mod capacity;
+#[cfg(test)]
+mod capacity_tests;
 pub mod config;
 pub mod cost;
 pub mod derived;
+#[cfg(test)]
+mod derived_tests;
 pub mod fleet;
 pub mod forecast;
 pub mod journal;
@@ -46,13 +50,9 @@ pub mod slurm;
 pub mod slurm_acts;
 mod slurm_fleet;
 #[cfg(test)]
-mod capacity_tests;
-#[cfg(test)]
-mod derived_tests;
+mod slurm_site_tests;
 #[cfg(test)]
 mod slurm_tests;
-#[cfg(test)]
-mod slurm_site_tests;
 pub mod sources;
 pub mod spot;
 pub mod view;
@@ -74,25 +74,25 @@ use cost::Costs;
 use fleet::Fleet;
 use forecast::{SpendForecast, SpendWatch};
 use journal::Journal;
-use predict::Predictor;
 use life::Life;
 use ops::JobOps;
+use predict::Predictor;
 use sched::{Idle, Pass, SchedState};
-use waits::Waits;
 use slurm::SlurmMirror;
 use sources::SourceState;
 use spot::Watch;
+use waits::Waits;
 
+use crate::cost::Books;
 use crate::cost::budget::{Approval, BudgetLevel};
 use crate::cost::ledger::OpenPeriod;
-use crate::cost::Books;
 use crate::domain::cluster::Node;
 use crate::domain::event::{Effect, Event, TenantSpec};
 use crate::domain::ids::{JobId, NodeId, PoolKey, TenantId};
 use crate::domain::job::{Job, JobState, StopReason};
 use crate::domain::units::{At, Micros};
-use crate::market::hazard::HazardModel;
 use crate::market::Market;
+use crate::market::hazard::HazardModel;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Room {
@@ -186,7 +186,8 @@ impl Room {
 
     /// Budget levels and what a change of level stops (`budget`).
     fn budget_desk(&mut self) -> budget::Desk<'_> {
-        let check = Check { policy: &self.config.cost.budget, books: &self.costs.books, fleet: &mut self.fleet, now: self.now, checkpoint: &self.config.checkpoint };
+        let check =
+            Check { policy: &self.config.cost.budget, books: &self.costs.books, fleet: &mut self.fleet, now: self.now, checkpoint: &self.config.checkpoint };
         budget::Desk { budgets: &mut self.budgets, check, journal: &mut self.journal }
     }
 
@@ -345,10 +346,7 @@ impl Room {
         if let Some(now) = self.now
             && at < now
         {
-            return self.journal.reject(
-                at,
-                format!("{} event at {} is earlier than the last one ({}): time went backwards", event.kind(), at, now),
-            );
+            return self.journal.reject(at, format!("{} event at {} is earlier than the last one ({}): time went backwards", event.kind(), at, now));
         }
         let mut effects = Vec::new();
         self.advance_to(at, &mut effects);
@@ -435,11 +433,8 @@ impl Room {
         }
         self.sched.waits_checked = last_look;
         if self.sched.queue_dirty {
-            let costly = if self.config.capacity.mode == crate::capacity::CapacityMode::Off {
-                sched::Costly::default()
-            } else {
-                self.capacity.costly(&self.market, at)
-            };
+            let costly =
+                if self.config.capacity.mode == crate::capacity::CapacityMode::Off { sched::Costly::default() } else { self.capacity.costly(&self.market, at) };
             self.pass(&costly).schedule(at, effects);
         }
         self.elastic(at).step(effects);

@@ -7,7 +7,7 @@
 //! An `impl Room`; the parts come through `Room`'s lenders.
 
 use super::journal::Severity;
-use super::{life, sources, Room};
+use super::{Room, life, sources};
 use crate::domain::capacity::PoolSpec;
 use crate::domain::cluster::{BillingMode, Node, NodeSpec, NodeState};
 use crate::domain::event::{Effect, TenantSpec};

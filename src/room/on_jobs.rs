@@ -6,8 +6,8 @@
 //! An `impl Room`; the parts come through `Room`'s lenders.
 
 use super::journal::Severity;
-use super::{life, sched, Room};
-use crate::cost::ledger::{per_gib, LineKind};
+use super::{Room, life, sched};
+use crate::cost::ledger::{LineKind, per_gib};
 use crate::domain::cluster::BillingMode;
 use crate::domain::event::{Effect, GpuSample};
 use crate::domain::ids::JobId;
@@ -146,11 +146,8 @@ impl Room {
             self.idle().track(at, gpu_ref, util, effects);
         }
         unknown += life::record_progress(&mut self.fleet, &self.config.checkpoint, at, progress);
-        let on_spot: Vec<JobId> = progress
-            .iter()
-            .map(|(id, _)| *id)
-            .filter(|id| self.fleet.job_node(*id).is_some_and(|n| n.spec.billing == BillingMode::Spot))
-            .collect();
+        let on_spot: Vec<JobId> =
+            progress.iter().map(|(id, _)| *id).filter(|id| self.fleet.job_node(*id).is_some_and(|n| n.spec.billing == BillingMode::Spot)).collect();
         self.watch().judge(at, on_spot, effects);
         if unknown > 0 {
             return Err(format!("telemetry named {unknown} unknown GPU(s) or job(s), or carried a non-finite value"));

@@ -5,8 +5,8 @@
 //!
 //! An `impl Room`; the parts come through `Room`'s lenders.
 
-use super::journal::Severity;
 use super::Room;
+use super::journal::Severity;
 use crate::domain::event::Effect;
 use crate::domain::ids::PoolKey;
 use crate::domain::text::clean;

@@ -9,7 +9,7 @@
 
 use super::budget::Overrun;
 use super::journal::Severity;
-use super::{ops, Room};
+use super::{Room, ops};
 use crate::domain::event::{Action, Actor, Effect};
 use crate::domain::text::clean;
 use crate::domain::units::At;

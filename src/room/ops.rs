@@ -100,7 +100,14 @@ impl JobOps<'_> {
                 }
                 return Ok(format!("migrate {id} {name} → {to}"));
             }
-            (Action::SetDiscipline { .. } | Action::ApproveOverrun { .. } | Action::AcknowledgeAlarm { .. } | Action::Slurm { .. } | Action::ApproveCapacity { .. }, _) => {}
+            (
+                Action::SetDiscipline { .. }
+                | Action::ApproveOverrun { .. }
+                | Action::AcknowledgeAlarm { .. }
+                | Action::Slurm { .. }
+                | Action::ApproveCapacity { .. },
+                _,
+            ) => {}
         }
         Ok(format!("{verb} {id} {name}"))
     }

@@ -9,9 +9,9 @@
 use chrono::{Datelike, Timelike};
 use serde::{Deserialize, Serialize};
 
+use super::fleet::Fleet;
 use crate::domain::ids::JobId;
 use crate::domain::job::Job;
-use super::fleet::Fleet;
 use crate::predict::lifetime::{JobFeatures, LifetimePredictor, Prediction, RecentDurations};
 
 /// What the Room keeps for prediction (part of its state and snapshots).

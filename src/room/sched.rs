@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::budget::Budgets;
 use super::config::RoomConfig;
 use super::cost::Costs;
-use super::fleet::{remaining_estimate, Fleet};
+use super::fleet::{Fleet, remaining_estimate};
 use super::journal::{Journal, Severity};
 use super::waits::Waits;
 use crate::ckpt::CheckpointPolicy;
@@ -32,7 +32,7 @@ use crate::sched::discipline::{DisciplineKind, Mlfq};
 use crate::sched::frag_gradient::{self, Workload};
 use crate::sched::placement::{self, Options, Plan};
 use crate::sched::quota::{self, Admission, Held};
-use crate::sched::{preempt, FitPolicy, SchedConfig};
+use crate::sched::{FitPolicy, SchedConfig, preempt};
 
 /// What the scheduler keeps between passes.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -78,13 +78,7 @@ impl Headroom {
         let mut h = Headroom::default();
         for node in nodes.values().filter(|n| n.accepts_work()) {
             let free = node.gpus.iter().filter(|g| g.is_free()).count() as u32;
-            let block = node
-                .gpus
-                .iter()
-                .filter(|g| time_sharing || !g.has_exclusive())
-                .map(|g| g.largest_free_block().0)
-                .max()
-                .unwrap_or(0);
+            let block = node.gpus.iter().filter(|g| time_sharing || !g.has_exclusive()).map(|g| g.largest_free_block().0).max().unwrap_or(0);
             let spot = node.spec.billing == BillingMode::Spot;
             for (class, counts) in [(0, true), (1, !spot), (2, spot)] {
                 if counts {
@@ -134,7 +128,12 @@ impl Costly {
     /// Whether `job` waits for spot rather than use these nodes.
     pub fn keeps_off(&self, job: &Job) -> bool {
         // An operator's migration target wins over this rule.
-        if self.nodes.is_empty() || job.escalated || job.target.is_some() || job.spec.pool == PoolPreference::NoSpot || matches!(job.avoid.as_deref(), Some(Avoid::AllSpot)) {
+        if self.nodes.is_empty()
+            || job.escalated
+            || job.target.is_some()
+            || job.spec.pool == PoolPreference::NoSpot
+            || matches!(job.avoid.as_deref(), Some(Avoid::AllSpot))
+        {
             return false;
         }
         self.open_spot.iter().any(|n| fits(&job.spec, n))
@@ -181,9 +180,11 @@ impl Pass<'_> {
         job.placed_at = Some(at);
         job.escalated = false;
         if let Some(Avoid::Pool(left)) = job.avoid.as_deref() {
-            let moved = self.fleet.nodes.get(&plan.node).is_some_and(|n| {
-                n.spec.billing != BillingMode::Spot || n.spec.zone != left.zone || n.spec.instance_type != left.instance_type
-            });
+            let moved = self
+                .fleet
+                .nodes
+                .get(&plan.node)
+                .is_some_and(|n| n.spec.billing != BillingMode::Spot || n.spec.zone != left.zone || n.spec.instance_type != left.instance_type);
             self.journal.stats.migrations += u64::from(moved);
             job.avoid = None;
         }
@@ -228,8 +229,9 @@ impl Pass<'_> {
         }
         let order: Vec<JobId> = self.fleet.ordered_queue(&self.config.sched, at).iter().map(|j| j.spec.id).collect();
         // The shapes fragmentation is measured for: what is queued and running now.
-        let workload = (self.config.sched.fit == FitPolicy::Fragmentation)
-            .then(|| frag_gradient::workload_of(self.fleet.queued_ids().chain(self.fleet.holding_ids()).filter_map(|id| self.fleet.jobs.get(&id)).map(|j| &j.spec)));
+        let workload = (self.config.sched.fit == FitPolicy::Fragmentation).then(|| {
+            frag_gradient::workload_of(self.fleet.queued_ids().chain(self.fleet.holding_ids()).filter_map(|id| self.fleet.jobs.get(&id)).map(|j| &j.spec))
+        });
         let workload = workload.as_ref();
         let (_, mut held) = self.fleet.holdings();
         let mut headroom = Headroom::measure(&self.fleet.nodes, self.config.sched.time_sharing);
@@ -333,15 +335,15 @@ impl Pass<'_> {
             _ if job.target.as_deref().is_some_and(|to| !to.holds(&node.spec)) => false,
             None => true,
             Some(Avoid::AllSpot) => node.spec.billing != BillingMode::Spot,
-            Some(Avoid::Pool(k)) => {
-                node.spec.billing != BillingMode::Spot || node.spec.zone != k.zone || node.spec.instance_type != k.instance_type
-            }
+            Some(Avoid::Pool(k)) => node.spec.billing != BillingMode::Spot || node.spec.zone != k.zone || node.spec.instance_type != k.instance_type,
         };
         // A pool to avoid is a preference: with no room elsewhere the job
         // goes back to it rather than wait (its replacement may be up).
         let plan = placement::place_where(&self.fleet.nodes, &job.spec, job.escalated, &opts, allowed).or_else(|| {
             let budget_ok = |node: &Node| (!spot_only || node.spec.billing == BillingMode::Spot) && !(keep_off && self.costly.nodes.contains(&node.spec.id));
-            matches!(job.avoid.as_deref(), Some(Avoid::Pool(_))).then(|| placement::place_where(&self.fleet.nodes, &job.spec, job.escalated, &opts, budget_ok)).flatten()
+            matches!(job.avoid.as_deref(), Some(Avoid::Pool(_)))
+                .then(|| placement::place_where(&self.fleet.nodes, &job.spec, job.escalated, &opts, budget_ok))
+                .flatten()
         });
         let Some(plan) = plan else {
             unplaceable.record(shape);
@@ -372,11 +374,8 @@ impl Pass<'_> {
         let tenant = spec.tags.tenant.clone();
         let opts = place_options(&self.config.sched);
         let borrowed = self.fleet.borrowed();
-        let mut lenders: Vec<&Job> = borrowed
-            .iter()
-            .filter_map(|b| self.fleet.jobs.get(b))
-            .filter(|b| b.spec.tags.tenant != tenant && b.phase() == Phase::Running)
-            .collect();
+        let mut lenders: Vec<&Job> =
+            borrowed.iter().filter_map(|b| self.fleet.jobs.get(b)).filter(|b| b.spec.tags.tenant != tenant && b.phase() == Phase::Running).collect();
         lenders.sort_by_key(|b| std::cmp::Reverse((b.placed_at, b.spec.id)));
         let candidates: Vec<JobId> = lenders.iter().map(|b| b.spec.id).collect();
         if let Some(victims) = preempt::victims_for(&self.fleet.nodes, &spec, escalated, &candidates, &opts) {
@@ -551,48 +550,52 @@ pub struct Idle<'a> {
 }
 
 impl Idle<'_> {
-/// After a telemetry sample: a GPU whose jobs all run below the idle
-/// threshold starts (or keeps) an idle streak; any busy sample ends it. A
-/// streak as long as the window releases the GPU: its jobs save and stop
-/// for good.
-pub fn track(&mut self, at: At, gpu_ref: GpuRef, util: f32, effects: &mut Vec<Effect>) {
-    let (config, fleet, journal) = (self.config, &mut *self.fleet, &mut *self.journal);
-    let window = config.idle_window;
-    if window.0 <= 0 {
-        return;
-    }
-    let threshold = config.idle_util_pct;
-    let Some(gpu) = fleet.nodes.get(&gpu_ref.node).and_then(|n| n.gpus.get(usize::from(gpu_ref.index))) else { return };
-    // Busy or empty GPUs (most samples) are told apart without looking up their jobs.
-    let idle = util < threshold
-        && !gpu.allocations.is_empty()
-        && gpu.allocations.iter().all(|a| fleet.jobs.get(&a.job).is_some_and(|j| j.phase() == Phase::Running));
-    let since = match (idle, gpu.idle_since) {
-        (false, _) => None,
-        (true, Some(since)) => Some(since),
-        (true, None) => Some(at),
-    };
-    // Most samples change nothing here: a busy GPU stays without a streak.
-    let reclaim = since.is_some_and(|since| at - since >= window.delta());
-    if since == gpu.idle_since && !reclaim {
-        return;
-    }
-    let Some(gpu) = fleet.nodes.get_mut(&gpu_ref.node).and_then(|n| n.gpus.get_mut(usize::from(gpu_ref.index))) else { return };
-    gpu.idle_since = since;
-    if let Some(since) = since
-        && reclaim
-    {
-        gpu.idle_since = None;
-        let jobs: Vec<JobId> = gpu.allocations.iter().map(|a| a.job).collect();
-        journal.stats.idle_reclaims += jobs.len() as u64;
-        let node = fleet.node_name(gpu_ref.node);
-        for job in jobs {
-            fleet.stop_job(self.now, self.checkpoint, job, StopReason::Scheduler(SchedStop::Idle), true, effects);
-            let name = fleet.jobs.get(&job).map(|j| clean(&j.spec.name)).unwrap_or_default();
-            journal.note(at, Severity::Warn, format!("idle reclaim: {job} {name} on {node} GPU {} below {threshold}% since {}", gpu_ref.index, since.format("%H:%M:%S")));
+    /// After a telemetry sample: a GPU whose jobs all run below the idle
+    /// threshold starts (or keeps) an idle streak; any busy sample ends it. A
+    /// streak as long as the window releases the GPU: its jobs save and stop
+    /// for good.
+    pub fn track(&mut self, at: At, gpu_ref: GpuRef, util: f32, effects: &mut Vec<Effect>) {
+        let (config, fleet, journal) = (self.config, &mut *self.fleet, &mut *self.journal);
+        let window = config.idle_window;
+        if window.0 <= 0 {
+            return;
+        }
+        let threshold = config.idle_util_pct;
+        let Some(gpu) = fleet.nodes.get(&gpu_ref.node).and_then(|n| n.gpus.get(usize::from(gpu_ref.index))) else { return };
+        // Busy or empty GPUs (most samples) are told apart without looking up their jobs.
+        let idle = util < threshold
+            && !gpu.allocations.is_empty()
+            && gpu.allocations.iter().all(|a| fleet.jobs.get(&a.job).is_some_and(|j| j.phase() == Phase::Running));
+        let since = match (idle, gpu.idle_since) {
+            (false, _) => None,
+            (true, Some(since)) => Some(since),
+            (true, None) => Some(at),
+        };
+        // Most samples change nothing here: a busy GPU stays without a streak.
+        let reclaim = since.is_some_and(|since| at - since >= window.delta());
+        if since == gpu.idle_since && !reclaim {
+            return;
+        }
+        let Some(gpu) = fleet.nodes.get_mut(&gpu_ref.node).and_then(|n| n.gpus.get_mut(usize::from(gpu_ref.index))) else { return };
+        gpu.idle_since = since;
+        if let Some(since) = since
+            && reclaim
+        {
+            gpu.idle_since = None;
+            let jobs: Vec<JobId> = gpu.allocations.iter().map(|a| a.job).collect();
+            journal.stats.idle_reclaims += jobs.len() as u64;
+            let node = fleet.node_name(gpu_ref.node);
+            for job in jobs {
+                fleet.stop_job(self.now, self.checkpoint, job, StopReason::Scheduler(SchedStop::Idle), true, effects);
+                let name = fleet.jobs.get(&job).map(|j| clean(&j.spec.name)).unwrap_or_default();
+                journal.note(
+                    at,
+                    Severity::Warn,
+                    format!("idle reclaim: {job} {name} on {node} GPU {} below {threshold}% since {}", gpu_ref.index, since.format("%H:%M:%S")),
+                );
+            }
         }
     }
-}
 }
 
 #[cfg(test)]

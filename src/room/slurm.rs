@@ -135,7 +135,11 @@ impl SlurmMirror {
         let first = self.snapshot.is_none();
         if first || self.stale.is_some() {
             let how = if first { "attached" } else { "answers again" };
-            ctx.journal.note(at, Severity::Info, format!("slurm {}: {how} ({} jobs, {} nodes)", clean(&snapshot.cluster), snapshot.jobs.len(), snapshot.nodes.len()));
+            ctx.journal.note(
+                at,
+                Severity::Info,
+                format!("slurm {}: {how} ({} jobs, {} nodes)", clean(&snapshot.cluster), snapshot.jobs.len(), snapshot.nodes.len()),
+            );
         }
         self.snapshot = Some(snapshot.clone());
         self.seen_at = Some(at);
@@ -156,7 +160,11 @@ impl SlurmMirror {
         let command = self.in_flight.remove(&id).ok_or_else(|| format!("slurm command #{id} ended but none is on its way under that number"))?;
         let message = clean(message);
         let what = format!("slurm {} job {}", command.verb, command.job);
-        let outcome = if ok { Ok(format!("{what}: done{}", if message.is_empty() { String::new() } else { format!(" ({message})") })) } else { Err(format!("{what} failed: {message}")) };
+        let outcome = if ok {
+            Ok(format!("{what}: done{}", if message.is_empty() { String::new() } else { format!(" ({message})") }))
+        } else {
+            Err(format!("{what} failed: {message}"))
+        };
         match &outcome {
             Ok(text) => {
                 journal.note(at, Severity::Action, format!("{}: {text}", clean(&command.by)));
@@ -168,9 +176,13 @@ impl SlurmMirror {
             }
         }
         let actor = actor_of(&command.by);
-        journal.audit_action(at, &actor, match &outcome {
-            Ok(t) | Err(t) => t,
-        });
+        journal.audit_action(
+            at,
+            &actor,
+            match &outcome {
+                Ok(t) | Err(t) => t,
+            },
+        );
         effects.push(Effect::Audit { actor, action: Action::Slurm { job: command.job, verb: command.verb.clone() }, outcome: outcome.clone() });
         let seq = self.seq;
         if let Some(record) = self.last.get_mut(&command.job)
@@ -245,12 +257,8 @@ impl SlurmMirror {
     pub(super) fn send(&mut self, at: At, job: u64, verb: SlurmVerb, by: String, effects: &mut Vec<Effect>) {
         self.next_command += 1;
         let id = self.next_command;
-        let (state, restarts) = self
-            .snapshot
-            .as_ref()
-            .and_then(|s| s.jobs.iter().find(|j| j.id == job))
-            .map(|j| (j.state.clone(), j.restarts))
-            .unwrap_or_default();
+        let (state, restarts) =
+            self.snapshot.as_ref().and_then(|s| s.jobs.iter().find(|j| j.id == job)).map(|j| (j.state.clone(), j.restarts)).unwrap_or_default();
         let command = SlurmCommand { id, job, verb: verb.clone(), by: by.clone() };
         self.in_flight.insert(id, command.clone());
         self.last.insert(job, CommandRecord { id, at, verb, by, outcome: None, state, restarts, seq_done: 0 });
@@ -267,7 +275,8 @@ impl SlurmMirror {
         busy.extend(self.last.iter().filter(|(_, r)| frees(&r.verb) && matches!(r.outcome, Some(Ok(_))) && seq <= r.seq_done + 1).map(|(job, _)| *job));
         let advice = slurm_advice::reclaim(snapshot, ctx.tenants, &busy);
         let verb = ctx.policy.preempt_by.verb();
-        let fresh: BTreeMap<u64, AdviceNote> = advice.into_iter().map(|a| (a.job, AdviceNote { verb: verb.clone(), for_job: a.for_job, why: clean(&a.why) })).collect();
+        let fresh: BTreeMap<u64, AdviceNote> =
+            advice.into_iter().map(|a| (a.job, AdviceNote { verb: verb.clone(), for_job: a.for_job, why: clean(&a.why) })).collect();
         let new: Vec<(u64, AdviceNote)> = fresh.iter().filter(|(job, _)| !self.advice.contains_key(job)).map(|(j, a)| (*j, a.clone())).collect();
         self.advice = fresh;
         let control = ctx.policy.mode == SlurmMode::Control;

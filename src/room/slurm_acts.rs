@@ -97,7 +97,12 @@ impl SlurmMirror {
                     let deadline = drain.deadline.unwrap_or(at + chrono::TimeDelta::seconds(NOTICE_SECS));
                     self.acts.spot_drained.insert(n.name.clone(), deadline);
                     let jobs = snapshot.jobs.iter().filter(|j| runs_on(j, &n.name)).count();
-                    let text = format!("slurm node {}: spot interruption ({}), reclaimed at {}; {jobs} job(s) to save", clean(&n.name), clean(&drain.kind), deadline.format("%H:%M:%SZ"));
+                    let text = format!(
+                        "slurm node {}: spot interruption ({}), reclaimed at {}; {jobs} job(s) to save",
+                        clean(&n.name),
+                        clean(&drain.kind),
+                        deadline.format("%H:%M:%SZ")
+                    );
                     ctx.journal.note(at, Severity::Action, text);
                     if let Some(id) = n.node {
                         newly.push((id, deadline));
@@ -157,7 +162,9 @@ impl SlurmMirror {
         let signal = SlurmVerb::signal(&ctx.policy.checkpoint_signal).unwrap_or(SlurmVerb::Signal { signal: "USR1".into() });
         let why = match &cause {
             Cause::Budget => format!("account {} passed its hard budget limit: save, then requeue at {}", clean(&job.tags().tenant.0), due.format("%H:%M:%SZ")),
-            Cause::Spot { node, deadline } => format!("node {} is reclaimed at {}: save, then requeue at {}", clean(node), deadline.format("%H:%M:%SZ"), due.format("%H:%M:%SZ")),
+            Cause::Spot { node, deadline } => {
+                format!("node {} is reclaimed at {}: save, then requeue at {}", clean(node), deadline.format("%H:%M:%SZ"), due.format("%H:%M:%SZ"))
+            }
         };
         if !pass.control {
             pass.proposals.insert(job.id, AdviceNote { verb: signal, for_job: 0, why });

@@ -34,16 +34,41 @@ fn running(id: u64, account: &str, node: &str, idx: &[u32]) -> SlurmJob {
 }
 
 fn pending(id: u64, account: &str) -> SlurmJob {
-    SlurmJob { id, name: format!("wait{id}"), account: account.into(), partition: "gpu".into(), state: SlurmState::Pending, reason: "Resources".into(), gpus: 1, ..Default::default() }
+    SlurmJob {
+        id,
+        name: format!("wait{id}"),
+        account: account.into(),
+        partition: "gpu".into(),
+        state: SlurmState::Pending,
+        reason: "Resources".into(),
+        gpus: 1,
+        ..Default::default()
+    }
 }
 
 fn node(name: &str, id: u32, state: &str, reason: &str) -> SlurmNode {
-    SlurmNode { name: name.into(), state: state.into(), gpus: 4, node: Some(NodeId(id)), reason: reason.into(), partitions: vec!["gpu".into()], ..Default::default() }
+    SlurmNode {
+        name: name.into(),
+        state: state.into(),
+        gpus: 4,
+        node: Some(NodeId(id)),
+        reason: reason.into(),
+        partitions: vec!["gpu".into()],
+        ..Default::default()
+    }
 }
 
 fn snap(nodes: Vec<SlurmNode>, jobs: Vec<SlurmJob>) -> Event {
     let names = nodes.iter().map(|n| n.name.clone()).collect();
-    Event::Slurm { snapshot: SlurmSnapshot { cluster: "site".into(), version: "22.05.8".into(), partitions: vec![SlurmPartition { name: "gpu".into(), state: "UP".into(), nodes: names, default: true }], nodes, jobs } }
+    Event::Slurm {
+        snapshot: SlurmSnapshot {
+            cluster: "site".into(),
+            version: "22.05.8".into(),
+            partitions: vec![SlurmPartition { name: "gpu".into(), state: "UP".into(), nodes: names, default: true }],
+            nodes,
+            jobs,
+        },
+    }
 }
 
 /// Two 4-GPU nodes Slurm schedules: n00 spot, n01 on demand; accounts a and b.
@@ -59,7 +84,10 @@ fn site(mode: SlurmMode, budget_a: i64) -> Room {
     let mut spot = node_spec(0, BillingMode::Spot, 4);
     spot.name = "n00".into();
     room.apply(t(0), &Event::NodeUp { spec: spot });
-    room.apply(t(0), &Event::PriceTick { zone: "us-east-1c".into(), instance_type: "p3.16xlarge".into(), price: crate::domain::units::MicrosPerHour(7_200_000) });
+    room.apply(
+        t(0),
+        &Event::PriceTick { zone: "us-east-1c".into(), instance_type: "p3.16xlarge".into(), price: crate::domain::units::MicrosPerHour(7_200_000) },
+    );
     let mut od = node_spec(1, BillingMode::OnDemand, 4);
     od.name = "n01".into();
     room.apply(t(0), &Event::NodeUp { spec: od });
@@ -67,7 +95,10 @@ fn site(mode: SlurmMode, budget_a: i64) -> Room {
 }
 
 fn sent(effects: &[Effect]) -> Vec<(u64, SlurmVerb, String)> {
-    effects.iter().filter_map(|e| if let Effect::Slurm { command } = e { Some((command.job, command.verb.clone(), command.by.clone())) } else { None }).collect()
+    effects
+        .iter()
+        .filter_map(|e| if let Effect::Slurm { command } = e { Some((command.job, command.verb.clone(), command.by.clone())) } else { None })
+        .collect()
 }
 
 fn lines(effects: &[Effect]) -> Vec<LedgerLine> {
@@ -153,7 +184,8 @@ fn at_its_budget_an_accounts_pending_jobs_are_held_and_an_approval_releases_them
     assert!(sent(&room.apply(t(4205), &snap(nodes(), vec![running(7, "a", "n00", &[0]), nine.clone(), pending(10, "b")]))).is_empty(), "held once");
 
     let alice = crate::domain::event::Actor { user: "alice".into(), origin: "console".into(), role: crate::domain::event::Role::Operator, account: None };
-    let approve = crate::domain::event::Action::ApproveOverrun { tenant: TenantId("a".into()), reason: "deadline".into(), amount: Some(Micros(50_000_000)), until: None };
+    let approve =
+        crate::domain::event::Action::ApproveOverrun { tenant: TenantId("a".into()), reason: "deadline".into(), amount: Some(Micros(50_000_000)), until: None };
     let effects = room.apply(t(4300), &Event::Operator { actor: alice, action: approve });
     assert_eq!(sent(&effects), [(9, SlurmVerb::Release, "budget".to_string())], "the approval releases what the budget held, at once");
     assert!(sent(&room.apply(t(4305), &snap(nodes(), vec![running(7, "a", "n00", &[0]), nine, pending(10, "b")]))).is_empty(), "once");

@@ -95,8 +95,11 @@ fn control_mode_sends_once_waits_for_news_and_never_retries_a_failure_blindly() 
     assert_eq!(sent(&effects), vec![(1, 2, SlurmVerb::Requeue)]);
     // The next poll still shows it running: nothing more while the command is out.
     assert!(sent(&room.apply(t(41), &snapshot(contested()))).is_empty());
-    let effects = room.apply(t(42), &Event::SlurmDone { command: 1, ok: false, message: "scontrol requeue 2: permission denied (Access/permission denied)".into() });
-    assert!(effects.iter().any(|e| matches!(e, Effect::AlarmRaised { id, text } if id == "slurm:commands" && text.contains("permission denied") && text.contains("not retried"))));
+    let effects =
+        room.apply(t(42), &Event::SlurmDone { command: 1, ok: false, message: "scontrol requeue 2: permission denied (Access/permission denied)".into() });
+    assert!(effects.iter().any(
+        |e| matches!(e, Effect::AlarmRaised { id, text } if id == "slurm:commands" && text.contains("permission denied") && text.contains("not retried"))
+    ));
     let audit = effects.iter().find_map(|e| if let Effect::Audit { actor, outcome, .. } = e { Some((actor.clone(), outcome.clone())) } else { None }).unwrap();
     assert_eq!((audit.0.user.as_str(), audit.0.origin.as_str()), ("gpuroom", "policy"));
     assert!(audit.1.unwrap_err().contains("failed: scontrol requeue 2"));
@@ -162,7 +165,8 @@ fn long_waits_raise_one_alarm_per_partition_and_a_failed_poll_marks_the_mirror_s
     let effects = room.apply(t(3500), &snapshot(jobs.clone()));
     assert!(!effects.iter().any(|e| matches!(e, Effect::AlarmRaised { .. })));
     let effects = room.apply(t(3700), &snapshot(jobs.clone()));
-    let text = effects.iter().find_map(|e| if let Effect::AlarmRaised { id, text } = e { (id == "slurm:wait:gpu").then(|| text.clone()) } else { None }).unwrap();
+    let text =
+        effects.iter().find_map(|e| if let Effect::AlarmRaised { id, text } = e { (id == "slurm:wait:gpu").then(|| text.clone()) } else { None }).unwrap();
     assert!(text.contains("1 GPU job(s) pending over 1h") && text.contains("oldest 1"), "{text}");
     let effects = room.apply(t(3800), &snapshot(vec![job(1, "a", SlurmState::Running, 1, 3750)]));
     assert!(effects.iter().any(|e| matches!(e, Effect::AlarmCleared { id } if id == "slurm:wait:gpu")));
@@ -201,7 +205,12 @@ fn a_console_user_acts_on_their_own_slurm_jobs_or_as_an_operator_of_the_account(
     jobs[1].user = "bob".into();
     jobs[2].user = "bob".into();
     room.apply(t(40), &snapshot(jobs));
-    let who = |name: &str, engine: bool| Actor { user: name.into(), origin: "ssh 10.0.0.9".into(), role: Role::Operator, account: Some(OsAccount { name: name.into(), engine }) };
+    let who = |name: &str, engine: bool| Actor {
+        user: name.into(),
+        origin: "ssh 10.0.0.9".into(),
+        role: Role::Operator,
+        account: Some(OsAccount { name: name.into(), engine }),
+    };
     let mut at = 41;
     let mut act = |room: &mut Room, actor: Actor, job: u64, verb: SlurmVerb| {
         at += 1;
@@ -222,7 +231,10 @@ fn a_console_user_acts_on_their_own_slurm_jobs_or_as_an_operator_of_the_account(
     assert_eq!(sent(&act(&mut room, who("root-ops", false), 3, SlurmVerb::Hold)).len(), 1);
     // The engine's own user holds its rights anyway; an actor from an older log is judged as then.
     let mut later = contested();
-    later.extend([SlurmJob { user: "zed".into(), ..job(5, "b", SlurmState::Running, 0, 50) }, SlurmJob { user: "zed".into(), ..job(6, "b", SlurmState::Running, 0, 50) }]);
+    later.extend([
+        SlurmJob { user: "zed".into(), ..job(5, "b", SlurmState::Running, 0, 50) },
+        SlurmJob { user: "zed".into(), ..job(6, "b", SlurmState::Running, 0, 50) },
+    ]);
     room.apply(t(48), &snapshot(later));
     let effects = act(&mut room, who("gpuroom-svc", true), 5, kill());
     assert_eq!(sent(&effects).len(), 1, "{:?}", rejected(&effects));

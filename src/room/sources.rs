@@ -142,7 +142,15 @@ mod tests {
     #[test]
     fn health_figures_reach_the_view_and_unknown_gpus_are_refused() {
         let mut room = room_with_node();
-        let h = GpuHealth { gpu: gpu(2), temp_c: Some(61.0), power_w: Some(312.5), sm_clock_mhz: Some(1410), mem_clock_mhz: None, processes: Some(1), mig_instances: 0 };
+        let h = GpuHealth {
+            gpu: gpu(2),
+            temp_c: Some(61.0),
+            power_w: Some(312.5),
+            sm_clock_mhz: Some(1410),
+            mem_clock_mhz: None,
+            processes: Some(1),
+            mig_instances: 0,
+        };
         assert!(room.apply(t(1), &Event::GpuHealth { readings: vec![h.clone()] }).is_empty());
         assert_eq!(room.view().nodes[0].gpus[2].health, Some(h.clone()));
         let stray = GpuHealth { gpu: GpuRef { node: NodeId(9), index: 0 }, ..h };

@@ -22,9 +22,9 @@ use crate::domain::ids::{JobId, PoolKey};
 use crate::domain::job::{Avoid, JobRisk, Phase, StopReason};
 use crate::domain::text::clean;
 use crate::domain::units::{At, MicrosPerHour, Secs};
+use crate::market::Market;
 use crate::market::bid::{BidInput, Verdict, rebase};
 use crate::market::hazard::{HazardModel, Lifetime};
-use crate::market::Market;
 
 /// A new prior for an instance type's hazard (spot lifetimes from a trace).
 pub fn on_lifetimes(hazard: &mut HazardModel, journal: &mut Journal, now: Option<At>, instance_type: &str, lifetimes: &[Lifetime]) -> Result<(), String> {
@@ -68,7 +68,7 @@ pub struct Watch<'a> {
 }
 
 impl Watch<'_> {
-     /// Recomputes a job's risk, max price and checkpoint interval; returns the
+    /// Recomputes a job's risk, max price and checkpoint interval; returns the
     /// curve's verdict (`Stay` for jobs off spot or with no known price).
     pub fn refresh_risk(&mut self, at: At, id: JobId) -> Verdict {
         self.refresh_risk_with(at, id, None)
@@ -118,8 +118,7 @@ impl Watch<'_> {
         if let Some(job) = self.fleet.jobs.get_mut(&id) {
             // A shorter interval may bring the next save before the scan's horizon.
             let moved = job.risk.as_ref().is_none_or(|r| r.interval != interval.secs);
-            job.risk =
-                Some(Box::new(JobRisk { at, p_next_minute: p, interval: interval.secs, shortened: interval.shortened, bid, base }));
+            job.risk = Some(Box::new(JobRisk { at, p_next_minute: p, interval: interval.secs, shortened: interval.shortened, bid, base }));
             if moved {
                 self.fleet.note_checkpoint_due(&self.config.checkpoint, id);
             }
@@ -132,8 +131,7 @@ impl Watch<'_> {
         if ids.is_empty() {
             return;
         }
-        let counts: BTreeMap<String, u32> =
-            self.fleet.at_risk_by_type().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        let counts: BTreeMap<String, u32> = self.fleet.at_risk_by_type().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
         for id in ids {
             let at_risk = self.fleet.job_node(id).and_then(|n| counts.get(&n.spec.instance_type).copied());
             let verdict = self.refresh_risk_with(at, id, at_risk);

@@ -6,15 +6,14 @@
 //! built, so no pane has to remember to; rates derived for display (burn per
 //! hour, projections) are computed there too, not in the TUI.
 
-
 use serde::{Deserialize, Serialize};
 
+use super::journal::{AuditEntry, LogLine, Severity, Stats};
+use crate::cost::budget::BudgetLevel;
 use crate::domain::cluster::BillingMode;
 use crate::domain::ids::{JobId, NodeId};
 use crate::domain::job::{JobClass, Phase};
-use super::journal::{AuditEntry, LogLine, Severity, Stats};
 use crate::domain::units::{At, Mib, Micros, MicrosPerHour, Secs};
-use crate::cost::budget::BudgetLevel;
 use crate::market::Trend;
 use crate::market::bid::{BidMode, Verdict};
 use crate::sched::fragmentation::ClusterFragmentation;

@@ -5,17 +5,17 @@
 
 use std::collections::BTreeMap;
 
+use super::Room;
 use super::cost::node_rate;
 use super::journal::AuditEntry;
 use super::view::*;
 use super::view_slurm::slurm_view;
-use super::Room;
 use crate::cost::budget::threshold;
 use crate::domain::cluster::{BillingMode, NodeState};
 use crate::domain::ids::JobId;
 use crate::domain::job::Phase;
 use crate::domain::text::clean;
-use crate::domain::units::{start_of_next_month, At, Mib, Micros, MicrosPerHour, Secs};
+use crate::domain::units::{At, Mib, Micros, MicrosPerHour, Secs, start_of_next_month};
 use crate::market::Trend;
 use crate::sched::frag_gradient::{self, Shape};
 use crate::sched::fragmentation::{self};
@@ -23,12 +23,8 @@ use crate::sched::fragmentation::{self};
 impl Room {
     pub fn view(&self) -> View {
         let now = self.now;
-        let mut view = View {
-            at: now,
-            events: self.journal.stats.events,
-            discipline: self.config.sched.discipline.discipline().name().to_string(),
-            ..View::default()
-        };
+        let mut view =
+            View { at: now, events: self.journal.stats.events, discipline: self.config.sched.discipline.discipline().name().to_string(), ..View::default() };
         self.fill_nodes(&mut view);
         self.fill_jobs(&mut view);
         self.fill_market(&mut view);
@@ -49,11 +45,7 @@ impl Room {
             .collect();
         view.alarms.sort_by(|a, b| b.raised_at.cmp(&a.raised_at).then(a.id.cmp(&b.id)));
         view.log = self.journal.log.iter().cloned().collect();
-        view.sources = self
-            .sources
-            .iter()
-            .map(|(name, s)| SourceView { name: name.clone(), ok: s.ok, detail: s.detail.clone(), since: s.since })
-            .collect();
+        view.sources = self.sources.iter().map(|(name, s)| SourceView { name: name.clone(), ok: s.ok, detail: s.detail.clone(), since: s.since }).collect();
         view.slurm = slurm_view(&self.slurm, &self.config.slurm, &self.fleet.tenants);
         view.capacity = self.capacity_view();
         view.audit = self
@@ -82,7 +74,8 @@ impl Room {
         let mut util_sum = 0.0;
         let mut util_n = 0u32;
         // FGD's measure for the typical shapes of what is queued and running.
-        let workload = frag_gradient::workload_of(self.fleet.queued_ids().chain(self.fleet.holding_ids()).filter_map(|id| self.fleet.jobs.get(&id)).map(|j| &j.spec));
+        let workload =
+            frag_gradient::workload_of(self.fleet.queued_ids().chain(self.fleet.holding_ids()).filter_map(|id| self.fleet.jobs.get(&id)).map(|j| &j.spec));
         let time_sharing = self.config.sched.time_sharing;
         let mut frees: Vec<frag_gradient::NodeFree> = Vec::new();
         let mut workload_frag = 0.0;
@@ -190,11 +183,7 @@ impl Room {
         for node in self.fleet.nodes.values() {
             let target = crate::domain::job::PoolTarget::of(&node.spec);
             let row = pools.entry(target.clone()).or_insert_with(|| PoolRow {
-                target: crate::domain::job::PoolTarget {
-                    billing: target.billing,
-                    instance_type: clean(&target.instance_type),
-                    zone: clean(&target.zone),
-                },
+                target: crate::domain::job::PoolTarget { billing: target.billing, instance_type: clean(&target.instance_type), zone: clean(&target.zone) },
                 nodes_up: 0,
                 nodes_total: 0,
                 gpus_free: 0,
@@ -459,9 +448,7 @@ impl Room {
                 }
             }
         }
-        let per = |(cost, n): (i128, i128), scale: i128| {
-            (n > 0).then(|| Micros((cost * scale / n).clamp(i64::MIN.into(), i64::MAX.into()) as i64))
-        };
+        let per = |(cost, n): (i128, i128), scale: i128| (n > 0).then(|| Micros((cost * scale / n).clamp(i64::MIN.into(), i64::MAX.into()) as i64));
         let policy = &self.config.cost.budget;
         let hours_left = (start_of_next_month(now) - now).num_seconds() as f64 / 3600.0;
         for (tenant, spec) in &self.fleet.tenants {
@@ -469,18 +456,15 @@ impl Room {
             let mtd = self.costs.books.month_to_date(tenant, now);
             let budget = spec.monthly_budget;
             let at = |pct: u32| if budget.0 > 0 { threshold(budget, pct) } else { Micros::ZERO };
-            let approval = self
-                .approval(tenant)
-                .filter(|a| crate::cost::books::month_of(a.at) == crate::cost::books::month_of(now))
-                .map(|a| ApprovalView {
-                    user: clean(&a.user),
-                    origin: clean(&a.origin),
-                    at: a.at,
-                    reason: clean(&a.reason),
-                    amount: a.amount,
-                    until: a.until,
-                    in_force: a.covers(budget, policy, mtd, now),
-                });
+            let approval = self.approval(tenant).filter(|a| crate::cost::books::month_of(a.at) == crate::cost::books::month_of(now)).map(|a| ApprovalView {
+                user: clean(&a.user),
+                origin: clean(&a.origin),
+                at: a.at,
+                reason: clean(&a.reason),
+                amount: a.amount,
+                until: a.until,
+                in_force: a.covers(budget, policy, mtd, now),
+            });
             let [requests, tokens] = output.get(tenant.0.as_str()).copied().unwrap_or_default();
             view.budgets.push(BudgetRow {
                 tenant: clean(&tenant.0),
@@ -633,11 +617,7 @@ fn held_memory(gpu: &crate::domain::cluster::Gpu) -> Mib {
 /// A job shape as the memory pane names it: `4×GPU` for whole GPUs,
 /// `1×12.0G` for a share of one.
 fn shape_label(shape: &Shape) -> String {
-    if shape.whole {
-        format!("{}×GPU", shape.gpus)
-    } else {
-        format!("{}×{}", shape.gpus, Mib(shape.per_gpu))
-    }
+    if shape.whole { format!("{}×GPU", shape.gpus) } else { format!("{}×{}", shape.gpus, Mib(shape.per_gpu)) }
 }
 
 #[cfg(test)]

@@ -23,79 +23,77 @@ pub struct Waits<'a> {
 }
 
 impl Waits<'_> {
-/// Once a simulated minute (`last` is when it last looked): queued jobs
-/// past their class's wait limit raise an alarm and are escalated (ordered
-/// first; spot-only ones may use any capacity). The alarm clears when the
-/// job is placed or ends. Returns whether a job was escalated (the queue
-/// must be looked at again).
-pub fn check(&mut self, last: &mut Option<At>, at: At, effects: &mut Vec<Effect>) -> bool {
-    if last.is_some_and(|last| at - last < chrono::TimeDelta::seconds(60)) {
-        return false;
+    /// Once a simulated minute (`last` is when it last looked): queued jobs
+    /// past their class's wait limit raise an alarm and are escalated (ordered
+    /// first; spot-only ones may use any capacity). The alarm clears when the
+    /// job is placed or ends. Returns whether a job was escalated (the queue
+    /// must be looked at again).
+    pub fn check(&mut self, last: &mut Option<At>, at: At, effects: &mut Vec<Effect>) -> bool {
+        if last.is_some_and(|last| at - last < chrono::TimeDelta::seconds(60)) {
+            return false;
+        }
+        *last = Some(at);
+        let (limits, fleet) = (self.limits, &mut *self.fleet);
+        let late: Vec<(JobId, Secs, Secs)> = fleet
+            .queued_ids()
+            .filter_map(|id| fleet.jobs.get(&id))
+            .filter(|j| !j.escalated)
+            .map(|j| (j.spec.id, Secs(j.wait_secs(at)), limits.of(j.spec.class)))
+            .filter(|(_, wait, limit)| wait > limit)
+            .collect();
+        let mut groups: Vec<(TenantId, JobClass)> = Vec::new();
+        let mut escalated = false;
+        for (id, _, _) in late {
+            let Some(job) = fleet.jobs.get_mut(&id) else { continue };
+            job.escalated = true;
+            self.journal.stats.escalations += 1;
+            escalated = true;
+            let group = (job.spec.tags.tenant.clone(), job.spec.class);
+            if !groups.contains(&group) {
+                groups.push(group);
+            }
+        }
+        for (tenant, class) in groups {
+            self.refresh(at, &tenant, class, effects);
+        }
+        escalated
     }
-    *last = Some(at);
-    let (limits, fleet) = (self.limits, &mut *self.fleet);
-    let late: Vec<(JobId, Secs, Secs)> = fleet
-        .queued_ids()
-        .filter_map(|id| fleet.jobs.get(&id))
-        .filter(|j| !j.escalated)
-        .map(|j| (j.spec.id, Secs(j.wait_secs(at)), limits.of(j.spec.class)))
-        .filter(|(_, wait, limit)| wait > limit)
-        .collect();
-    let mut groups: Vec<(TenantId, JobClass)> = Vec::new();
-    let mut escalated = false;
-    for (id, _, _) in late {
-        let Some(job) = fleet.jobs.get_mut(&id) else { continue };
-        job.escalated = true;
-        self.journal.stats.escalations += 1;
-        escalated = true;
-        let group = (job.spec.tags.tenant.clone(), job.spec.class);
-        if !groups.contains(&group) {
-            groups.push(group);
+
+    /// One wait alarm per tenant and job class, not one per job: a backlog
+    /// of thousands is one line an operator can act on (and acknowledge
+    /// once). It names the oldest job and counts the others; it updates in
+    /// place as jobs join or leave it and clears when none is left waiting.
+    /// A job of the group was placed or ended: its alarm, if any, follows.
+    pub fn group_left(&mut self, at: At, tenant: &TenantId, class: JobClass, effects: &mut Vec<Effect>) {
+        // No alarm, nothing to update (and no scan of a long queue on every placement).
+        if self.journal.alarms.contains_key(&wait_alarm_id(tenant, class)) {
+            self.refresh(at, tenant, class, effects);
         }
     }
-    for (tenant, class) in groups {
-        self.refresh(at, &tenant, class, effects);
-    }
-    escalated
-}
 
-/// One wait alarm per tenant and job class, not one per job: a backlog
-/// of thousands is one line an operator can act on (and acknowledge
-/// once). It names the oldest job and counts the others; it updates in
-/// place as jobs join or leave it and clears when none is left waiting.
-/// A job of the group was placed or ended: its alarm, if any, follows.
-pub fn group_left(&mut self, at: At, tenant: &TenantId, class: JobClass, effects: &mut Vec<Effect>) {
-    // No alarm, nothing to update (and no scan of a long queue on every placement).
-    if self.journal.alarms.contains_key(&wait_alarm_id(tenant, class)) {
-        self.refresh(at, tenant, class, effects);
+    fn refresh(&mut self, at: At, tenant: &TenantId, class: JobClass, effects: &mut Vec<Effect>) {
+        let (limits, fleet, journal) = (self.limits, &*self.fleet, &mut *self.journal);
+        let id = wait_alarm_id(tenant, class);
+        let late: Vec<&Job> =
+            fleet.queued_ids().filter_map(|j| fleet.jobs.get(&j)).filter(|j| j.escalated && j.spec.class == class && j.spec.tags.tenant == *tenant).collect();
+        let Some(oldest) = late.iter().max_by_key(|j| (j.wait_secs(at), std::cmp::Reverse(j.spec.id))) else {
+            journal.clear(&id, effects);
+            return;
+        };
+        let limit = limits.of(class);
+        let widened =
+            if late.iter().any(|j| j.spec.pool == PoolPreference::SpotOnly) { ", spot-only ones may now use on-demand or reserved capacity" } else { "" };
+        let (job_id, name, wait) = (oldest.spec.id, clean(&oldest.spec.name), Secs(oldest.wait_secs(at)));
+        let text = match late.len() {
+            1 => format!("{job_id} {name} waited {wait} (limit {limit} for {}): escalated{widened}", class.label()),
+            n => format!("{}: {n} {} jobs waited past {limit}, oldest {job_id} {name} {wait}: escalated{widened}", clean(&tenant.0), class.label()),
+        };
+        match journal.alarms.get_mut(&id) {
+            // Already raised: the count and the oldest change in place, without a log line each time.
+            Some(alarm) => alarm.text = text,
+            None => journal.raise(at, id, text, effects),
+        }
     }
-}
-
-fn refresh(&mut self, at: At, tenant: &TenantId, class: JobClass, effects: &mut Vec<Effect>) {
-    let (limits, fleet, journal) = (self.limits, &*self.fleet, &mut *self.journal);
-    let id = wait_alarm_id(tenant, class);
-    let late: Vec<&Job> = fleet
-        .queued_ids()
-        .filter_map(|j| fleet.jobs.get(&j))
-        .filter(|j| j.escalated && j.spec.class == class && j.spec.tags.tenant == *tenant)
-        .collect();
-    let Some(oldest) = late.iter().max_by_key(|j| (j.wait_secs(at), std::cmp::Reverse(j.spec.id))) else {
-        journal.clear(&id, effects);
-        return;
-    };
-    let limit = limits.of(class);
-    let widened = if late.iter().any(|j| j.spec.pool == PoolPreference::SpotOnly) { ", spot-only ones may now use on-demand or reserved capacity" } else { "" };
-    let (job_id, name, wait) = (oldest.spec.id, clean(&oldest.spec.name), Secs(oldest.wait_secs(at)));
-    let text = match late.len() {
-        1 => format!("{job_id} {name} waited {wait} (limit {limit} for {}): escalated{widened}", class.label()),
-        n => format!("{}: {n} {} jobs waited past {limit}, oldest {job_id} {name} {wait}: escalated{widened}", clean(&tenant.0), class.label()),
-    };
-    match journal.alarms.get_mut(&id) {
-        // Already raised: the count and the oldest change in place, without a log line each time.
-        Some(alarm) => alarm.text = text,
-        None => journal.raise(at, id, text, effects),
-    }
-}
 }
 
 /// The id of a tenant's wait alarm for one job class.

@@ -36,9 +36,7 @@ pub fn reserve(nodes: &BTreeMap<NodeId, Node>, spec: &JobSpec, escalated: bool, 
         // When each eligible GPU becomes free: now if free, else when its last job ends.
         let mut free_at: Vec<At> = eligible
             .iter()
-            .filter_map(|g| {
-                g.allocations.iter().map(|a| ends.get(&a.job).copied()).try_fold(now, |latest, end| end.map(|e| latest.max(e)))
-            })
+            .filter_map(|g| g.allocations.iter().map(|a| ends.get(&a.job).copied()).try_fold(now, |latest, end| end.map(|e| latest.max(e))))
             .collect();
         if (free_at.len() as u32) < wanted {
             continue;
@@ -65,7 +63,8 @@ mod tests {
     fn the_reservation_is_the_earliest_node_where_enough_gpus_free_up() {
         let mut a = Node::new(node_spec(1, BillingMode::Reserved, 4), t(0));
         let mut b = Node::new(node_spec(2, BillingMode::Reserved, 4), t(0));
-        let hold = |n: &mut Node, g: usize, job: u64| n.gpus[g].allocations.push(Allocation { job: JobId(job), offset: Mib(0), size: Mib(16_384), exclusive: true });
+        let hold =
+            |n: &mut Node, g: usize, job: u64| n.gpus[g].allocations.push(Allocation { job: JobId(job), offset: Mib(0), size: Mib(16_384), exclusive: true });
         for g in 0..4 {
             hold(&mut a, g, 1); // one 4-GPU job ending at 1000
         }

@@ -5,8 +5,6 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
-
-
 use super::config::{Resources, SchedConfig};
 pub use crate::domain::discipline::DisciplineKind;
 use crate::domain::ids::TenantId;
@@ -250,7 +248,8 @@ mod tests {
             spec.host_mem = Mib(gb * 1024);
             Job::new(spec, t(id as i64))
         };
-        let jobs: Vec<Job> = (0..10).map(|i| task(i, if i % 2 == 0 { "A" } else { "B" }, if i % 2 == 0 { 1 } else { 3 }, if i % 2 == 0 { 4 } else { 1 })).collect();
+        let jobs: Vec<Job> =
+            (0..10).map(|i| task(i, if i % 2 == 0 { "A" } else { "B" }, if i % 2 == 0 { 1 } else { 3 }, if i % 2 == 0 { 4 } else { 1 })).collect();
         let mut queue: Vec<&Job> = jobs.iter().collect();
         Drf.order(&mut queue, &ctx(&config, &held, capacity, 100));
         // Walk the order placing what fits, as the Room does.

@@ -42,11 +42,7 @@ impl GpuFree {
 
     /// Whether one GPU's worth of `shape` fits here.
     pub fn hosts(&self, shape: &Shape) -> bool {
-        if shape.whole {
-            self.is_untouched() && self.capacity >= shape.per_gpu
-        } else {
-            self.largest >= shape.per_gpu
-        }
+        if shape.whole { self.is_untouched() && self.capacity >= shape.per_gpu } else { self.largest >= shape.per_gpu }
     }
 
     /// This GPU after one GPU's worth of `shape` is placed on it.
@@ -186,11 +182,7 @@ pub const WHOLE_GPU_PACKING: f64 = 0.05;
 /// GPU leaves none, so among nodes its growth barely tells apart the
 /// fuller one wins, and emptier nodes stay whole for multi-GPU jobs.
 pub fn rank_key(growth: f64, left: u64, shape: &Shape) -> f64 {
-    if shape.whole {
-        growth + WHOLE_GPU_PACKING * left as f64
-    } else {
-        growth
-    }
+    if shape.whole { growth + WHOLE_GPU_PACKING * left as f64 } else { growth }
 }
 
 /// Whether placement rank `a` beats `b`: (`rank_key`, free units left on

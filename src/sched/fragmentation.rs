@@ -89,24 +89,12 @@ mod tests {
 
     #[test]
     fn measures_memory_and_gpu_fragmentation() {
-        let mut nodes: BTreeMap<NodeId, Node> = [node_spec(1, BillingMode::Reserved, 2), node_spec(2, BillingMode::Reserved, 2)]
-            .into_iter()
-            .map(|s| (s.id, Node::new(s, t(0))))
-            .collect();
+        let mut nodes: BTreeMap<NodeId, Node> =
+            [node_spec(1, BillingMode::Reserved, 2), node_spec(2, BillingMode::Reserved, 2)].into_iter().map(|s| (s.id, Node::new(s, t(0)))).collect();
         // Node 1 GPU 0: a 4 GiB hole, 8 GiB used, a 4 GiB hole (free 8 GiB, largest 4 GiB).
-        nodes.get_mut(&NodeId(1)).unwrap().gpus[0].allocations.push(Allocation {
-            job: JobId(1),
-            offset: Mib(4096),
-            size: Mib(8192),
-            exclusive: false,
-        });
+        nodes.get_mut(&NodeId(1)).unwrap().gpus[0].allocations.push(Allocation { job: JobId(1), offset: Mib(4096), size: Mib(8192), exclusive: false });
         // Node 2 GPU 1 is taken whole.
-        nodes.get_mut(&NodeId(2)).unwrap().gpus[1].allocations.push(Allocation {
-            job: JobId(2),
-            offset: Mib(0),
-            size: Mib(16_384),
-            exclusive: true,
-        });
+        nodes.get_mut(&NodeId(2)).unwrap().gpus[1].allocations.push(Allocation { job: JobId(2), offset: Mib(0), size: Mib(16_384), exclusive: true });
         let f = measure(&nodes);
         // Free memory: 8 GiB + 16 GiB + 16 GiB = 40 GiB; largest blocks 4 + 16 + 16 = 36 GiB.
         assert_eq!(f.free_memory, 40 * 1024);

@@ -123,7 +123,11 @@ fn fit_best_or_first(node: &Node, spec: &JobSpec, escalated: bool, opts: &Option
             return None;
         }
         // Tightest node: the fewest free GPUs left behind, then the least memory over.
-        let left_behind = if best { (free.len() - wanted) as u64 * 1_000_000 + free.iter().take(wanted).map(|g| u64::from(g.memory.0 - spec.gpu_mem.0)).sum::<u64>() } else { 0 };
+        let left_behind = if best {
+            (free.len() - wanted) as u64 * 1_000_000 + free.iter().take(wanted).map(|g| u64::from(g.memory.0 - spec.gpu_mem.0)).sum::<u64>()
+        } else {
+            0
+        };
         let mut chosen: Vec<&Gpu> = free;
         if best {
             // Smallest units first (a MIG slice before a whole GPU).

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::placement::{fit_on_node, Options};
+use super::placement::{Options, fit_on_node};
 use crate::domain::cluster::Node;
 use crate::domain::ids::{JobId, NodeId};
 use crate::domain::job::JobSpec;

@@ -208,7 +208,8 @@ mod tests {
         let tenants: BTreeMap<_, _> = [tenant("a", 2), tenant("b", 2)].into();
         let fits = cluster(vec![job(1, "a", SlurmState::Running, 2, 100), job(3, "b", SlurmState::Pending, 2, 300)]);
         assert!(reclaim(&fits, &tenants, &BTreeSet::new()).is_empty(), "two GPUs are idle");
-        let greedy = cluster(vec![job(1, "a", SlurmState::Running, 2, 100), job(2, "a", SlurmState::Running, 2, 200), job(3, "b", SlurmState::Pending, 3, 300)]);
+        let greedy =
+            cluster(vec![job(1, "a", SlurmState::Running, 2, 100), job(2, "a", SlurmState::Running, 2, 200), job(3, "b", SlurmState::Pending, 3, 300)]);
         assert!(reclaim(&greedy, &tenants, &BTreeSet::new()).is_empty(), "3 GPUs is beyond b's quota of 2");
         let owners: BTreeMap<_, _> = [tenant("a", 4), tenant("b", 2)].into();
         let snap = cluster(vec![job(1, "a", SlurmState::Running, 2, 100), job(2, "a", SlurmState::Running, 2, 200), job(3, "b", SlurmState::Pending, 2, 300)]);
@@ -218,7 +219,8 @@ mod tests {
     #[test]
     fn a_job_already_ending_frees_its_room_and_nobody_else_is_preempted() {
         let tenants: BTreeMap<_, _> = [tenant("a", 2), tenant("b", 2)].into();
-        let snap = cluster(vec![job(1, "a", SlurmState::Running, 2, 100), job(2, "a", SlurmState::Completing, 2, 200), job(3, "b", SlurmState::Pending, 2, 300)]);
+        let snap =
+            cluster(vec![job(1, "a", SlurmState::Running, 2, 100), job(2, "a", SlurmState::Completing, 2, 200), job(3, "b", SlurmState::Pending, 2, 300)]);
         assert!(reclaim(&snap, &tenants, &BTreeSet::new()).is_empty(), "job 2 is completing (requeued): a's job 1 is within quota");
     }
 

@@ -158,11 +158,7 @@ fn money(file: &str, what: &str, text: &str) -> Result<Micros, ConfigError> {
 }
 
 fn fraction(file: &str, what: &str, value: f64) -> Result<(), ConfigError> {
-    if (0.0..=1.0).contains(&value) {
-        Ok(())
-    } else {
-        Err(ConfigError { file: file.into(), message: format!("{what} must be within 0..=1, got {value}") })
-    }
+    if (0.0..=1.0).contains(&value) { Ok(()) } else { Err(ConfigError { file: file.into(), message: format!("{what} must be within 0..=1, got {value}") }) }
 }
 
 impl SimConfig {
@@ -172,8 +168,7 @@ impl SimConfig {
     }
 
     pub fn parse(file: &str, text: &str) -> Result<SimConfig, ConfigError> {
-        let config: SimConfig = toml::from_str(text)
-            .map_err(|e| ConfigError { file: file.into(), message: crate::sources::toml_message(text, &e) })?;
+        let config: SimConfig = toml::from_str(text).map_err(|e| ConfigError { file: file.into(), message: crate::sources::toml_message(text, &e) })?;
         config.validate(file)?;
         Ok(config)
     }

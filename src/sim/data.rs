@@ -44,20 +44,47 @@ pub const PRICE_DUMPS: &[(&str, &str)] = &[
 
 /// Spot preemption traces (name, JSON text); the zone is the file name's prefix.
 pub const PREEMPTION_TRACES: &[(&str, &str)] = &[
-    ("spot-traces/preemption/aws-04-22-2023/us-east-1c_v100_1.json", include_str!("../../fixtures/spot-traces/preemption/aws-04-22-2023/us-east-1c_v100_1.json")),
-    ("spot-traces/preemption/aws-04-22-2023/us-east-1f_v100_1.json", include_str!("../../fixtures/spot-traces/preemption/aws-04-22-2023/us-east-1f_v100_1.json")),
-    ("spot-traces/preemption/aws-04-22-2023/us-west-2b_v100_1.json", include_str!("../../fixtures/spot-traces/preemption/aws-04-22-2023/us-west-2b_v100_1.json")),
-    ("spot-traces/preemption/aws-04-22-2023/us-west-2c_v100_1.json", include_str!("../../fixtures/spot-traces/preemption/aws-04-22-2023/us-west-2c_v100_1.json")),
+    (
+        "spot-traces/preemption/aws-04-22-2023/us-east-1c_v100_1.json",
+        include_str!("../../fixtures/spot-traces/preemption/aws-04-22-2023/us-east-1c_v100_1.json"),
+    ),
+    (
+        "spot-traces/preemption/aws-04-22-2023/us-east-1f_v100_1.json",
+        include_str!("../../fixtures/spot-traces/preemption/aws-04-22-2023/us-east-1f_v100_1.json"),
+    ),
+    (
+        "spot-traces/preemption/aws-04-22-2023/us-west-2b_v100_1.json",
+        include_str!("../../fixtures/spot-traces/preemption/aws-04-22-2023/us-west-2b_v100_1.json"),
+    ),
+    (
+        "spot-traces/preemption/aws-04-22-2023/us-west-2c_v100_1.json",
+        include_str!("../../fixtures/spot-traces/preemption/aws-04-22-2023/us-west-2c_v100_1.json"),
+    ),
 ];
 
 /// Spot availability traces (name, JSON text): whether a V100 spot instance
 /// could be launched, every 195 s for 45 days; the zone is the file name's prefix.
 pub const AVAILABILITY_TRACES: &[(&str, &str)] = &[
-    ("spot-traces/availability/aws-02-15-2023/us-east-1c_v100_1.json", include_str!("../../fixtures/spot-traces/availability/aws-02-15-2023/us-east-1c_v100_1.json")),
-    ("spot-traces/availability/aws-02-15-2023/us-east-1f_v100_1.json", include_str!("../../fixtures/spot-traces/availability/aws-02-15-2023/us-east-1f_v100_1.json")),
-    ("spot-traces/availability/aws-02-15-2023/us-west-2a_v100_1.json", include_str!("../../fixtures/spot-traces/availability/aws-02-15-2023/us-west-2a_v100_1.json")),
-    ("spot-traces/availability/aws-02-15-2023/us-west-2b_v100_1.json", include_str!("../../fixtures/spot-traces/availability/aws-02-15-2023/us-west-2b_v100_1.json")),
-    ("spot-traces/availability/aws-02-15-2023/us-west-2c_v100_1.json", include_str!("../../fixtures/spot-traces/availability/aws-02-15-2023/us-west-2c_v100_1.json")),
+    (
+        "spot-traces/availability/aws-02-15-2023/us-east-1c_v100_1.json",
+        include_str!("../../fixtures/spot-traces/availability/aws-02-15-2023/us-east-1c_v100_1.json"),
+    ),
+    (
+        "spot-traces/availability/aws-02-15-2023/us-east-1f_v100_1.json",
+        include_str!("../../fixtures/spot-traces/availability/aws-02-15-2023/us-east-1f_v100_1.json"),
+    ),
+    (
+        "spot-traces/availability/aws-02-15-2023/us-west-2a_v100_1.json",
+        include_str!("../../fixtures/spot-traces/availability/aws-02-15-2023/us-west-2a_v100_1.json"),
+    ),
+    (
+        "spot-traces/availability/aws-02-15-2023/us-west-2b_v100_1.json",
+        include_str!("../../fixtures/spot-traces/availability/aws-02-15-2023/us-west-2b_v100_1.json"),
+    ),
+    (
+        "spot-traces/availability/aws-02-15-2023/us-west-2c_v100_1.json",
+        include_str!("../../fixtures/spot-traces/availability/aws-02-15-2023/us-west-2c_v100_1.json"),
+    ),
 ];
 
 pub const PHILLY_JOBS: (&str, &str) = ("jobs/philly-pollux.csv", include_str!("../../fixtures/jobs/philly-pollux.csv"));

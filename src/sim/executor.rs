@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, HashMap};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
-use crate::ckpt::CheckpointKind;
 use super::workload::SimJob;
+use crate::ckpt::CheckpointKind;
 use crate::domain::cluster::NodeSpec;
 use crate::domain::event::{Effect, Event, GpuSample};
 use crate::domain::ids::{GpuRef, JobId, NodeId};
@@ -21,12 +21,31 @@ const STOP_SECS: f64 = 2.0;
 
 #[derive(Clone, Debug)]
 pub enum Step {
-    Ready { job: JobId, run: u64 },
-    Finish { job: JobId, run: u64, at: At },
+    Ready {
+        job: JobId,
+        run: u64,
+    },
+    Finish {
+        job: JobId,
+        run: u64,
+        at: At,
+    },
     /// The run stops progressing and idles (a hung dataloader, a stuck notebook).
-    Hang { job: JobId, run: u64, at: At },
-    CheckpointWritten { job: JobId, run: u64, step: u64, bytes: u64 },
-    Stopped { job: JobId, run: u64 },
+    Hang {
+        job: JobId,
+        run: u64,
+        at: At,
+    },
+    CheckpointWritten {
+        job: JobId,
+        run: u64,
+        step: u64,
+        bytes: u64,
+    },
+    Stopped {
+        job: JobId,
+        run: u64,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -118,8 +137,7 @@ impl Executor {
                 let remaining = sim.spec.steps_total.saturating_sub(*resume_step);
                 let drawn = (rng.random::<f64>() < self.failure_rate && remaining > 1).then(|| resume_step + rng.random_range(1..remaining));
                 let crash_at_step = sim.fails_at_step.filter(|s| s > resume_step).or(drawn);
-                let hang_at_step = (rng.random::<f64>() < self.hang_rate && remaining > 1)
-                    .then(|| resume_step + rng.random_range(1..remaining));
+                let hang_at_step = (rng.random::<f64>() < self.hang_rate && remaining > 1).then(|| resume_step + rng.random_range(1..remaining));
                 let id = self.next_run;
                 self.next_run += 1;
                 self.runs.insert(
@@ -226,11 +244,10 @@ impl Executor {
             }
             // A run whose node was lost while it stopped says nothing: the room
             // took the loss for the stop (and may have placed the job again).
-            Step::Stopped { job, run } => (self.stopping.get(&job).map(|(id, _)| *id) == Some(run))
-                .then(|| {
-                    self.stopping.remove(&job);
-                    Event::JobStopped { job }
-                }),
+            Step::Stopped { job, run } => (self.stopping.get(&job).map(|(id, _)| *id) == Some(run)).then(|| {
+                self.stopping.remove(&job);
+                Event::JobStopped { job }
+            }),
             _ => None,
         };
         (event, more)
@@ -331,4 +348,3 @@ fn steps_of(run: &Run, sim: &SimJob, at: At) -> u64 {
 pub(crate) fn after(at: At, secs: f64) -> At {
     at + chrono::TimeDelta::milliseconds((secs.max(0.0) * 1000.0).ceil() as i64)
 }
-

@@ -27,13 +27,13 @@ use rand_chacha::ChaCha8Rng;
 use crate::domain::capacity::PoolSpec;
 use crate::domain::cluster::{BillingMode, NodeSpec};
 use crate::domain::event::{Effect, Event};
-use crate::domain::job::PoolTarget;
 use crate::domain::ids::{JobId, NodeId, PoolKey};
+use crate::domain::job::PoolTarget;
 use crate::domain::units::{At, MicrosPerHour};
-use crate::sources::{philly, price_history, spot_trace, ParseError};
+use crate::sources::{ParseError, philly, price_history, spot_trace};
 use config::SimConfig;
-use executor::{after, Executor};
-use spot::{Availability, PriceReplay, SpotLife, Transition, NOTICE};
+use executor::{Executor, after};
+use spot::{Availability, NOTICE, PriceReplay, SpotLife, Transition};
 use workload::{SimJob, Workload};
 
 /// Something the world will do at a time.
@@ -49,8 +49,12 @@ enum Pending {
 
 #[derive(Copy, Clone, Debug)]
 enum SpotStep {
-    Notice { deadline: At },
-    Lost { reason: &'static str },
+    Notice {
+        deadline: At,
+    },
+    Lost {
+        reason: &'static str,
+    },
     Relaunch,
     /// A node the room bought has booted.
     Ready,
@@ -155,19 +159,12 @@ pub struct Traces {
 
 impl Traces {
     pub fn embedded() -> Result<Traces, ParseError> {
-        let pages = data::PRICE_DUMPS
-            .iter()
-            .map(|(name, text)| price_history::parse(name, text))
-            .collect::<Result<Vec<_>, _>>()?;
+        let pages = data::PRICE_DUMPS.iter().map(|(name, text)| price_history::parse(name, text)).collect::<Result<Vec<_>, _>>()?;
         let prices = price_history::PriceSeries::merge(pages.iter(), "Linux/UNIX");
-        let preemption = data::PREEMPTION_TRACES
-            .iter()
-            .map(|(name, text)| spot_trace::parse(name, text).map(|t| (name.to_string(), t)))
-            .collect::<Result<Vec<_>, _>>()?;
-        let availability = data::AVAILABILITY_TRACES
-            .iter()
-            .map(|(name, text)| spot_trace::parse(name, text).map(|t| (name.to_string(), t)))
-            .collect::<Result<Vec<_>, _>>()?;
+        let preemption =
+            data::PREEMPTION_TRACES.iter().map(|(name, text)| spot_trace::parse(name, text).map(|t| (name.to_string(), t))).collect::<Result<Vec<_>, _>>()?;
+        let availability =
+            data::AVAILABILITY_TRACES.iter().map(|(name, text)| spot_trace::parse(name, text).map(|t| (name.to_string(), t))).collect::<Result<Vec<_>, _>>()?;
         let (name, text) = data::PHILLY_JOBS;
         let philly = philly::parse(name, text)?;
         Ok(Traces { prices, preemption, availability, philly })
@@ -229,14 +226,10 @@ impl Simulation {
         let spot_pools = specs.iter().filter(|s| s.billing == BillingMode::Spot).map(|s| s.pool());
         let elastic_spot = pool_specs.iter().filter(|p| p.node.billing == BillingMode::Spot).map(|p| p.node.pool());
         for key in spot_pools.chain(elastic_spot).collect::<std::collections::BTreeSet<_>>() {
-            let replay = PriceReplay::new(&traces.prices, &key, start)
-                .ok_or_else(|| SimError::Setup(format!("no embedded spot price history for {key}")))?;
+            let replay = PriceReplay::new(&traces.prices, &key, start).ok_or_else(|| SimError::Setup(format!("no embedded spot price history for {key}")))?;
             prices.push((key, replay));
         }
-        let speeds = specs
-            .iter()
-            .map(|s| (s.id, config.instance_type(&s.instance_type).map(|t| t.speed).unwrap_or(1.0)))
-            .collect();
+        let speeds = specs.iter().map(|s| (s.id, config.instance_type(&s.instance_type).map(|t| t.speed).unwrap_or(1.0))).collect();
         let executor = Executor::new(
             speeds,
             config.workload.failure_rate,

@@ -48,12 +48,7 @@ impl Workload {
         let capacity = config.load_basis_gpus();
         let per_sec = config.target_load * capacity / mean_gpu_secs;
         let arrivals = Exp::new(per_sec).map_err(|e| format!("arrival rate {per_sec}: {e}"))?;
-        Ok(Workload {
-            samples,
-            arrivals,
-            mean_gpu_secs,
-            jobs_per_hour: per_sec * 3600.0,
-        })
+        Ok(Workload { samples, arrivals, mean_gpu_secs, jobs_per_hour: per_sec * 3600.0 })
     }
 
     /// Seconds until the next arrival (Poisson process).

@@ -56,11 +56,7 @@ impl AlibabaPod {
 
 fn rows<T: for<'de> Deserialize<'de>>(source_name: &str, text: &str) -> Result<Vec<T>, ParseError> {
     let mut reader = csv::Reader::from_reader(text.as_bytes());
-    reader
-        .deserialize::<T>()
-        .enumerate()
-        .map(|(i, r)| r.map_err(|e| ParseError::new(source_name, format!("line {}", i + 2), e.to_string())))
-        .collect()
+    reader.deserialize::<T>().enumerate().map(|(i, r)| r.map_err(|e| ParseError::new(source_name, format!("line {}", i + 2), e.to_string()))).collect()
 }
 
 pub fn parse_nodes(source_name: &str, text: &str) -> Result<Vec<AlibabaNode>, ParseError> {

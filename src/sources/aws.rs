@@ -28,8 +28,8 @@ use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region};
 use aws_sdk_ec2::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_ec2::types::{
-    Filter, InstanceInterruptionBehavior, InstanceLifecycleType, InstanceMarketOptionsRequest, InstanceType, MarketType, Placement,
-    ResourceType, SpotInstanceType, SpotMarketOptions, Tag, TagSpecification,
+    Filter, InstanceInterruptionBehavior, InstanceLifecycleType, InstanceMarketOptionsRequest, InstanceType, MarketType, Placement, ResourceType,
+    SpotInstanceType, SpotMarketOptions, Tag, TagSpecification,
 };
 use serde::Deserialize;
 use tokio::sync::mpsc;
@@ -168,11 +168,7 @@ pub async fn client(config: &AwsConfig) -> aws_sdk_ec2::Client {
         .region(Region::new(config.region.clone()))
         .retry_config(RetryConfig::standard().with_max_attempts(attempts).with_initial_backoff(Duration::from_millis(100)))
         .timeout_config(
-            TimeoutConfig::builder()
-                .connect_timeout(attempt)
-                .operation_attempt_timeout(attempt)
-                .operation_timeout(attempt * (attempts + 1))
-                .build(),
+            TimeoutConfig::builder().connect_timeout(attempt).operation_attempt_timeout(attempt).operation_timeout(attempt * (attempts + 1)).build(),
         );
     if let Some(url) = &config.endpoint_url {
         loader = loader.endpoint_url(url.clone());
@@ -421,7 +417,11 @@ pub fn spawn(config: AwsConfig, reports: mpsc::Sender<Report>) -> tokio::task::J
                     next_fleet = next_prices;
                     let first = healthy || failures == 1;
                     healthy = false;
-                    !first || reports.send(Report::Failed { source: "aws ec2".into(), hosts: Vec::new(), why: format!("{e}; next try in {}s", wait.as_secs()) }).await.is_ok()
+                    !first
+                        || reports
+                            .send(Report::Failed { source: "aws ec2".into(), hosts: Vec::new(), why: format!("{e}; next try in {}s", wait.as_secs()) })
+                            .await
+                            .is_ok()
                 }
             };
             if !sent {

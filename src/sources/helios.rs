@@ -68,11 +68,7 @@ pub fn parse(source_name: &str, text: &str) -> Result<Vec<HeliosSample>, ParseEr
             return Err(ParseError::new(source_name, line, format!("gpu_utilization {} is not a number in 0..=1", row.gpu_utilization)));
         }
         if row.running_gpu_num > row.total_gpu_num {
-            return Err(ParseError::new(
-                source_name,
-                line,
-                format!("running_gpu_num {} exceeds total_gpu_num {}", row.running_gpu_num, row.total_gpu_num),
-            ));
+            return Err(ParseError::new(source_name, line, format!("running_gpu_num {} exceeds total_gpu_num {}", row.running_gpu_num, row.total_gpu_num)));
         }
         samples.push(HeliosSample {
             at,

@@ -68,10 +68,7 @@ impl ImdsError {
     /// The URL that failed.
     pub fn url(&self) -> &str {
         match self {
-            ImdsError::Timeout { url, .. }
-            | ImdsError::Connect { url, .. }
-            | ImdsError::Status { url, .. }
-            | ImdsError::Parse { url, .. } => url,
+            ImdsError::Timeout { url, .. } | ImdsError::Connect { url, .. } | ImdsError::Status { url, .. } | ImdsError::Parse { url, .. } => url,
         }
     }
 }
@@ -89,9 +86,7 @@ struct Rebalance {
 }
 
 fn parse_time(source: &str, field: &str, text: &str) -> Result<At, ParseError> {
-    DateTime::parse_from_rfc3339(text)
-        .map(|t| t.to_utc())
-        .map_err(|e| ParseError::new(source, field, format!("{text:?} is not an RFC 3339 time: {e}")))
+    DateTime::parse_from_rfc3339(text).map(|t| t.to_utc()).map_err(|e| ParseError::new(source, field, format!("{text:?} is not an RFC 3339 time: {e}")))
 }
 
 /// `spot/instance-action`: `{"action": "terminate", "time": "2026-12-02T21:00:00Z"}`.
@@ -142,12 +137,7 @@ impl Imds {
         // The metadata address is link-local: an HTTP_PROXY would never reach
         // it. A redirect is never followed: the session token would go with
         // the request to wherever the answer pointed.
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(timeout)
-            .build()
-            .map_err(|e| chain(&e));
+        let client = reqwest::Client::builder().no_proxy().redirect(reqwest::redirect::Policy::none()).timeout(timeout).build().map_err(|e| chain(&e));
         Imds {
             endpoint: config.endpoint.trim_end_matches('/').to_string(),
             timeout,
@@ -186,12 +176,7 @@ impl Imds {
         (notices, error)
     }
 
-    fn parse_body<T>(
-        &self,
-        path: &str,
-        body: Option<String>,
-        parse: fn(&str) -> Result<T, ParseError>,
-    ) -> Result<Option<T>, ImdsError> {
+    fn parse_body<T>(&self, path: &str, body: Option<String>, parse: fn(&str) -> Result<T, ParseError>) -> Result<Option<T>, ImdsError> {
         body.map(|b| parse(&b)).transpose().map_err(|error| ImdsError::Parse { url: self.url(path), error })
     }
 
@@ -271,10 +256,8 @@ impl Imds {
                 return Err(ImdsError::Parse { url: url.to_string(), error: ParseError::new(url, "body", message) });
             }
         }
-        String::from_utf8(bytes).map_err(|e| ImdsError::Parse {
-            url: url.to_string(),
-            error: ParseError::new(url, format!("byte {}", e.utf8_error().valid_up_to()), "not UTF-8"),
-        })
+        String::from_utf8(bytes)
+            .map_err(|e| ImdsError::Parse { url: url.to_string(), error: ParseError::new(url, format!("byte {}", e.utf8_error().valid_up_to()), "not UTF-8") })
     }
 
     async fn status_error(&self, response: reqwest::Response, url: &str, status: u16) -> ImdsError {

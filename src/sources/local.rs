@@ -31,7 +31,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use nix::sys::signal::{kill, killpg, Signal};
+use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 use serde::Deserialize;
 use tokio::io::{AsyncReadExt, AsyncSeekExt};

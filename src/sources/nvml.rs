@@ -10,10 +10,10 @@
 
 use std::time::Duration;
 
+use nvml_wrapper::Nvml;
 use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
 use nvml_wrapper::enums::device::UsedGpuMemory;
 use nvml_wrapper::error::NvmlError;
-use nvml_wrapper::Nvml;
 use serde::Deserialize;
 
 use super::report::{GpuProcess, GpuReading, Report};
@@ -144,7 +144,15 @@ fn device_raw(device: &nvml_wrapper::Device<'_>) -> RawGpu {
             .running_compute_processes()
             .map(|ps| {
                 ps.iter()
-                    .map(|p| (p.pid, match p.used_gpu_memory { UsedGpuMemory::Used(b) => Some(b), UsedGpuMemory::Unavailable => None }))
+                    .map(|p| {
+                        (
+                            p.pid,
+                            match p.used_gpu_memory {
+                                UsedGpuMemory::Used(b) => Some(b),
+                                UsedGpuMemory::Unavailable => None,
+                            },
+                        )
+                    })
                     .collect()
             })
             .unwrap_or_default(),
@@ -213,13 +221,16 @@ pub fn spawn(config: NvmlConfig, reports: tokio::sync::mpsc::Sender<Report>) -> 
                 Ok((readings, problems)) => {
                     let recovered = failing.take().is_some() || !announced;
                     announced = true;
-                    let detail = format!("{} GPUs on {host}{}", readings.iter().filter(|r| r.mig_instance.is_none()).count(), d.driver_version().map(|v| format!(", driver {v}")).unwrap_or_default());
+                    let detail = format!(
+                        "{} GPUs on {host}{}",
+                        readings.iter().filter(|r| r.mig_instance.is_none()).count(),
+                        d.driver_version().map(|v| format!(", driver {v}")).unwrap_or_default()
+                    );
                     let healthy = (recovered || !problems.is_empty()).then(|| {
                         let extra = if problems.is_empty() { String::new() } else { format!("; {}", problems.join("; ")) };
                         Report::Healthy { source: "nvml".into(), detail: format!("{detail}{extra}") }
                     });
-                    healthy.is_none_or(|h| reports.blocking_send(h).is_ok())
-                        && reports.blocking_send(Report::Gpus { source: "nvml".into(), readings }).is_ok()
+                    healthy.is_none_or(|h| reports.blocking_send(h).is_ok()) && reports.blocking_send(Report::Gpus { source: "nvml".into(), readings }).is_ok()
                 }
                 Err(why) => {
                     let changed = failing.as_deref() != Some(why.as_str());

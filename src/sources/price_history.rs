@@ -58,8 +58,7 @@ pub fn parse(source_name: &str, text: &str) -> Result<PricePage, ParseError> {
     for (i, value) in response.spot_price_history.into_iter().enumerate() {
         let position = format!("entry {i}");
         let entry = Entry::deserialize(value).map_err(|e| ParseError::new(source_name, position.clone(), e.to_string()))?;
-        let price = Micros::parse_decimal(&entry.spot_price)
-            .map_err(|e| ParseError::new(source_name, position.clone(), format!("SpotPrice: {e}")))?;
+        let price = Micros::parse_decimal(&entry.spot_price).map_err(|e| ParseError::new(source_name, position.clone(), format!("SpotPrice: {e}")))?;
         if price.0 < 0 {
             return Err(ParseError::new(source_name, position, format!("negative SpotPrice {:?}", entry.spot_price)));
         }
@@ -75,11 +74,7 @@ pub fn parse(source_name: &str, text: &str) -> Result<PricePage, ParseError> {
             return Err(ParseError::new(
                 source_name,
                 position,
-                format!(
-                    "Timestamp {} is newer than entry {}'s {before}: a page must be newest first",
-                    entry.timestamp,
-                    i.saturating_sub(1)
-                ),
+                format!("Timestamp {} is newer than entry {}'s {before}: a page must be newest first", entry.timestamp, i.saturating_sub(1)),
             ));
         }
         previous = Some((at, entry.timestamp));
@@ -202,10 +197,7 @@ mod tests {
         let swapped = PAGE.replace("2020-02-20T19:00:00.000Z", "2020-02-20T20:30:00.000Z");
         let err = parse("order.json", &swapped).unwrap_err();
         assert_eq!((err.source_name.as_str(), err.position.as_str()), ("order.json", "entry 2"));
-        assert_eq!(
-            err.message,
-            "Timestamp 2020-02-20T20:30:00.000Z is newer than entry 1's 2020-02-20T20:00:00.000Z: a page must be newest first"
-        );
+        assert_eq!(err.message, "Timestamp 2020-02-20T20:30:00.000Z is newer than entry 1's 2020-02-20T20:00:00.000Z: a page must be newest first");
         // Equal times (several zones quoted at once) are in order.
         let tie = PAGE.replace("2020-02-20T19:00:00.000Z", "2020-02-20T20:00:00.000Z");
         assert!(parse("tie.json", &tie).is_ok());

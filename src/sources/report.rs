@@ -89,24 +89,58 @@ pub enum NoticeKind {
 pub enum Report {
     /// A source's readings; GPUs of the hosts it covers that are missing from
     /// it are left as they were.
-    Gpus { source: String, readings: Vec<GpuReading> },
+    Gpus {
+        source: String,
+        readings: Vec<GpuReading>,
+    },
     /// A source (or the part of it covering `hosts`) could not be read:
     /// those hosts' GPUs are stale until the next good reading.
-    Failed { source: String, hosts: Vec<String>, why: String },
+    Failed {
+        source: String,
+        hosts: Vec<String>,
+        why: String,
+    },
     /// A source that had failed answers again (or answered for the first time).
-    Healthy { source: String, detail: String },
-    Prices { points: Vec<PricePoint> },
-    Fleet { instances: Vec<Instance> },
+    Healthy {
+        source: String,
+        detail: String,
+    },
+    Prices {
+        points: Vec<PricePoint>,
+    },
+    Fleet {
+        instances: Vec<Instance>,
+    },
     /// The metadata service of `host` announced an interruption or rebalance.
-    Notice { host: String, kind: NoticeKind, deadline: Option<At> },
+    Notice {
+        host: String,
+        kind: NoticeKind,
+        deadline: Option<At>,
+    },
     /// What a Slurm cluster reported, all at once.
-    Slurm { snapshot: crate::domain::slurm::SlurmSnapshot },
+    Slurm {
+        snapshot: crate::domain::slurm::SlurmSnapshot,
+    },
     /// The room's launch `request` got these instances (all it asked for).
-    Launched { request: u64, instances: Vec<Instance> },
-    LaunchFailed { request: u64, count: u32, failure: crate::domain::capacity::LaunchFailure, message: String },
+    Launched {
+        request: u64,
+        instances: Vec<Instance>,
+    },
+    LaunchFailed {
+        request: u64,
+        count: u32,
+        failure: crate::domain::capacity::LaunchFailure,
+        message: String,
+    },
     /// The instance behind `node` was terminated as the room asked.
-    Released { node: crate::domain::ids::NodeId, instance: String },
-    ReleaseFailed { node: crate::domain::ids::NodeId, message: String },
+    Released {
+        node: crate::domain::ids::NodeId,
+        instance: String,
+    },
+    ReleaseFailed {
+        node: crate::domain::ids::NodeId,
+        message: String,
+    },
     /// Already a core event (the local executor speaks in job ids).
     Core(Event),
 }

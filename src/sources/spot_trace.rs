@@ -94,10 +94,7 @@ mod tests {
     #[test]
     fn runs_ending_in_zero_are_interruptions_and_the_last_is_censored() {
         let trace = parse("t.json", r#"{"metadata": {"gap_seconds": 32}, "data": [0, 1, 1, 0, 0, 1, 1, 1]}"#).unwrap();
-        assert_eq!(
-            trace.lifetimes(),
-            vec![Lifetime { secs: Secs(64), interrupted: true }, Lifetime { secs: Secs(96), interrupted: false }]
-        );
+        assert_eq!(trace.lifetimes(), vec![Lifetime { secs: Secs(64), interrupted: true }, Lifetime { secs: Secs(96), interrupted: false }]);
         assert!((trace.availability() - 5.0 / 8.0).abs() < 1e-12);
     }
 

@@ -10,7 +10,7 @@
 
 use rusqlite::params;
 
-use super::db::{at_text, Store, StoreError};
+use super::db::{Store, StoreError, at_text};
 use crate::domain::event::{Action, Actor, Role};
 use crate::domain::units::At;
 
@@ -79,14 +79,9 @@ impl Store {
 
     /// Every audit row, oldest first.
     pub fn audit_records(&self) -> Result<Vec<AuditRecord>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT at, user, origin, role, verb, action, outcome, detail FROM audit ORDER BY id")
-            .map_err(|e| self.sql_err(e))?;
+        let mut stmt = self.conn.prepare("SELECT at, user, origin, role, verb, action, outcome, detail FROM audit ORDER BY id").map_err(|e| self.sql_err(e))?;
         let rows = stmt
-            .query_map([], |r| {
-                Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?, r.get::<_, String>(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?))
-            })
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?, r.get::<_, String>(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?)))
             .map_err(|e| self.sql_err(e))?;
         let mut out = Vec::new();
         for row in rows {

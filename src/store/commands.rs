@@ -27,9 +27,15 @@ use crate::room::view::View;
 pub enum CommandState {
     Pending,
     /// Carried out: what was done, and the sequence number of its event.
-    Applied { detail: String, event_seq: i64 },
+    Applied {
+        detail: String,
+        event_seq: i64,
+    },
     /// Refused by the engine: why (the event, if it got that far).
-    Refused { reason: String, event_seq: Option<i64> },
+    Refused {
+        reason: String,
+        event_seq: Option<i64>,
+    },
 }
 
 /// A command waiting for the engine. `action` is `Err` when the row does not
@@ -79,9 +85,7 @@ fn command_state_by_ticket(conn: &Connection, ticket: &str) -> rusqlite::Result<
 /// The newest view if it is newer than `after_ms`.
 fn latest_view(conn: &Connection, path: &Path, after_ms: i64) -> Result<Option<Published>, StoreError> {
     let row: Option<(i64, i64, String)> = conn
-        .query_row("SELECT seq, published_ms, view FROM views WHERE id = 1 AND published_ms > ?1", params![after_ms], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-        })
+        .query_row("SELECT seq, published_ms, view FROM views WHERE id = 1 AND published_ms > ?1", params![after_ms], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
         .optional()
         .map_err(|e| Store::wrap(path, e))?;
     row.map(|(seq, published_ms, json)| {
@@ -106,10 +110,19 @@ impl Store {
     /// Files a command under `ticket` (inside the open batch), pending, or
     /// says it is known. An `Err` action (a frame that did not decode) is
     /// filed refused at once, with an audit row, and never applied.
-    pub fn queue_command(&mut self, at: crate::domain::units::At, ticket: &str, now_ms: i64, actor: &Actor, action: Result<&Action, &str>) -> Result<Queued, StoreError> {
+    pub fn queue_command(
+        &mut self,
+        at: crate::domain::units::At,
+        ticket: &str,
+        now_ms: i64,
+        actor: &Actor,
+        action: Result<&Action, &str>,
+    ) -> Result<Queued, StoreError> {
         let known: Option<(i64, String, Option<String>, Option<i64>)> = self
             .conn
-            .query_row("SELECT id, state, outcome, event_seq FROM commands WHERE ticket = ?1", params![ticket], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .query_row("SELECT id, state, outcome, event_seq FROM commands WHERE ticket = ?1", params![ticket], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
             .optional()
             .map_err(|e| self.sql_err(e))?;
         if let Some((id, state, outcome, seq)) = known {
@@ -138,10 +151,8 @@ impl Store {
 
     /// The commands waiting, oldest first.
     pub fn pending_commands(&self, limit: usize) -> Result<Vec<PendingCommand>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT id, actor, action FROM commands WHERE state = 'pending' ORDER BY id LIMIT ?1")
-            .map_err(|e| self.sql_err(e))?;
+        let mut stmt =
+            self.conn.prepare_cached("SELECT id, actor, action FROM commands WHERE state = 'pending' ORDER BY id LIMIT ?1").map_err(|e| self.sql_err(e))?;
         let rows = stmt
             .query_map(params![limit as i64], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?)))
             .map_err(|e| self.sql_err(e))?;

@@ -4,14 +4,14 @@
 
 use std::path::{Path, PathBuf};
 
-use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
-use crate::room::RoomConfig;
-use crate::domain::units::At;
 use super::file::{self, Access, FileError};
 use super::frames::FrameBases;
 use super::schema;
+use crate::domain::units::At;
+use crate::room::RoomConfig;
 
 /// What started a recorded run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -129,10 +129,7 @@ fn migration_for(version: i64) -> Result<String, String> {
 /// A version this gpuroom does not know: newer (the usual case) or nonsense.
 fn unknown_version(version: i64) -> String {
     if version > schema::SCHEMA_VERSION {
-        format!(
-            "schema version {version} was written by a newer gpuroom (this one reads versions 1 to {}): open it with that version",
-            schema::SCHEMA_VERSION
-        )
+        format!("schema version {version} was written by a newer gpuroom (this one reads versions 1 to {}): open it with that version", schema::SCHEMA_VERSION)
     } else {
         format!("unsupported schema version {version}")
     }
@@ -198,7 +195,8 @@ impl Store {
     fn build(tmp: &Path, meta_json: &str, access: &Access, seed: &dyn Fn(&Connection) -> rusqlite::Result<()>) -> Result<(), StoreError> {
         let wrap = |e| Self::wrap(tmp, e);
         let conn = Connection::open_with_flags(tmp, OpenFlags::SQLITE_OPEN_READ_WRITE).map_err(wrap)?;
-        let tables = [schema::LOG.to_string(), schema::ledger(), schema::audit(), schema::LEASE.into(), schema::COMMANDS.into(), schema::COMMANDS_GUARDS.into()];
+        let tables =
+            [schema::LOG.to_string(), schema::ledger(), schema::audit(), schema::LEASE.into(), schema::COMMANDS.into(), schema::COMMANDS_GUARDS.into()];
         conn.execute_batch(&format!("BEGIN; {}; COMMIT;", tables.join(";\n"))).map_err(wrap)?;
         conn.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?1), ('run', ?2)", params![schema::SCHEMA_VERSION.to_string(), meta_json])
             .map_err(wrap)?;
@@ -244,10 +242,8 @@ impl Store {
                     Ok(store) if store.schema_version().is_ok() => store,
                     Ok(_) | Err(_) => {
                         let mut store = Self::open_immutable(path)?;
-                        store.note = Some(format!(
-                            "{} cannot be read here (read-only): the newest commits in it are not shown",
-                            file::sibling(path, "-wal").display()
-                        ));
+                        store.note =
+                            Some(format!("{} cannot be read here (read-only): the newest commits in it are not shown", file::sibling(path, "-wal").display()));
                         store
                     }
                 }
@@ -315,7 +311,9 @@ impl Store {
             store.conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('log_group', ?1)", params![group.to_string()]).map_err(|e| store.sql_err(e))?;
         }
         if file::make_owner_only(path) {
-            store.note = Some(format!("{shown} was readable by its group (an older gpuroom's sharing); it is its owner's alone now, and the group attaches through the engine's socket"));
+            store.note = Some(format!(
+                "{shown} was readable by its group (an older gpuroom's sharing); it is its owner's alone now, and the group attaches through the engine's socket"
+            ));
         }
         store.conn.execute_batch(schema::COMMANDS_GUARDS).map_err(|e| store.sql_err(e))?;
         let last: Option<i64> = store.conn.query_row("SELECT MAX(seq) FROM events", [], |r| r.get(0)).map_err(|e| store.sql_err(e))?;
@@ -372,19 +370,15 @@ impl Store {
 
     fn schema_version(&self) -> Result<i64, StoreError> {
         let format = |message: String| StoreError::Format { path: self.path.display().to_string(), message };
-        let version: Option<String> = self
-            .conn
-            .query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0))
-            .optional()
-            .map_err(|e| {
-                use rusqlite::ErrorCode::*;
-                match e.sqlite_error_code() {
-                    // It could not be read at all: say why, not what it is.
-                    Some(CannotOpen | ReadOnly | PermissionDenied | DatabaseBusy | DatabaseLocked | SystemIoFailure) => format(explain(&e)),
-                    // It opened but holds no gpuroom tables: that is what it is.
-                    _ => format(format!("not a gpuroom event log: {}", explain(&e))),
-                }
-            })?;
+        let version: Option<String> = self.conn.query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0)).optional().map_err(|e| {
+            use rusqlite::ErrorCode::*;
+            match e.sqlite_error_code() {
+                // It could not be read at all: say why, not what it is.
+                Some(CannotOpen | ReadOnly | PermissionDenied | DatabaseBusy | DatabaseLocked | SystemIoFailure) => format(explain(&e)),
+                // It opened but holds no gpuroom tables: that is what it is.
+                _ => format(format!("not a gpuroom event log: {}", explain(&e))),
+            }
+        })?;
         let version = version.ok_or_else(|| format("not a gpuroom event log (no schema version)".into()))?;
         version.parse().map_err(|_| format(format!("unsupported schema version {version:?}")))
     }
@@ -455,7 +449,10 @@ impl Store {
         let recorded: Option<String> =
             self.conn.query_row("SELECT value FROM meta WHERE key = 'log_group'", [], |r| r.get(0)).optional().map_err(|e| self.sql_err(e))?;
         if let Some(group) = recorded {
-            return group.parse().map(Some).map_err(|_| StoreError::Format { path: self.path.display().to_string(), message: format!("meta log_group: {group:?} is not a group id") });
+            return group
+                .parse()
+                .map(Some)
+                .map_err(|_| StoreError::Format { path: self.path.display().to_string(), message: format!("meta log_group: {group:?} is not a group id") });
         }
         use std::os::unix::fs::{MetadataExt, PermissionsExt};
         Ok(std::fs::metadata(&self.path).ok().filter(|m| m.permissions().mode() & 0o040 != 0).map(|m| m.gid()))
@@ -528,4 +525,3 @@ impl Drop for Store {
         }
     }
 }
-

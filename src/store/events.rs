@@ -14,9 +14,9 @@
 //!
 //! Owns the events' and snapshots' SQL; knows nothing of what events mean.
 
-use rusqlite::{params, OptionalExtension};
+use rusqlite::{OptionalExtension, params};
 
-use super::db::{at_text, Store, StoreError};
+use super::db::{Store, StoreError, at_text};
 use super::frames::{self, Basis, FrameError};
 use crate::domain::event::Event;
 use crate::domain::units::At;
@@ -70,9 +70,7 @@ impl Store {
         let mut deflated = flate2::write::ZlibEncoder::new(Vec::with_capacity(json.len() / 8), flate2::Compression::fast());
         let deflated = std::io::Write::write_all(&mut deflated, &json).and_then(|_| deflated.finish()).map_err(|e| self.format_err(e.to_string()))?;
         let at = room.now().map(at_text).unwrap_or_default();
-        self.conn
-            .execute("INSERT OR REPLACE INTO snapshots (seq, at, room) VALUES (?1, ?2, ?3)", params![seq, at, deflated])
-            .map_err(|e| self.sql_err(e))?;
+        self.conn.execute("INSERT OR REPLACE INTO snapshots (seq, at, room) VALUES (?1, ?2, ?3)", params![seq, at, deflated]).map_err(|e| self.sql_err(e))?;
         // Only the newest snapshot is ever read, and the log rebuilds any
         // other; keeping every one grew a simulated month's log by gigabytes
         // (the room holds every job it has seen). The one before stays too.
@@ -111,10 +109,8 @@ impl Store {
 
     /// The room's JSON as the engine saved it after event `seq` (inflated).
     pub fn snapshot_json(&self, seq: i64) -> Result<Vec<u8>, StoreError> {
-        let saved: rusqlite::types::Value = self
-            .conn
-            .query_row("SELECT room FROM snapshots WHERE seq = ?1", params![seq], |r| r.get(0))
-            .map_err(|e| Self::wrap(&self.path, e))?;
+        let saved: rusqlite::types::Value =
+            self.conn.query_row("SELECT room FROM snapshots WHERE seq = ?1", params![seq], |r| r.get(0)).map_err(|e| Self::wrap(&self.path, e))?;
         match saved {
             rusqlite::types::Value::Blob(deflated) => {
                 let mut json = Vec::with_capacity(deflated.len() * 8);
@@ -152,7 +148,9 @@ impl Store {
         let until_ms = until.map(|u| u.timestamp_millis());
         let row: Option<(String, i64)> = self
             .conn
-            .query_row("SELECT at, at_ms FROM events WHERE ?1 IS NULL OR at_ms < ?1 ORDER BY seq DESC LIMIT 1", params![until_ms], |r| Ok((r.get(0)?, r.get(1)?)))
+            .query_row("SELECT at, at_ms FROM events WHERE ?1 IS NULL OR at_ms < ?1 ORDER BY seq DESC LIMIT 1", params![until_ms], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
             .optional()
             .map_err(|e| self.sql_err(e))?;
         row.map(|(text, ms)| event_time(&text, ms).map_err(|e| self.format_err(e))).transpose()
@@ -182,7 +180,8 @@ impl Store {
             packed: row.get(5).map_err(get)?,
         };
         let sum: Option<i64> = row.get(6).map_err(get)?;
-        let found = Row { seq: read.seq, at: read.at.clone(), at_ms: read.at_ms, kind: &read.kind, body: &read.body, packed: read.packed.as_deref() }.checksum();
+        let found =
+            Row { seq: read.seq, at: read.at.clone(), at_ms: read.at_ms, kind: &read.kind, body: &read.body, packed: read.packed.as_deref() }.checksum();
         match sum {
             Some(sum) if sum != found => Err(StoreError::BadEvent {
                 path: self.path.display().to_string(),

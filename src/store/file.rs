@@ -33,7 +33,10 @@ use std::path::{Path, PathBuf};
 pub enum FileError {
     /// Another process created the log first.
     Raced(PathBuf),
-    At { path: PathBuf, message: String },
+    At {
+        path: PathBuf,
+        message: String,
+    },
 }
 
 /// Who may use a log besides its owner.

@@ -107,20 +107,14 @@ impl Basis {
             .map(|(at, &(job, step))| Progressed { job, step, moved: at.map_or(0, |at| step.wrapping_sub(before[at].step) as i64) })
             .collect();
         let mem_moves = match previous {
-            Some(p) if same_gpus(&p.gpus, gpus) => gpus.iter().zip(&p.gpus).map(|(now, before)| i64::from(now.2 .0) - i64::from(before.2 .0)).collect(),
+            Some(p) if same_gpus(&p.gpus, gpus) => gpus.iter().zip(&p.gpus).map(|(now, before)| i64::from(now.2.0) - i64::from(before.2.0)).collect(),
             Some(p) => {
                 let slots = p.slots();
-                gpus.iter().map(|now| slots.get(&now.0).map_or(0, |&j| i64::from(now.2 .0) - i64::from(p.gpus[j].2 .0))).collect()
+                gpus.iter().map(|now| slots.get(&now.0).map_or(0, |&j| i64::from(now.2.0) - i64::from(p.gpus[j].2.0))).collect()
             }
             None => vec![0; gpus.len()],
         };
-        Basis {
-            seq,
-            since_key: if key { 0 } else { previous.map_or(0, |p| p.since_key + 1) },
-            gpus: gpus.to_vec(),
-            mem_moves,
-            progress,
-        }
+        Basis { seq, since_key: if key { 0 } else { previous.map_or(0, |p| p.since_key + 1) }, gpus: gpus.to_vec(), mem_moves, progress }
     }
 
     /// Where each GPU is in the base's list: needed only when a frame's list
@@ -277,7 +271,7 @@ fn encode_gpus(w: &mut Vec<u8>, base: Option<&Basis>, gpus: &[GpuSample]) {
         let s = &gpus[first];
         let (util_before, mem_predicted) = prediction(before[first]);
         put_util(w, s.1, util_before);
-        put_varint(w, zigzag(i64::from(s.2 .0) - mem_predicted));
+        put_varint(w, zigzag(i64::from(s.2.0) - mem_predicted));
         next = first + len;
     }
 }
@@ -337,7 +331,7 @@ fn decode_gpus(r: &mut Reader, base: Option<&Basis>) -> Result<Vec<GpuSample>, F
 /// memory moved once more as it last moved.
 fn prediction(before: Option<(&GpuSample, i64)>) -> (u64, i64) {
     match before {
-        Some((p, moved)) => (exact_tenths(p.1).unwrap_or(0), i64::from(p.2 .0) + moved),
+        Some((p, moved)) => (exact_tenths(p.1).unwrap_or(0), i64::from(p.2.0) + moved),
         None => (0, 0),
     }
 }

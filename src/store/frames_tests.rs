@@ -7,7 +7,7 @@ type Samples = (Vec<(GpuRef, u32, u32)>, Vec<(JobId, u64)>);
 
 /// Samples compared bit for bit (a NaN utilization must come back as the same NaN).
 fn bits(t: &Telemetry) -> Samples {
-    (t.0.iter().map(|s| (s.0, s.1.to_bits(), s.2 .0)).collect(), t.1.clone())
+    (t.0.iter().map(|s| (s.0, s.1.to_bits(), s.2.0)).collect(), t.1.clone())
 }
 
 /// Encodes the sequence as a writer would (a delta from each frame before,

@@ -10,13 +10,13 @@
 use chrono::Datelike;
 use rusqlite::params;
 
-use super::db::{at_text, Store, StoreError};
+use super::db::{Store, StoreError, at_text};
 use super::words::Word;
+use crate::cost::ledger::{LedgerLine, LineKind};
 use crate::domain::cluster::BillingMode;
 use crate::domain::ids::{JobId, NodeId, TenantId};
 use crate::domain::job::Tags;
 use crate::domain::units::{At, Micros};
-use crate::cost::ledger::{LedgerLine, LineKind};
 
 /// An attribution level to roll up by.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

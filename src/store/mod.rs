@@ -37,9 +37,9 @@ pub mod commands;
 mod db;
 mod events;
 pub mod file;
+mod frames;
 pub mod lease;
 pub mod ledger;
-mod frames;
 mod schema;
 mod words;
 

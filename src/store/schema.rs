@@ -189,7 +189,6 @@ ALTER TABLE commands ADD COLUMN ticket TEXT;
 CREATE UNIQUE INDEX IF NOT EXISTS commands_ticket ON commands (ticket);
 UPDATE meta SET value = '5' WHERE key = 'schema_version';";
 
-
 /// Logs from before version 4, opened read-only: empty temporary tables.
 pub(super) const LEGACY_COMMANDS: &str = "
 CREATE TEMP TABLE IF NOT EXISTS commands (id INTEGER PRIMARY KEY, submitted_ms INTEGER, actor TEXT, action TEXT, state TEXT, outcome TEXT, event_seq INTEGER, done_ms INTEGER);

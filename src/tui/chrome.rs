@@ -14,9 +14,9 @@ use ratatui::widgets::Widget;
 
 use super::app::App;
 use super::commands::{Act, COMMANDS};
+use super::context::DrawContext;
 use super::fmt::{self, put};
 use super::log::severity_style;
-use super::context::DrawContext;
 use super::theme::Theme;
 use crate::domain::units::Secs;
 use crate::room::View;

@@ -29,9 +29,24 @@ use crate::room::View;
 use crate::sched::DisciplineKind;
 
 pub const COMMAND_NAMES: [&str; 17] = [
-    "preempt", "requeue", "migrate", "cancel", "approve", "ack", "discipline", "filter", "sort", "slurm", "capacity", "pane", "help", "quit", "fleet", "queue", "whatif",
+    "preempt",
+    "requeue",
+    "migrate",
+    "cancel",
+    "approve",
+    "ack",
+    "discipline",
+    "filter",
+    "sort",
+    "slurm",
+    "capacity",
+    "pane",
+    "help",
+    "quit",
+    "fleet",
+    "queue",
+    "whatif",
 ];
-
 
 /// What a command asks the App to do.
 #[derive(Clone, Debug, PartialEq)]

@@ -6,13 +6,13 @@
 //! Owns the wording only. It reads the `View` for names, places and figures
 //! and never decides anything: the engine may still refuse (and says why).
 
-pub use super::confirm_slurm::Confirm;
 use super::confirm_slurm;
+pub use super::confirm_slurm::Confirm;
 use crate::domain::event::Action;
 use crate::domain::job::Phase;
 use crate::domain::units::Secs;
-use crate::room::view::JobRow;
 use crate::room::View;
+use crate::room::view::JobRow;
 
 /// Whether the action is sent only after a yes.
 pub fn needs_confirmation(action: &Action) -> bool {
@@ -101,9 +101,15 @@ pub fn describe(action: Action, view: &View) -> Confirm {
                 }
                 if let Some(p) = pool {
                     let price = p.price.map(|x| format!(", {x} per node")).unwrap_or_default();
-                    c.lines.push(format!("{to}: {} of {} node(s) up, {} GPU(s) free (at most {} on one node){price}.", p.nodes_up, p.nodes_total, p.gpus_free, p.gpus_free_one_node));
+                    c.lines.push(format!(
+                        "{to}: {} of {} node(s) up, {} GPU(s) free (at most {} on one node){price}.",
+                        p.nodes_up, p.nodes_total, p.gpus_free, p.gpus_free_one_node
+                    ));
                     if p.gpus_free_one_node < u32::from(j.gpus) {
-                        c.warning = Some(format!("It needs {} GPUs on one node and that pool has {} free on any node now: it will wait there.", j.gpus, p.gpus_free_one_node));
+                        c.warning = Some(format!(
+                            "It needs {} GPUs on one node and that pool has {} free on any node now: it will wait there.",
+                            j.gpus, p.gpus_free_one_node
+                        ));
                     }
                 }
             }
@@ -138,7 +144,10 @@ pub fn describe(action: Action, view: &View) -> Confirm {
                 Some(p) => {
                     c.title = format!("Approve capacity proposal #{proposal}?");
                     c.lines.push(format!("It will {}.", p.text));
-                    c.lines.push(format!("Proposed at {} UTC by the elastic-capacity policy; the approval is in the audit log under your name.", p.since.format("%H:%M:%S")));
+                    c.lines.push(format!(
+                        "Proposed at {} UTC by the elastic-capacity policy; the approval is in the audit log under your name.",
+                        p.since.format("%H:%M:%S")
+                    ));
                     if p.text.starts_with("launch") {
                         c.lines.push("The instances are billed from their launch, booting included.".into());
                     }

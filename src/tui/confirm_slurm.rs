@@ -8,8 +8,8 @@
 
 use crate::domain::event::Action;
 use crate::domain::slurm::{SlurmState, SlurmVerb};
-use crate::room::view_slurm::SlurmJobRow;
 use crate::room::View;
+use crate::room::view_slurm::SlurmJobRow;
 
 /// A pending action and what it will do.
 #[derive(Clone, Debug, PartialEq)]

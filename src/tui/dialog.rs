@@ -184,11 +184,24 @@ fn pool_picker(job: crate::domain::ids::JobId, options: &[PoolTarget], cursor: u
         let free = pool.map_or(0, |p| p.gpus_free_one_node);
         let fits = free >= needs;
         let detail = pool.map_or(String::new(), |p| {
-            format!("{}/{} up, {} free (≤{} on a node){}", p.nodes_up, p.nodes_total, p.gpus_free, p.gpus_free_one_node, p.price.map(|x| format!(", {x}")).unwrap_or_default())
+            format!(
+                "{}/{} up, {} free (≤{} on a node){}",
+                p.nodes_up,
+                p.nodes_total,
+                p.gpus_free,
+                p.gpus_free_one_node,
+                p.price.map(|x| format!(", {x}")).unwrap_or_default()
+            )
         });
         let mark = if fits { "  " } else { "▲ " };
         let text = fmt::trunc(&format!("{} {mark}{detail}", fmt::left(&pool_token(target), 30)), text_w.saturating_sub(2));
-        let style = if i == cursor { t.selected } else if fits { t.text } else { t.dim };
+        let style = if i == cursor {
+            t.selected
+        } else if fits {
+            t.text
+        } else {
+            t.dim
+        };
         lines.push(Line::from(vec![Span::styled(if i == cursor { "▶ " } else { "  " }, t.key), Span::styled(text, style)]));
     }
     lines.push(Line::from(""));

@@ -6,9 +6,9 @@
 //! `DrawContext` (source label, data age, theme). It reads no clock and
 //! changes nothing but the frame (and the queue's scroll window in `App`).
 
+use ratatui::Frame;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::Frame;
 
 use super::app::App;
 use super::context::DrawContext;
@@ -83,9 +83,9 @@ pub fn draw_buffer(app: &App, view: &View, ctx: &DrawContext, area: Rect, buf: &
 
 #[cfg(test)]
 mod tests {
+    use ratatui::Terminal;
     use ratatui::backend::TestBackend;
     use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-    use ratatui::Terminal;
 
     use super::*;
     use crate::tui::commands::COMMANDS;
@@ -281,7 +281,13 @@ mod tests {
         let mut room = crate::tui::fixture::demo_room();
         let at = room.now().unwrap();
         let evil = "\x1b[2J\x1b]0;pwned\x07\u{9b}31m";
-        let spec = TenantSpec { id: TenantId(format!("t{evil}")), quota_gpus: 1, monthly_budget: Micros(1), quota_gpu_mem: crate::domain::units::Mib(0), borrow_limit_gpus: 0 };
+        let spec = TenantSpec {
+            id: TenantId(format!("t{evil}")),
+            quota_gpus: 1,
+            monthly_budget: Micros(1),
+            quota_gpu_mem: crate::domain::units::Mib(0),
+            borrow_limit_gpus: 0,
+        };
         room.apply(at, &Event::TenantDefined { spec });
         let spec = JobSpec { name: format!("job{evil}"), ..job_spec(99, &format!("t{evil}"), 64) };
         room.apply(at + chrono::TimeDelta::seconds(1), &Event::JobSubmitted { spec });

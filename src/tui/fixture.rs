@@ -15,11 +15,11 @@ use crate::domain::cluster::BillingMode;
 use crate::domain::event::{Action, Actor, GpuSample, Role, TenantSpec};
 use crate::domain::ids::{GpuRef, JobId, NodeId, TenantId};
 use crate::domain::job::{JobClass, JobSpec, Phase, PoolPreference};
-use crate::domain::testkit::{job_spec, node_spec, t};
 use crate::domain::slurm::{SlurmMode, SlurmState};
+use crate::domain::testkit::{job_spec, node_spec, t};
 use crate::domain::units::{Mib, Micros, MicrosPerHour, Secs};
-use crate::room::view_slurm::{SlurmAccountRow, SlurmJobRow, SlurmNodeRow, SlurmPartitionRow, SlurmView};
 use crate::domain::{Effect, Event};
+use crate::room::view_slurm::{SlurmAccountRow, SlurmJobRow, SlurmNodeRow, SlurmPartitionRow, SlurmView};
 use crate::room::{Room, View};
 
 /// Feeds a room and plays the executor: starts what is placed, saves what is
@@ -87,7 +87,13 @@ fn speed(job: u64) -> u64 {
 
 fn tenant(id: &str, quota_gpus: u32, budget_dollars: i64) -> Event {
     Event::TenantDefined {
-        spec: TenantSpec { id: TenantId(id.into()), quota_gpus, monthly_budget: Micros(budget_dollars * 1_000_000), quota_gpu_mem: Mib(0), borrow_limit_gpus: 16 },
+        spec: TenantSpec {
+            id: TenantId(id.into()),
+            quota_gpus,
+            monthly_budget: Micros(budget_dollars * 1_000_000),
+            quota_gpu_mem: Mib(0),
+            borrow_limit_gpus: 16,
+        },
     }
 }
 
@@ -248,7 +254,10 @@ pub fn slurm_cluster(at: Option<crate::domain::units::At>) -> SlurmView {
     };
     let jobs = vec![
         SlurmJobRow {
-            advice: Some("requeue for job 48240: account vision borrows beyond its quota of 3 GPU(s); job 48240 of nlp waits for 4 GPU(s) within its quota of 8 on n1".into()),
+            advice: Some(
+                "requeue for job 48240: account vision borrows beyond its quota of 3 GPU(s); job 48240 of nlp waits for 4 GPU(s) within its quota of 8 on n1"
+                    .into(),
+            ),
             ..job(48213, "llama-70b-sft", "alice", "vision", "gpu", SlurmState::Running, 2, "n1[0-1]", 5 * H + 12 * 60)
         },
         SlurmJobRow {
@@ -270,10 +279,15 @@ pub fn slurm_cluster(at: Option<crate::domain::units::At>) -> SlurmView {
             in_flight: true,
             ..job(48236, "tts-eval", "bob", "nlp", "gpu", SlurmState::Pending, 1, "", 12 * 60 + 40)
         },
-        SlurmJobRow { held: true, reason: "JobHeldUser".into(), ..job(48242, "nightly-ci", "ci-bot", "ext", "spare", SlurmState::Pending, 1, "", 2 * H + 5 * 60) },
+        SlurmJobRow {
+            held: true,
+            reason: "JobHeldUser".into(),
+            ..job(48242, "nightly-ci", "ci-bot", "ext", "spare", SlurmState::Pending, 1, "", 2 * H + 5 * 60)
+        },
         SlurmJobRow { reason: "NonZeroExitCode".into(), ..job(48190, "data-prep", "alice", "vision", "gpu", SlurmState::Failed, 1, "n1", 0) },
     ];
-    let account = |account: &str, quota: Option<u32>, holding: u32, pending_gpus: u32| SlurmAccountRow { account: account.into(), quota, holding, pending_gpus };
+    let account =
+        |account: &str, quota: Option<u32>, holding: u32, pending_gpus: u32| SlurmAccountRow { account: account.into(), quota, holding, pending_gpus };
     SlurmView {
         cluster: "gpuroom-ci".into(),
         version: "22.05.8".into(),

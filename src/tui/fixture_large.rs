@@ -268,7 +268,12 @@ fn job(seed: u64, n: u64) -> JobSpec {
     JobSpec {
         id: JobId(n),
         name: format!("{model}-{project}-{n}"),
-        tags: Tags { tenant: TenantId((*tenant).into()), project: project.into(), env: ["research", "staging", "prod"][(u(8) * 3.0) as usize % 3].into(), model: model.into() },
+        tags: Tags {
+            tenant: TenantId((*tenant).into()),
+            project: project.into(),
+            env: ["research", "staging", "prod"][(u(8) * 3.0) as usize % 3].into(),
+            model: model.into(),
+        },
         class,
         gpus,
         gpu_mem: Mib(gpu_mem),

@@ -143,7 +143,12 @@ pub fn wrap(text: &str, w: usize) -> Vec<String> {
         while width(rest) > w {
             let cut: String = {
                 let mut used = 0;
-                rest.chars().take_while(|c| { used += char_width(*c); used <= w }).collect()
+                rest.chars()
+                    .take_while(|c| {
+                        used += char_width(*c);
+                        used <= w
+                    })
+                    .collect()
             };
             if cut.is_empty() {
                 break;

@@ -11,7 +11,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
 use super::app::App;
-use super::commands::{KeyContext, COMMANDS};
+use super::commands::{COMMANDS, KeyContext};
 use super::fmt;
 use super::theme::Theme;
 
@@ -47,10 +47,7 @@ pub fn render(app: &App, t: &Theme, area: Rect, buf: &mut Buffer) {
         lines.push(Line::from(""));
         lines.push(Line::from(Span::styled("Legend", t.heading)));
         for (glyph, meaning) in LEGEND {
-            lines.push(Line::from(vec![
-                Span::styled(format!("  {} ", fmt::left(glyph, key_w)), t.figure),
-                Span::styled(*meaning, t.text),
-            ]));
+            lines.push(Line::from(vec![Span::styled(format!("  {} ", fmt::left(glyph, key_w)), t.figure), Span::styled(*meaning, t.text)]));
         }
     }
     let bottom = Line::from(Span::styled(" Esc or ? closes ", t.dim));

@@ -6,8 +6,8 @@
 //! Owns presentation only: which rows of `View::jobs` show and in what
 //! order. It never changes the `View`.
 
-use crate::room::view::JobRow;
 use crate::room::View;
+use crate::room::view::JobRow;
 
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub enum SortKey {
@@ -24,7 +24,8 @@ pub enum SortKey {
 }
 
 impl SortKey {
-    pub const ALL: [SortKey; 8] = [SortKey::Queue, SortKey::Wait, SortKey::Cost, SortKey::Gpus, SortKey::Progress, SortKey::Eta, SortKey::Tenant, SortKey::Name];
+    pub const ALL: [SortKey; 8] =
+        [SortKey::Queue, SortKey::Wait, SortKey::Cost, SortKey::Gpus, SortKey::Progress, SortKey::Eta, SortKey::Tenant, SortKey::Name];
 
     pub fn name(self) -> &'static str {
         match self {

@@ -78,12 +78,8 @@ pub fn compute(area: Rect, app: &App, view: &View) -> Areas {
     let header = u16::from(h >= 1);
     let footer = u16::from(h >= 3);
     let strip = u16::from(h >= 10);
-    let [hd, st, body, ft] = area.layout(&Layout::vertical([
-        Constraint::Length(header),
-        Constraint::Length(strip),
-        Constraint::Fill(1),
-        Constraint::Length(footer),
-    ]));
+    let [hd, st, body, ft] =
+        area.layout(&Layout::vertical([Constraint::Length(header), Constraint::Length(strip), Constraint::Fill(1), Constraint::Length(footer)]));
     (a.header, a.strip, a.footer) = (hd, st, ft);
     if body.is_empty() {
         return a;

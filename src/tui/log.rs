@@ -20,8 +20,8 @@ use super::pane_id::PaneId;
 use super::panes::alarm_list::AlarmsUi;
 use super::panes::shared::{PaneProps, frame};
 use super::theme::Theme;
-use crate::room::Severity;
 use crate::domain::units::At;
+use crate::room::Severity;
 use crate::room::View;
 
 /// The pane unfocused, nothing selected, the event log under the alarms.

@@ -23,12 +23,23 @@ use crate::room::View;
 pub enum Mode {
     #[default]
     Normal,
-    Command { input: LineInput, options: Vec<String>, error: Option<String> },
+    Command {
+        input: LineInput,
+        options: Vec<String>,
+        error: Option<String>,
+    },
     /// Typing a filter; `before` comes back on Esc.
-    Filter { input: LineInput, before: String },
+    Filter {
+        input: LineInput,
+        before: String,
+    },
     Confirm(Box<Confirm>),
     Approve(Box<ApproveForm>),
-    PickPool { job: JobId, options: Vec<PoolTarget>, cursor: usize },
+    PickPool {
+        job: JobId,
+        options: Vec<PoolTarget>,
+        cursor: usize,
+    },
 }
 
 /// The approval form: amount over the limit, expiry, and the reason.

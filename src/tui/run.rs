@@ -10,16 +10,16 @@
 //! it measures data age from the wall clock here, so `draw` stays pure.
 
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
+use ratatui::Terminal;
 use ratatui::backend::Backend;
 use ratatui::crossterm::event::{self, Event};
 use ratatui::crossterm::execute;
 use ratatui::crossterm::terminal::{BeginSynchronizedUpdate, EndSynchronizedUpdate};
-use ratatui::Terminal;
 use tokio::sync::{mpsc, watch};
 use tokio::time::MissedTickBehavior;
 
@@ -27,7 +27,7 @@ use super::app::{App, Control};
 use super::chrome::is_stale;
 use super::context::DrawContext;
 use super::status::Status;
-use super::wall::{WallState, WALL_CYCLE};
+use super::wall::{WALL_CYCLE, WallState};
 use super::whatif::{WhatIfAsk, WhatIfLink, WhatIfUpdate};
 use crate::domain::event::Action;
 use crate::room::View;
@@ -55,7 +55,13 @@ pub const FRAME: Duration = Duration::from_millis(100);
 /// sender of `views`. `ctx` carries the source label and the theme; the data
 /// age in it is measured here. The terminal is restored on every way out,
 /// panics included (`ratatui::init`'s hook).
-pub async fn run_console(views: watch::Receiver<Arc<View>>, ctx: DrawContext, link: Option<OperatorLink>, whatif: Option<WhatIfLink>, screen: Screen) -> anyhow::Result<()> {
+pub async fn run_console(
+    views: watch::Receiver<Arc<View>>,
+    ctx: DrawContext,
+    link: Option<OperatorLink>,
+    whatif: Option<WhatIfLink>,
+    screen: Screen,
+) -> anyhow::Result<()> {
     let mut terminal = ratatui::try_init().context("cannot set up the terminal (raw mode, alternate screen)")?;
     let _restore = RestoreOnDrop;
     let (tx, events) = mpsc::channel(256);
@@ -292,8 +298,8 @@ mod tests {
     use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
     use super::*;
-    use crate::tui::fixture::demo_view;
     use crate::tui::Theme;
+    use crate::tui::fixture::demo_view;
 
     fn key(c: char) -> io::Result<Event> {
         Ok(Event::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)))

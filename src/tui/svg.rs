@@ -7,11 +7,11 @@
 
 use std::fmt::Write as _;
 
+use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::{Buffer, Cell};
 use ratatui::style::{Color, Modifier};
 use ratatui::text::Span;
-use ratatui::Terminal;
 
 use super::app::App;
 use super::context::DrawContext;
@@ -122,21 +122,11 @@ pub fn buffer_to_svg_with(buf: &Buffer, fg: &str, bg: &str) -> String {
     let area = buf.area;
     let (w, h) = (f64::from(area.width) * CELL_W, f64::from(area.height) * CELL_H);
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w:.1}" height="{h:.1}" viewBox="0 0 {w:.1} {h:.1}">"#
-    );
+    let _ = writeln!(out, r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w:.1}" height="{h:.1}" viewBox="0 0 {w:.1} {h:.1}">"#);
     let _ = writeln!(out, r#"<rect width="100%" height="100%" fill="{}"/>"#, xml_escape(bg));
-    let _ = writeln!(
-        out,
-        r#"<g font-family="{}" font-size="{FONT_SIZE}" xml:space="preserve" style="white-space:pre">"#,
-        xml_escape(FONT_FAMILY)
-    );
+    let _ = writeln!(out, r#"<g font-family="{}" font-size="{FONT_SIZE}" xml:space="preserve" style="white-space:pre">"#, xml_escape(FONT_FAMILY));
     for y in 0..area.height {
-        let row: Vec<(&Cell, Look)> = (0..area.width)
-            .filter_map(|x| buf.cell((area.x + x, area.y + y)))
-            .map(|c| (c, look(c, fg, bg)))
-            .collect();
+        let row: Vec<(&Cell, Look)> = (0..area.width).filter_map(|x| buf.cell((area.x + x, area.y + y))).map(|c| (c, look(c, fg, bg))).collect();
         backgrounds(&mut out, &row, y, bg);
         texts(&mut out, &row, y);
     }
@@ -167,8 +157,7 @@ fn backgrounds(out: &mut String, row: &[(&Cell, Look)], y: u16, canvas: &str) {
 /// Runs of the same text style; wide glyphs hide the cell after them.
 fn texts(out: &mut String, row: &[(&Cell, Look)], y: u16) {
     let same = |a: &Look, b: &Look| {
-        (a.fg.as_str(), a.bold, a.italic, a.underline, a.crossed, a.dim, a.hidden)
-            == (b.fg.as_str(), b.bold, b.italic, b.underline, b.crossed, b.dim, b.hidden)
+        (a.fg.as_str(), a.bold, a.italic, a.underline, a.crossed, a.dim, a.hidden) == (b.fg.as_str(), b.bold, b.italic, b.underline, b.crossed, b.dim, b.hidden)
     };
     let mut x = 0;
     while x < row.len() {

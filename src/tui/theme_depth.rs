@@ -189,11 +189,7 @@ pub fn nearest_16((r, g, b): (u8, u8, u8)) -> Color {
     // at most #cd, its bright ones #ff.
     let bright = max >= 0xe6 || u16::from(max) + u16::from(min) >= 300;
     let &(_, normal, light) = HUES.iter().find(|&&(upto, _, _)| hue < upto).unwrap_or(&HUES[0]);
-    if bright {
-        light
-    } else {
-        normal
-    }
+    if bright { light } else { normal }
 }
 
 /// The RGB a colour stands for (xterm's palette for indexed and named
@@ -215,11 +211,7 @@ pub fn relative_luminance((r, g, b): (u8, u8, u8)) -> f64 {
 /// An sRGB channel as linear light.
 fn linear(c: u8) -> f64 {
     let c = f64::from(c) / 255.0;
-    if c <= 0.04045 {
-        c / 12.92
-    } else {
-        ((c + 0.055) / 1.055).powf(2.4)
-    }
+    if c <= 0.04045 { c / 12.92 } else { ((c + 0.055) / 1.055).powf(2.4) }
 }
 
 /// WCAG 2 contrast ratio, 1 to 21; `None` when either colour is `Reset`.

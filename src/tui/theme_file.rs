@@ -13,7 +13,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::widgets::BorderType;
 use serde::Deserialize;
 
-use super::theme::{Theme, RAMP_LEVELS};
+use super::theme::{RAMP_LEVELS, Theme};
 
 pub const DARK: (&str, &str) = ("themes/dark.toml", include_str!("../../themes/dark.toml"));
 pub const LIGHT: (&str, &str) = ("themes/light.toml", include_str!("../../themes/light.toml"));

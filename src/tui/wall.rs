@@ -279,10 +279,7 @@ fn tiles(view: &View, t: &Theme) -> Vec<Tile> {
         style: if n > 0 { t.alarm } else { t.ok },
         priority: 4,
     });
-    tiles
-    .into_iter()
-    .filter(|tile| font::width(&tile.big, Scale::Half).is_some())
-    .collect()
+    tiles.into_iter().filter(|tile| font::width(&tile.big, Scale::Half).is_some()).collect()
 }
 
 /// Five rows: the clock in the block font, a column of date, time, source
@@ -296,10 +293,7 @@ fn top_big(view: &View, ctx: &DrawContext, stale: bool, area: Rect, buf: &mut Bu
     let info_x = x + clock_w + 3;
     let mut info = vec![
         Line::from(vec![Span::styled(" gpuroom ", t.brand), Span::styled(" wall", t.dim)]),
-        Line::from(Span::styled(
-            view.at.map(|at| at.format("%a %Y-%m-%d").to_string()).unwrap_or_else(|| "no data yet".into()),
-            aged(t.text, stale),
-        )),
+        Line::from(Span::styled(view.at.map(|at| at.format("%a %Y-%m-%d").to_string()).unwrap_or_else(|| "no data yet".into()), aged(t.text, stale))),
         Line::from(Span::styled(view.at.map(|at| format!("{} UTC", fmt::time_of_day(at))).unwrap_or_default(), t.dim)),
         Line::from(Span::styled(fmt::trunc(&ctx.source, 28), t.text)),
         Line::from(age_span(ctx, stale)),
@@ -376,7 +370,12 @@ fn top_small(view: &View, ctx: &DrawContext, stale: bool, area: Rect, buf: &mut 
         let s = slurm.totals();
         let lead = if groups.is_empty() { " " } else { "" };
         let mut group = if groups.is_empty() { Vec::new() } else { vec![sep()] };
-        group.extend([Span::styled(format!("{lead}Slurm GPUs "), label), Span::styled(format!("{}/{}", s.gpus_used, s.gpus), fig), Span::styled(" · pending ", label), Span::styled(s.pending.to_string(), fig)]);
+        group.extend([
+            Span::styled(format!("{lead}Slurm GPUs "), label),
+            Span::styled(format!("{}/{}", s.gpus_used, s.gpus), fig),
+            Span::styled(" · pending ", label),
+            Span::styled(s.pending.to_string(), fig),
+        ]);
         groups.push(group);
     }
     groups.push(vec![sep(), Span::styled("burn ", label), Span::styled(c.burn.to_string(), fig)]);
@@ -440,11 +439,7 @@ fn page_body(view: &View, page: &Page, ctx: &DrawContext, stale: bool, area: Rec
     let t = &ctx.theme;
     let mut x = area.x;
     for (i, part) in page.parts.iter().enumerate() {
-        let width = if i + 1 == page.parts.len() {
-            area.right() - x
-        } else {
-            (u32::from(area.width) * u32::from(page.split) / 100) as u16
-        };
+        let width = if i + 1 == page.parts.len() { area.right() - x } else { (u32::from(area.width) * u32::from(page.split) / 100) as u16 };
         let r = Rect { x, width, ..area };
         x += width;
         if r.width < 10 {
@@ -532,9 +527,9 @@ fn footer(all: &[Page], index: usize, wall: &WallState, t: &Theme, area: Rect, b
 
 #[cfg(test)]
 mod tests {
+    use ratatui::Terminal;
     use ratatui::backend::TestBackend;
     use ratatui::style::Color;
-    use ratatui::Terminal;
 
     use super::*;
     use crate::tui::fixture::{demo_view, slurm_cluster, slurm_view};
@@ -623,7 +618,14 @@ mod tests {
     #[test]
     fn stale_appears_exactly_when_the_data_is_stale() {
         let view = demo_view();
-        let ages = [None, Some(Duration::from_millis(400)), Some(Duration::from_secs(10)), Some(Duration::from_millis(10_001)), Some(Duration::from_secs(42)), Some(Duration::from_secs(4000))];
+        let ages = [
+            None,
+            Some(Duration::from_millis(400)),
+            Some(Duration::from_secs(10)),
+            Some(Duration::from_millis(10_001)),
+            Some(Duration::from_secs(42)),
+            Some(Duration::from_secs(4000)),
+        ];
         for age in ages {
             let ctx = DrawContext { data_age: age, ..ctx() };
             let stale = chrome::is_stale(&ctx);
@@ -816,7 +818,10 @@ mod tests {
         let slurm_page = titles.iter().position(|t| t == "Slurm").unwrap_or_default();
         let shown = text(&screen(120, 40, slurm_page, &view, &ctx()));
         assert!(shown.contains("gpuroom-ci") && shown.contains("llama-70b-sft"), "the Slurm pane is drawn:\n{shown}");
-        assert!(shown.contains("Slurm GPUs busy") && shown.contains(" GPUs busy ") && shown.contains("burn $/h"), "both GPU counts and the burn in large type:\n{shown}");
+        assert!(
+            shown.contains("Slurm GPUs busy") && shown.contains(" GPUs busy ") && shown.contains("burn $/h"),
+            "both GPU counts and the burn in large type:\n{shown}"
+        );
         let s = view.slurm.as_ref().map(|s| s.totals()).unwrap_or_default();
         let small = text(&screen(80, 24, slurm_page, &view, &ctx()));
         assert!(small.contains(&format!("Slurm GPUs {}/{}", s.gpus_used, s.gpus)), "{small}");
@@ -835,7 +840,10 @@ mod tests {
         let s = view.slurm.as_ref().map(|s| s.totals()).unwrap_or_default();
         for (w, h) in [(120, 40), (200, 60)] {
             let shown = text(&screen(w, h, 0, &view, &ctx()));
-            assert!(shown.contains("Slurm pending") && shown.matches("GPUs busy").count() == 1 && shown.contains("Slurm GPUs busy"), "{w}x{h}: Slurm's figures only:\n{shown}");
+            assert!(
+                shown.contains("Slurm pending") && shown.matches("GPUs busy").count() == 1 && shown.contains("Slurm GPUs busy"),
+                "{w}x{h}: Slurm's figures only:\n{shown}"
+            );
         }
         let small = text(&screen(80, 24, 0, &view, &ctx()));
         assert!(small.contains(&format!("Slurm GPUs {}/{} · pending {}", s.gpus_used, s.gpus, s.pending)), "{small}");

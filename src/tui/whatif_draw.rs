@@ -63,7 +63,9 @@ pub fn render(pane: &WhatIfPane, t: &Theme, area: Rect, buf: &mut Buffer) {
             ]
         }
         PaneState::Done(c) => table_lines(c, t, width),
-        PaneState::Failed(why) => fmt::wrap(&format!("No comparison: {why}"), width.max(20)).into_iter().map(|l| Line::from(Span::styled(l, t.alarm))).collect(),
+        PaneState::Failed(why) => {
+            fmt::wrap(&format!("No comparison: {why}"), width.max(20)).into_iter().map(|l| Line::from(Span::styled(l, t.alarm))).collect()
+        }
     };
     let bottom = Line::from(Span::styled(" W or Esc closes · :whatif FILE|DISCIPLINE… ", t.dim));
     super::dialog::popup(&format!("What if: {}", pane.asked), lines, bottom, area.width, t, area, buf);
@@ -112,14 +114,14 @@ pub(crate) fn demo_comparison() -> Comparison {
 
 #[cfg(test)]
 mod tests {
-    use ratatui::backend::TestBackend;
     use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
 
     use super::*;
     use crate::tui::app::App;
-    use crate::tui::whatif::WhatIfUpdate;
     use crate::tui::context::DrawContext;
     use crate::tui::fixture::demo_view;
+    use crate::tui::whatif::WhatIfUpdate;
 
     fn screen(app: &App) -> Terminal<TestBackend> {
         let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();

@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::recorded::{gpu_speed, Cloud, Logged, Observed};
+use super::recorded::{Cloud, Logged, Observed, gpu_speed};
 use crate::domain::capacity::{LaunchFailure, LaunchRequest, PoolSpec};
 use crate::domain::cluster::{BillingMode, NodeSpec};
 use crate::domain::event::{Effect, Event};
@@ -29,7 +29,7 @@ use crate::domain::ids::{JobId, NodeId};
 use crate::domain::job::PoolTarget;
 use crate::domain::units::{At, MicrosPerHour};
 use crate::engine::World;
-use crate::sim::executor::{after, Executor, Step};
+use crate::sim::executor::{Executor, Step, after};
 use crate::sim::workload::SimJob;
 
 /// The simulated cluster's checkpoint bandwidth and incremental share (SPEC §5).

@@ -78,11 +78,15 @@ impl Rerunner<'_> {
         Ok(match self {
             Rerunner::Exact { config, traces, seed, controls } => {
                 let world = scenario.fleet.as_deref().unwrap_or(config);
-                let sim = Simulation::new(world.clone(), traces, *seed).map_err(|e| WhatIfError::Setup(format!("the simulated world of {}: {e}", scenario.name)))?;
+                let sim =
+                    Simulation::new(world.clone(), traces, *seed).map_err(|e| WhatIfError::Setup(format!("the simulated world of {}: {e}", scenario.name)))?;
                 rerun(sim_world::Rerun::new(sim, controls.clone()), &scenario.config, horizon, window, &mut at_share)
             }
             Rerunner::Live(_) if scenario.fleet.is_some() => {
-                return Err(WhatIfError::Setup(format!("{}: a live run's fleet is the one it had; another simulated cluster applies to simulated runs", scenario.name)));
+                return Err(WhatIfError::Setup(format!(
+                    "{}: a live run's fleet is the one it had; another simulated cluster applies to simulated runs",
+                    scenario.name
+                )));
             }
             Rerunner::Live(recorded) => {
                 let world = live_world::Modeled::new(recorded.exogenous.clone(), recorded.jobs.clone(), recorded.typical_job_secs, first_at);
@@ -129,7 +133,14 @@ impl Board<'_> {
 
 /// Re-runs every scenario, one per core, while `meanwhile` works on this
 /// thread (reading the log, for a simulated run); returns what it gave.
-fn rerun_all<R>(rerunner: &Rerunner<'_>, scenarios: &[Scenario], span: (At, At), window: Window, board: &mut Board<'_>, meanwhile: impl FnOnce(&mut dyn FnMut(f64)) -> R) -> R {
+fn rerun_all<R>(
+    rerunner: &Rerunner<'_>,
+    scenarios: &[Scenario],
+    span: (At, At),
+    window: Window,
+    board: &mut Board<'_>,
+    meanwhile: impl FnOnce(&mut dyn FnMut(f64)) -> R,
+) -> R {
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, scenarios.len().max(1));
     let next = AtomicUsize::new(0);
     std::thread::scope(|scope| {
@@ -202,11 +213,13 @@ fn compare_now(
         return Err(no_events());
     }
     let span = (first_at, horizon);
-    let mut board = Board { shares: vec![0.0; scenarios.len() + 1], stage: "reading the log".into(), done: (0..scenarios.len()).map(|_| None).collect(), progress };
+    let mut board =
+        Board { shares: vec![0.0; scenarios.len() + 1], stage: "reading the log".into(), done: (0..scenarios.len()).map(|_| None).collect(), progress };
     let wall = Instant::now();
     let (recorded, exact) = match (&meta.world, model) {
         (Some(world), Model::Auto) => {
-            let config = SimConfig::parse(&world.config_name, &world.config_toml).map_err(|e| WhatIfError::Setup(format!("{log_name}: the recorded simulated world: {e}")))?;
+            let config = SimConfig::parse(&world.config_name, &world.config_toml)
+                .map_err(|e| WhatIfError::Setup(format!("{log_name}: the recorded simulated world: {e}")))?;
             let traces = Traces::embedded().map_err(|e| WhatIfError::Setup(format!("the embedded traces: {e}")))?;
             world_note = world_differs(store, &meta.room_config, &config, &traces, world.seed)?;
             let mut controls = Vec::new();
@@ -245,7 +258,15 @@ fn compare_now(
         }
     };
     (board.progress)(Progress { stage: "done".into(), done: 1.0 });
-    Ok(Comparison { log: log_name.to_string(), model: model_text, from: window.from.or(Some(first_at)), until: Some(window.until.unwrap_or(horizon)), events: recorded.events, columns, notes })
+    Ok(Comparison {
+        log: log_name.to_string(),
+        model: model_text,
+        from: window.from.or(Some(first_at)),
+        until: Some(window.until.unwrap_or(horizon)),
+        events: recorded.events,
+        columns,
+        notes,
+    })
 }
 
 /// Whether the simulated world the log's meta describes still produces the
@@ -301,7 +322,9 @@ fn live_model_note(recorded: &recorded::Recorded) -> String {
     );
     let bought = recorded.left_out.get("launched").copied().unwrap_or(0);
     if bought > 0 {
-        text.push_str(&format!("; the recorded room bought {bought} instances: each re-run buys its own, and meets the capacity refusals and reclaims the log shows in those pools"));
+        text.push_str(&format!(
+            "; the recorded room bought {bought} instances: each re-run buys its own, and meets the capacity refusals and reclaims the log shows in those pools"
+        ));
     }
     text
 }

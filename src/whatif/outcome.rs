@@ -13,8 +13,8 @@ use crate::domain::ids::JobId;
 use crate::domain::job::Phase;
 use crate::domain::ledger::LineKind;
 use crate::domain::units::{At, Micros};
-use crate::room::journal::Stats;
 use crate::room::Room;
+use crate::room::journal::Stats;
 
 /// The span the figures count: `[from, until)`; open ends take the run's.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]

@@ -22,18 +22,8 @@ use crate::store::{Store, StoreError};
 /// Matched by family name in the model string; unknown models count as 1.0.
 /// The figures are the usual training-throughput ratios (mixed precision,
 /// large models); the simulated cluster's instance types use the same.
-pub const GPU_SPEEDS: &[(&str, f64)] = &[
-    ("K80", 0.35),
-    ("T4", 0.55),
-    ("P100", 0.7),
-    ("L4", 0.8),
-    ("V100", 1.0),
-    ("A10", 1.1),
-    ("L40", 2.0),
-    ("A100", 2.2),
-    ("H100", 4.0),
-    ("H200", 4.4),
-];
+pub const GPU_SPEEDS: &[(&str, f64)] =
+    &[("K80", 0.35), ("T4", 0.55), ("P100", 0.7), ("L4", 0.8), ("V100", 1.0), ("A10", 1.1), ("L40", 2.0), ("A100", 2.2), ("H100", 4.0), ("H200", 4.4)];
 
 pub fn gpu_speed(model: &str) -> f64 {
     let upper = model.to_ascii_uppercase();
@@ -162,7 +152,9 @@ fn cloud_signal(at: At, event: &Event, bought: &mut BTreeMap<NodeId, PoolTarget>
         Event::LaunchFailed { request, failure: LaunchFailure::InsufficientCapacity, .. } => {
             requests.get(request).map(|(pool, asked)| (*asked, Cloud::Obtainable { pool: pool.clone(), yes: false }))
         }
-        Event::InterruptionNotice { node, deadline } => bought.get(node).map(|pool| (at, Cloud::Notice { pool: pool.clone(), node: *node, deadline: *deadline })),
+        Event::InterruptionNotice { node, deadline } => {
+            bought.get(node).map(|pool| (at, Cloud::Notice { pool: pool.clone(), node: *node, deadline: *deadline }))
+        }
         Event::NodeLost { node, reason } => bought.get(node).map(|pool| (at, Cloud::Lost { pool: pool.clone(), node: *node, reason: reason.clone() })),
         _ => None,
     }

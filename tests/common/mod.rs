@@ -72,8 +72,8 @@ pub fn check(room: &Room, context: &str) {
 #[allow(dead_code)]
 pub fn check_ledger(room: &Room, closed: &[gpuroom::cost::ledger::LedgerLine], context: &str) {
     let open = room.open_period();
-    let instance: Micros = closed.iter().filter(|l| l.kind.is_instance()).map(|l| l.amount).sum::<Micros>()
-        + open.lines().map(|(_, l)| l.amount).sum::<Micros>();
+    let instance: Micros =
+        closed.iter().filter(|l| l.kind.is_instance()).map(|l| l.amount).sum::<Micros>() + open.lines().map(|(_, l)| l.amount).sum::<Micros>();
     assert_eq!(instance, room.books().total(), "{context}: ledger instance lines do not add up to the instances' cost");
     let services: Micros =
         closed.iter().filter(|l| !l.kind.is_instance()).map(|l| l.amount).sum::<Micros>() + open.services.iter().map(|l| l.amount).sum::<Micros>();

@@ -14,6 +14,7 @@ pub fn moto() -> Option<String> {
 }
 
 /// moto accepts any credentials; the SDK's default chain finds these.
+#[allow(unsafe_code)]
 pub fn credentials() {
     if std::env::var_os("AWS_ACCESS_KEY_ID").is_none() {
         // SAFETY: set before any thread of the test reads the environment.

@@ -69,4 +69,3 @@ pub fn tmux_available() -> bool {
     }
     ok
 }
-

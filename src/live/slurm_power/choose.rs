@@ -6,22 +6,21 @@
 
 use std::collections::BTreeMap;
 
-use crate::live::catalogue::{Catalogue, InstanceShape, NodeDecl};
 use crate::capacity::plan::{self, FleetGpus, Offer, Waiting};
 use crate::capacity::{CapacityConfig, CapacityMode};
 use crate::ckpt::CheckpointPolicy;
 use crate::config::EngineConfig;
-use crate::cost::mix::{effective_spot, SpotRisk};
-use crate::domain::capacity::{PoolSpec, DEFAULT_BOOT};
+use crate::cost::mix::{SpotRisk, effective_spot};
+use crate::domain::capacity::{DEFAULT_BOOT, PoolSpec};
 use crate::domain::cluster::BillingMode;
 use crate::domain::ids::{JobId, NodeId};
 use crate::domain::job::PoolTarget;
 use crate::domain::units::{At, MicrosPerHour, Secs};
+use crate::live::catalogue::{Catalogue, InstanceShape, NodeDecl};
 use crate::market::bid::{BidInput, BidPolicy, Verdict};
 use crate::market::hazard::{HazardConfig, HazardModel};
 use crate::sources::aws::{self};
 use crate::sources::slurm::power::{PowerBilling, PowerNode};
-
 
 /// With no interruption notice seen yet, the room's prior share of notices
 /// missed (`room::journal`: (0 + 1) / (0 + 2)).
@@ -128,7 +127,14 @@ fn per_hour_text(x: f64) -> String {
 /// What a spot node-hour costs once its interruptions are priced in (the
 /// room's formula, with what a fresh instance knows: the hazard's fallback
 /// and the prior notice-miss share), and the max price to launch with.
-fn spot_terms(now: At, policy: &PowerPolicy, pool: &PoolSpec, market: MicrosPerHour, cap: Option<MicrosPerHour>, at_risk: u32) -> Result<(f64, MicrosPerHour), String> {
+fn spot_terms(
+    now: At,
+    policy: &PowerPolicy,
+    pool: &PoolSpec,
+    market: MicrosPerHour,
+    cap: Option<MicrosPerHour>,
+    at_risk: u32,
+) -> Result<(f64, MicrosPerHour), String> {
     let node = &pool.node;
     let od = node.on_demand_price;
     if market >= od {
@@ -226,7 +232,10 @@ pub fn choose(
     let Some(chosen) = planned.first().and_then(|p| candidates.iter().find(|c| c.pool.target() == p.pool)) else {
         let gpus = u32::from(shape.gpus);
         let why = if fleet.elastic + gpus > policy.capacity.account_gpu_limit {
-            format!("the account's GPU limit ([capacity] account_gpu_limit = {}) would be passed: {} GPUs held", policy.capacity.account_gpu_limit, fleet.elastic)
+            format!(
+                "the account's GPU limit ([capacity] account_gpu_limit = {}) would be passed: {} GPUs held",
+                policy.capacity.account_gpu_limit, fleet.elastic
+            )
         } else if shut.is_empty() {
             "no pool of its entry fits it".to_string()
         } else {
@@ -239,7 +248,10 @@ pub fn choose(
         (BillingMode::Spot, Some(m)) => format!("spot at {} with its interruptions priced in (market {})", per_hour_text(chosen.per_hour), dollars(m)),
         _ => format!("on-demand at {}", per_hour_text(chosen.per_hour)),
     };
-    let cheaper_spot = candidates.iter().filter(|c| c.shut.is_none() && c.pool.node.billing == BillingMode::Spot && c.per_hour < chosen.per_hour).min_by(|a, b| a.per_hour.total_cmp(&b.per_hour));
+    let cheaper_spot = candidates
+        .iter()
+        .filter(|c| c.shut.is_none() && c.pool.node.billing == BillingMode::Spot && c.per_hour < chosen.per_hour)
+        .min_by(|a, b| a.per_hour.total_cmp(&b.per_hour));
     match cheaper_spot {
         Some(spot) if target.billing != BillingMode::Spot => why.push_str(&format!(
             ", not spot at {}: the stable floor ([capacity] min_stable_share = {}) holds, {} of {} GPUs are non-interruptible",

@@ -41,14 +41,14 @@ use aws_sdk_ec2::types::{Filter, InstanceLifecycleType};
 use super::catalogue::Catalogue;
 use crate::config::EngineConfig;
 use crate::domain::cluster::BillingMode;
+use crate::domain::hostlist;
 use crate::domain::job::PoolTarget;
 use crate::domain::units::{At, MicrosPerHour};
 use crate::sources::aws::{self, AwsConfig, LaunchSpec};
 use crate::sources::ec2_capacity;
-use crate::sources::slurm::cli::SlurmCli;
-use crate::domain::hostlist;
-use crate::sources::slurm::power::{PowerBilling, PowerConfig};
 use crate::sources::slurm::SlurmConfig;
+use crate::sources::slurm::cli::SlurmCli;
+use crate::sources::slurm::power::{PowerBilling, PowerConfig};
 
 pub use choose::*;
 
@@ -185,7 +185,11 @@ async fn cluster_name(setup: &Setup<'_>) -> Result<String, String> {
     if let Some(c) = setup.power.and_then(|p| p.cluster.clone()) {
         return Ok(c);
     }
-    let name = setup.slurm.cluster_name().await.map_err(|e| format!("the cluster's name (for the instances' {CLUSTER_TAG} tag): {e}; or set cluster in [sources.slurm.power]"))?;
+    let name = setup
+        .slurm
+        .cluster_name()
+        .await
+        .map_err(|e| format!("the cluster's name (for the instances' {CLUSTER_TAG} tag): {e}; or set cluster in [sources.slurm.power]"))?;
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')) {
         return Err(format!("Slurm's ClusterName {name:?} cannot be a tag here; set cluster in [sources.slurm.power]"));
     }
@@ -256,7 +260,13 @@ async fn resume(names: &[String], config: &EngineConfig, setup: &Setup<'_>) -> R
             };
             let host = dns.split('.').next().unwrap_or(&dns).to_string();
             match slurm.update_node(node, &[("nodeaddr", &ip), ("nodehostname", &host)]).await {
-                Ok(_) => say(&format!("{node}: already has {} ({} {} in {}), not launched again; Slurm: nodeaddr={ip} nodehostname={host}", i.id, i.instance_type, i.billing.label(), i.zone)),
+                Ok(_) => say(&format!(
+                    "{node}: already has {} ({} {} in {}), not launched again; Slurm: nodeaddr={ip} nodehostname={host}",
+                    i.id,
+                    i.instance_type,
+                    i.billing.label(),
+                    i.zone
+                )),
                 Err(e) => fail_node(slurm, node, &format!("{} is its instance, but scontrol failed: {e}", i.id), &mut failed).await,
             }
             continue;
@@ -266,7 +276,10 @@ async fn resume(names: &[String], config: &EngineConfig, setup: &Setup<'_>) -> R
             continue;
         };
         let Some(shape) = catalogue.instance_type(&entry.instance_type) else {
-            let why = format!("[[sources.slurm.power.nodes]] {number}: {} is not an instance type gpuroom knows; add it to [[sources.instance_types]]", entry.instance_type);
+            let why = format!(
+                "[[sources.slurm.power.nodes]] {number}: {} is not an instance type gpuroom knows; add it to [[sources.instance_types]]",
+                entry.instance_type
+            );
             fail_node(slurm, node, &why, &mut failed).await;
             continue;
         };
@@ -318,11 +331,17 @@ async fn resume(names: &[String], config: &EngineConfig, setup: &Setup<'_>) -> R
             };
             let max = spec.spot_max_price.map_or_else(|| "no max price".to_string(), |p| format!("max price {}", dollars(p)));
             let what = format!("{} {} {} in {}, {max}", launched.id, pool.instance_type, pool.billing.label(), pool.zone);
-            let retried = if tried.is_empty() { String::new() } else { format!(" (after {})", tried.iter().map(|(p, why)| format!("{p}: {why}")).collect::<Vec<_>>().join("; ")) };
+            let retried = if tried.is_empty() {
+                String::new()
+            } else {
+                format!(" (after {})", tried.iter().map(|(p, why)| format!("{p}: {why}")).collect::<Vec<_>>().join("; "))
+            };
             let (ip, host) = match address(&client, &launched.id).await {
                 Ok(a) => a,
                 Err(e) => {
-                    let gone = aws::terminate_own(&client, &launched.id).await.map_or_else(|t| format!("and terminating it failed: {t}"), |_| "terminated it".to_string());
+                    let gone = aws::terminate_own(&client, &launched.id)
+                        .await
+                        .map_or_else(|t| format!("and terminating it failed: {t}"), |_| "terminated it".to_string());
                     fail_node(slurm, node, &format!("launched {what} but its address is unknown ({e}); {gone}"), &mut failed).await;
                     break;
                 }
@@ -341,7 +360,8 @@ async fn resume(names: &[String], config: &EngineConfig, setup: &Setup<'_>) -> R
                 Ok(_) => say(&format!("{node}: launched {what}: {}{retried}; Slurm: nodeaddr={ip} nodehostname={host}", choice.why)),
                 Err(e) => {
                     // Slurm cannot reach an instance it has no address for: give it back.
-                    let gone = aws::terminate_own(&client, &launched.id).await.map_or_else(|t| format!("terminating it failed: {t}"), |_| "terminated it".to_string());
+                    let gone =
+                        aws::terminate_own(&client, &launched.id).await.map_or_else(|t| format!("terminating it failed: {t}"), |_| "terminated it".to_string());
                     instances.retain(|i| i.id != launched.id);
                     fail_node(slurm, node, &format!("launched {what} but scontrol failed ({e}); {gone}"), &mut failed).await;
                 }
@@ -379,8 +399,8 @@ async fn suspend(names: &[String], setup: &Setup<'_>) -> Result<Vec<String>, Str
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capacity::plan::FleetGpus;
     use crate::capacity::CapacityConfig;
+    use crate::capacity::plan::FleetGpus;
     use crate::ckpt::CheckpointPolicy;
     use crate::domain::testkit::t;
     use crate::market::bid::BidPolicy;
@@ -407,7 +427,13 @@ mod tests {
         list.iter().map(|(z, p)| (z.to_string(), MicrosPerHour(*p))).collect()
     }
 
-    fn pick(policy: &PowerPolicy, e: &PowerNode, market: &BTreeMap<String, MicrosPerHour>, fleet: FleetGpus, failed: &BTreeMap<PoolTarget, String>) -> Result<Choice, String> {
+    fn pick(
+        policy: &PowerPolicy,
+        e: &PowerNode,
+        market: &BTreeMap<String, MicrosPerHour>,
+        fleet: FleetGpus,
+        failed: &BTreeMap<PoolTarget, String>,
+    ) -> Result<Choice, String> {
         let catalogue = Catalogue::default();
         let shape = catalogue.instance_type(&e.instance_type).unwrap().clone();
         choose(t(0), policy, e, &shape, &catalogue, market, None, fleet, &BTreeMap::new(), failed)
@@ -431,11 +457,15 @@ mod tests {
         let shut = pick(&policy(0.0), &entry(PowerBilling::Auto, &["us-east-1b"], Some(150_000)), &market, FleetGpus::default(), &NONE_FAILED).unwrap();
         assert_eq!((shut.pool.billing, shut.max_price), (BillingMode::OnDemand, None));
         assert!(shut.why.contains("at or above max_price"), "{}", shut.why);
-        let spot_only = pick(&policy(0.0), &entry(PowerBilling::Spot, &["us-east-1b"], Some(150_000)), &market, FleetGpus::default(), &NONE_FAILED).unwrap_err();
+        let spot_only =
+            pick(&policy(0.0), &entry(PowerBilling::Spot, &["us-east-1b"], Some(150_000)), &market, FleetGpus::default(), &NONE_FAILED).unwrap_err();
         assert!(spot_only.contains("at or above max_price $0.150000/h"), "{spot_only}");
         // A market at on-demand is never spot.
         let dear = prices(&[("us-east-1a", 600_000)]);
-        assert_eq!(pick(&policy(0.0), &entry(PowerBilling::Auto, &["us-east-1a"], None), &dear, FleetGpus::default(), &NONE_FAILED).unwrap().pool.billing, BillingMode::OnDemand);
+        assert_eq!(
+            pick(&policy(0.0), &entry(PowerBilling::Auto, &["us-east-1a"], None), &dear, FleetGpus::default(), &NONE_FAILED).unwrap().pool.billing,
+            BillingMode::OnDemand
+        );
     }
 
     #[test]
@@ -450,7 +480,10 @@ mod tests {
         let held = FleetGpus { stable: 4, total: 4, elastic: 4 };
         assert_eq!(pick(&policy(0.2), &auto, &market, held, &NONE_FAILED).unwrap().pool.billing, BillingMode::Spot);
         // Spot asked for: spot, floor or not; on-demand asked for: on-demand, however cheap spot is.
-        assert_eq!(pick(&policy(0.2), &entry(PowerBilling::Spot, &["us-east-1a"], None), &market, FleetGpus::default(), &NONE_FAILED).unwrap().pool.billing, BillingMode::Spot);
+        assert_eq!(
+            pick(&policy(0.2), &entry(PowerBilling::Spot, &["us-east-1a"], None), &market, FleetGpus::default(), &NONE_FAILED).unwrap().pool.billing,
+            BillingMode::Spot
+        );
         let od = pick(&policy(0.0), &entry(PowerBilling::OnDemand, &["us-east-1a"], None), &market, FleetGpus::default(), &NONE_FAILED).unwrap();
         assert_eq!(od.pool.billing, BillingMode::OnDemand);
         assert!(od.why.contains("billing = \"on-demand\""), "{}", od.why);
@@ -467,7 +500,11 @@ mod tests {
         // No spot price at all: on-demand for auto, an error naming it for spot.
         let none = BTreeMap::new();
         assert_eq!(pick(&policy(0.0), &auto, &none, FleetGpus::default(), &NONE_FAILED).unwrap().pool.billing, BillingMode::OnDemand);
-        assert!(pick(&policy(0.0), &entry(PowerBilling::Spot, &["us-east-1a"], None), &none, FleetGpus::default(), &NONE_FAILED).unwrap_err().contains("no spot price"));
+        assert!(
+            pick(&policy(0.0), &entry(PowerBilling::Spot, &["us-east-1a"], None), &none, FleetGpus::default(), &NONE_FAILED)
+                .unwrap_err()
+                .contains("no spot price")
+        );
         // The account's GPU limit.
         let mut limited = policy(0.0);
         limited.capacity.account_gpu_limit = 4;
@@ -487,7 +524,10 @@ mod tests {
             private_ip: None,
             private_dns: None,
         };
-        let (fleet, up) = fleet_of(&[i("a", BillingMode::OnDemand, "running"), i("b", BillingMode::Spot, "pending"), i("c", BillingMode::Spot, "stopped")], &Catalogue::default());
+        let (fleet, up) = fleet_of(
+            &[i("a", BillingMode::OnDemand, "running"), i("b", BillingMode::Spot, "pending"), i("c", BillingMode::Spot, "stopped")],
+            &Catalogue::default(),
+        );
         assert_eq!(fleet, FleetGpus { stable: 4, total: 8, elastic: 8 });
         assert_eq!(up.values().sum::<u32>(), 2);
     }

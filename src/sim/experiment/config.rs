@@ -106,8 +106,7 @@ pub enum Strategy {
 }
 
 impl Strategy {
-    pub const ALL: [Strategy; 6] =
-        [Strategy::Reserved, Strategy::OnDemand, Strategy::NaiveSpot, Strategy::Dynamic, Strategy::Degraded, Strategy::Omniscient];
+    pub const ALL: [Strategy; 6] = [Strategy::Reserved, Strategy::OnDemand, Strategy::NaiveSpot, Strategy::Dynamic, Strategy::Degraded, Strategy::Omniscient];
 
     pub fn label(self) -> &'static str {
         match self {
@@ -175,4 +174,3 @@ impl Outcome {
         self.latencies.iter().sum::<f64>() / self.latencies.len().max(1) as f64
     }
 }
-

@@ -20,7 +20,7 @@ use std::fmt::Write as _;
 use super::config::ExperimentConfig;
 use super::workload::{self, Job};
 use super::world::Zone;
-use super::{peak_concurrency, zones, ExperimentError};
+use super::{ExperimentError, peak_concurrency, zones};
 use crate::domain::cluster::BillingMode;
 use crate::domain::ids::{JobId, TenantId};
 use crate::domain::job::{JobClass, JobSpec, Phase, PoolPreference, Tags};
@@ -135,18 +135,7 @@ pub fn run(traces: &Traces, config: ExperimentConfig, seed: u64) -> Result<Burst
         rows.push((fleet, row));
     }
     let bound = omniscient(&zones, &jobs);
-    Ok(BurstReport {
-        zones: spot_zones,
-        span_hours: span / 3600.0,
-        bursts: starts.len(),
-        jobs: jobs.len(),
-        peak,
-        static_nodes,
-        rows,
-        bound,
-        seed,
-        config,
-    })
+    Ok(BurstReport { zones: spot_zones, span_hours: span / 3600.0, bursts: starts.len(), jobs: jobs.len(), peak, static_nodes, rows, bound, seed, config })
 }
 
 /// The spot experiment's jobs as the simulated world runs them: a layer is a step.
@@ -388,7 +377,8 @@ impl BurstReport {
         let _ = writeln!(s, "| figure | target (reference) | elastic spot + OD, dynamic | degraded |");
         let _ = writeln!(s, "|---|---:|---:|---:|");
         let _ = writeln!(s, "| spend vs the peak reservation | ≤ 50% (58.8%) | {:.1}% | {:.1}% |", share(dynamic), share(degraded));
-        let _ = writeln!(s, "| preemption rate | ≤ 6.7% (23% → 6.7%) | {:.1}% | {:.1}% |", 100.0 * dynamic.preemption_rate(), 100.0 * degraded.preemption_rate());
+        let _ =
+            writeln!(s, "| preemption rate | ≤ 6.7% (23% → 6.7%) | {:.1}% | {:.1}% |", 100.0 * dynamic.preemption_rate(), 100.0 * degraded.preemption_rate());
         let _ = writeln!(
             s,
             "| recompute layers per interruption | ≤ 2.1 (5.3 → 2.1) | {:.2} | {:.2} |",
@@ -438,8 +428,7 @@ impl BurstReport {
         let _ = writeln!(
             s,
             "* Latency: a job that arrives when no node is free waits for one to boot ({:.0} s, {:.1}% of the reservation's mean latency); the warm reservation never does. Keeping nodes warm between bursts would buy latency back with idle spend (`warm_min`, `idle_release`).",
-            self.config.launch_secs,
-            boot_share
+            self.config.launch_secs, boot_share
         );
         let _ = writeln!(
             s,
@@ -480,8 +469,19 @@ impl BurstReport {
         s.push_str(&self.table());
         s.push_str(&self.reading());
         let _ = writeln!(s, "\n## The fleets\n");
-        let _ = writeln!(s, "* Reservation: {} reserved {} (the peak concurrency), warm, at {:.0}% of on-demand (${:.2}/h), paid for the whole span.", self.peak, c.instance_type, 100.0 * c.reserved_share, c.on_demand_per_hour);
-        let _ = writeln!(s, "* Static: {} fixed nodes (twice the mean load), a third reserved, a third on-demand, a third spot over the zones, as `fixtures/sim/static.toml` shares them.", self.static_nodes);
+        let _ = writeln!(
+            s,
+            "* Reservation: {} reserved {} (the peak concurrency), warm, at {:.0}% of on-demand (${:.2}/h), paid for the whole span.",
+            self.peak,
+            c.instance_type,
+            100.0 * c.reserved_share,
+            c.on_demand_per_hour
+        );
+        let _ = writeln!(
+            s,
+            "* Static: {} fixed nodes (twice the mean load), a third reserved, a third on-demand, a third spot over the zones, as `fixtures/sim/static.toml` shares them.",
+            self.static_nodes
+        );
         let _ = writeln!(
             s,
             "* Elastic: pools of up to {} nodes (on-demand in {}, spot in each zone), boot {:.0} s, nodes given back after {} idle; control mode; no floor of stable capacity (all of this work may run on spot).",

@@ -23,7 +23,6 @@ mod world;
 
 use std::fmt::Write as _;
 
-
 use crate::ckpt::CheckpointPolicy;
 use crate::domain::ids::PoolKey;
 use crate::domain::units::{At, Micros, MicrosPerHour};
@@ -277,7 +276,8 @@ impl Report {
                 "* No market price rose past a job's max price in this window (the real p3.2xlarge prices move a few percent a day), so the curve never moved a job and dynamic and degraded bidding give the same table. The curve's behaviour on jumps is covered by tests (`tests/spot.rs`)."
             );
         } else {
-            let _ = writeln!(s, "* The curve moved {} jobs (dynamic) and {} (degraded) off a pool whose price passed their cap.", dynamic.moves, degraded.moves);
+            let _ =
+                writeln!(s, "* The curve moved {} jobs (dynamic) and {} (degraded) off a pool whose price passed their cap.", dynamic.moves, degraded.moves);
         }
         let _ = writeln!(
             s,

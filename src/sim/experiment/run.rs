@@ -12,9 +12,9 @@ use crate::domain::units::{Micros, MicrosPerHour, Secs};
 use crate::market::bid::{BidInput, BidPolicy, Verdict, rebase};
 use crate::market::hazard::{self, HazardConfig};
 
-use super::world::{Prices, Zone};
-use super::workload::Job;
 use super::config::{ExperimentConfig, Outcome, Strategy};
+use super::workload::Job;
+use super::world::{Prices, Zone};
 
 const NOTICE: f64 = 120.0;
 /// Where the watcher looks for recent reclaims (SPEC §4: the last 5 minutes).
@@ -39,7 +39,11 @@ enum Place {
 enum End {
     Finished(f64),
     /// Reclaimed by the cloud (trace or price above the max price).
-    Interrupted { at: f64, lost_layers: f64, saved_in_time: Option<bool> },
+    Interrupted {
+        at: f64,
+        lost_layers: f64,
+        saved_in_time: Option<bool>,
+    },
     /// gpuroom moved it (market above its cap).
     Moved(f64),
 }
@@ -63,9 +67,7 @@ impl World<'_> {
         let alive = self.zones.iter().enumerate().filter(|(i, z)| Some(*i) != avoid && z.alive_at(t));
         match strategy {
             Strategy::NaiveSpot => {
-                let cheapest = alive
-                    .filter(|(_, z)| z.price_at(t) <= self.config.naive_max_price())
-                    .min_by_key(|(_, z)| z.price_at(t));
+                let cheapest = alive.filter(|(_, z)| z.price_at(t) <= self.config.naive_max_price()).min_by_key(|(_, z)| z.price_at(t));
                 match cheapest {
                     Some((i, _)) => Place::Spot(i),
                     None => {

@@ -28,9 +28,7 @@ impl Job {
 /// Burst start times, sorted, inside the span (bursts do not overlap).
 pub fn bursts(config: &ExperimentConfig, span: f64, rng: &mut ChaCha8Rng) -> Vec<f64> {
     let slot = span / config.bursts as f64;
-    (0..config.bursts)
-        .map(|i| i as f64 * slot + rng.random_range(0.0..(slot - config.burst_secs).max(1.0)))
-        .collect()
+    (0..config.bursts).map(|i| i as f64 * slot + rng.random_range(0.0..(slot - config.burst_secs).max(1.0))).collect()
 }
 
 pub fn generate(config: &ExperimentConfig, span: f64, seed: u64) -> (Vec<f64>, Vec<Job>) {

@@ -57,8 +57,7 @@ pub fn parse(source: &str, text: &str) -> Result<Vec<GpuReading>, ParseError> {
 /// stands in for a missing `Hostname` label (an exporter run with
 /// `--no-hostname`), since that is how the head node knows the machine.
 pub fn parse_page(source: &str, text: &str) -> Result<Page, ParseError> {
-    let scrape = Scrape::parse(text.lines().map(|line| Ok(line.to_string())))
-        .map_err(|e| ParseError::new(source, "body", e.to_string()))?;
+    let scrape = Scrape::parse(text.lines().map(|line| Ok(line.to_string()))).map_err(|e| ParseError::new(source, "body", e.to_string()))?;
     let fallback_host = host_of(source);
     let mut readings: BTreeMap<(String, u8, Option<u32>), GpuReading> = BTreeMap::new();
     let mut mapped = 0usize;
@@ -71,12 +70,7 @@ pub fn parse_page(source: &str, text: &str) -> Result<Page, ParseError> {
             continue;
         };
         let host = label(sample, "Hostname").unwrap_or(&fallback_host).to_string();
-        let reading = readings.entry((host.clone(), index, mig)).or_insert_with(|| GpuReading {
-            host,
-            index,
-            mig_instance: mig,
-            ..GpuReading::default()
-        });
+        let reading = readings.entry((host.clone(), index, mig)).or_insert_with(|| GpuReading { host, index, mig_instance: mig, ..GpuReading::default() });
         if reading.uuid.is_none() {
             reading.uuid = label(sample, "UUID").map(str::to_string);
         }
@@ -141,8 +135,7 @@ fn bad_lines(text: &str) -> Vec<(usize, &str)> {
             LineInfo::Empty | LineInfo::Doc { .. } | LineInfo::Type { .. } => true,
             _ if trimmed.starts_with('#') => true,
             // A sample line is good when the crate yields a sample from it (its value is a number).
-            LineInfo::Sample { .. } => Scrape::parse(std::iter::once(Ok(trimmed.to_string())))
-                .is_ok_and(|s| !s.samples.is_empty()),
+            LineInfo::Sample { .. } => Scrape::parse(std::iter::once(Ok(trimmed.to_string()))).is_ok_and(|s| !s.samples.is_empty()),
             LineInfo::Ignored => false,
         };
         if !ok {
@@ -157,39 +150,24 @@ fn nothing_usable(source: &str, text: &str, scrape: &Scrape, mapped: usize, bad:
         return ParseError::new(source, "body", "empty page: no dcgm-exporter metrics");
     }
     if mapped > 0 {
-        return ParseError::new(
-            source,
-            "body",
-            format!("{mapped} DCGM GPU samples, none with a usable numeric `gpu` (and `GPU_I_ID`) label"),
-        );
+        return ParseError::new(source, "body", format!("{mapped} DCGM GPU samples, none with a usable numeric `gpu` (and `GPU_I_ID`) label"));
     }
     if let Some((line, what)) = bad.first() {
         let shown: String = what.chars().take(60).collect();
         let cut = if shown.len() < what.len() { "…" } else { "" };
-        return ParseError::new(
-            source,
-            format!("line {line}"),
-            format!("not Prometheus exposition text: {shown:?}{cut} (is this dcgm-exporter's /metrics?)"),
-        );
+        return ParseError::new(source, format!("line {line}"), format!("not Prometheus exposition text: {shown:?}{cut} (is this dcgm-exporter's /metrics?)"));
     }
     let others = match scrape.samples.first() {
         Some(first) => format!("{} samples of other metrics, e.g. {}", scrape.samples.len(), first.metric),
         None => "only comments".to_string(),
     };
-    ParseError::new(
-        source,
-        "body",
-        format!("no DCGM GPU samples (DCGM_FI_DEV_GPU_UTIL, _FB_USED, …): {others}"),
-    )
+    ParseError::new(source, "body", format!("no DCGM GPU samples (DCGM_FI_DEV_GPU_UTIL, _FB_USED, …): {others}"))
 }
 
 /// The host part of a URL (`http://gpu-a:9400/metrics` → `gpu-a`); a
 /// source that is not a URL is its own name.
 pub(crate) fn host_of(url: &str) -> String {
-    reqwest::Url::parse(url)
-        .ok()
-        .and_then(|u| u.host_str().map(str::to_string))
-        .unwrap_or_else(|| url.to_string())
+    reqwest::Url::parse(url).ok().and_then(|u| u.host_str().map(str::to_string)).unwrap_or_else(|| url.to_string())
 }
 
 #[cfg(test)]
@@ -202,10 +180,7 @@ mod tests {
     }
 
     fn one(readings: &[GpuReading], index: u8, mig: Option<u32>) -> &GpuReading {
-        readings
-            .iter()
-            .find(|r| r.index == index && r.mig_instance == mig)
-            .unwrap_or_else(|| panic!("no reading for gpu {index} mig {mig:?}"))
+        readings.iter().find(|r| r.index == index && r.mig_instance == mig).unwrap_or_else(|| panic!("no reading for gpu {index} mig {mig:?}"))
     }
 
     #[test]
@@ -250,10 +225,7 @@ mod tests {
     fn mig_instances_are_separate_readings() {
         let r = parse("http://node-c:9400/metrics", &fixture("a100-mig.prom")).unwrap();
         let keys: Vec<(u8, Option<u32>)> = r.iter().map(|g| (g.index, g.mig_instance)).collect();
-        assert_eq!(
-            keys,
-            [(0, Some(1)), (0, Some(2)), (1, Some(1)), (1, Some(5)), (1, Some(13)), (2, None), (3, None)]
-        );
+        assert_eq!(keys, [(0, Some(1)), (0, Some(2)), (1, Some(1)), (1, Some(5)), (1, Some(13)), (2, None), (3, None)]);
         let slice = one(&r, 1, Some(5));
         assert_eq!(slice.uuid.as_deref(), Some("GPU-bd685167-6693-4036-d17e-44973d4882a5"));
         assert_eq!(slice.host, "node-c");

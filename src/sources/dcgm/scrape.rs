@@ -33,11 +33,7 @@ pub enum ScrapeError {
 }
 
 fn reason(status: u16) -> String {
-    reqwest::StatusCode::from_u16(status)
-        .ok()
-        .and_then(|s| s.canonical_reason())
-        .map(|r| format!(" {r}"))
-        .unwrap_or_default()
+    reqwest::StatusCode::from_u16(status).ok().and_then(|s| s.canonical_reason()).map(|r| format!(" {r}")).unwrap_or_default()
 }
 
 /// One page's readings, within `timeout` from connecting to the last byte.
@@ -90,11 +86,7 @@ fn chain(err: &reqwest::Error) -> String {
 }
 
 /// Every URL's answer, in the order they came in (first answer first).
-pub async fn scrape_all(
-    client: &reqwest::Client,
-    urls: &[String],
-    timeout: Duration,
-) -> Vec<(String, Result<Vec<GpuReading>, ScrapeError>)> {
+pub async fn scrape_all(client: &reqwest::Client, urls: &[String], timeout: Duration) -> Vec<(String, Result<Vec<GpuReading>, ScrapeError>)> {
     let mut round = Round::start(client, urls, timeout);
     let mut out = Vec::with_capacity(urls.len());
     while let Some((url, result)) = round.next().await {

@@ -100,10 +100,7 @@ mod tests {
         let mut t = Tracker::new();
         let out = t.on_answer(URL, Ok(page(&["node-a", "node-a"])));
         assert_eq!(out.len(), 2);
-        assert_eq!(
-            out[0],
-            Report::Healthy { source: format!("dcgm {URL}"), detail: "2 GPU readings from node-a".into() }
-        );
+        assert_eq!(out[0], Report::Healthy { source: format!("dcgm {URL}"), detail: "2 GPU readings from node-a".into() });
         assert!(matches!(&out[1], Report::Gpus { source, readings } if source == "dcgm" && readings.len() == 2));
         let again = t.on_answer(URL, Ok(page(&["node-a"])));
         assert!(matches!(again.as_slice(), [Report::Gpus { .. }]), "{again:?}");
@@ -132,10 +129,7 @@ mod tests {
         for _ in 0..2 {
             // Every failed round is reported: a stale source stays visibly stale.
             let out = t.on_answer(URL, Err(timeout()));
-            assert!(
-                matches!(out.as_slice(), [Report::Failed { hosts, .. }] if hosts == &["node-a", "node-b"]),
-                "{out:?}"
-            );
+            assert!(matches!(out.as_slice(), [Report::Failed { hosts, .. }] if hosts == &["node-a", "node-b"]), "{out:?}");
         }
         let mut back = page(&["node-a"]);
         back.skipped_samples = 3;

@@ -8,8 +8,8 @@
 //! `conf` points them at a slurm.conf other than the default.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::{json, text};
@@ -62,9 +62,26 @@ pub fn classify(message: &str) -> ErrorKind {
         ErrorKind::NotFound
     } else if has(&["permission denied", "access denied", "not authorized", "user not found"]) {
         ErrorKind::PermissionDenied
-    } else if has(&["unable to contact slurm controller", "socket timed out", "connection refused", "connect failure", "could not establish a configuration source", "zero bytes were transmitted"]) {
+    } else if has(&[
+        "unable to contact slurm controller",
+        "socket timed out",
+        "connection refused",
+        "connect failure",
+        "could not establish a configuration source",
+        "zero bytes were transmitted",
+    ]) {
         ErrorKind::ControllerDown
-    } else if has(&["pending execution", "already completing or completed", "job is current", "invalid job state", "not suspended", "is not running", "job has already finished", "requested operation is presently disabled", "job is no longer pending"]) {
+    } else if has(&[
+        "pending execution",
+        "already completing or completed",
+        "job is current",
+        "invalid job state",
+        "not suspended",
+        "is not running",
+        "job has already finished",
+        "requested operation is presently disabled",
+        "job is no longer pending",
+    ]) {
         ErrorKind::InvalidState
     } else {
         ErrorKind::Other
@@ -122,7 +139,9 @@ impl SlurmCli {
         let fail = |kind, message: String| SlurmError { kind, command: shown.clone(), message };
         let output = match tokio::time::timeout(self.timeout, cmd.output()).await {
             Err(_) => return Err(fail(ErrorKind::TimedOut, format!("no answer within {} s", self.timeout.as_secs_f32()))),
-            Ok(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => return Err(fail(ErrorKind::NotInstalled, format!("{} not found (install Slurm's client commands or set slurm.bin_dir)", line[0]))),
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(fail(ErrorKind::NotInstalled, format!("{} not found (install Slurm's client commands or set slurm.bin_dir)", line[0])));
+            }
             Ok(Err(e)) => return Err(fail(ErrorKind::Other, e.to_string())),
             Ok(Ok(o)) => o,
         };
@@ -262,7 +281,11 @@ impl SlurmCli {
     /// `[user@time]` tail; `None` when it has none), from `scontrol show node`.
     pub async fn node_state(&self, node: &str) -> Result<(String, Option<String>), SlurmError> {
         let out = self.run("scontrol", &["show", "node", node], false).await?;
-        parse_node_state(&out).ok_or_else(|| SlurmError { kind: ErrorKind::BadReply, command: format!("scontrol show node {node}"), message: format!("no State= in {:?}", out.chars().take(200).collect::<String>()) })
+        parse_node_state(&out).ok_or_else(|| SlurmError {
+            kind: ErrorKind::BadReply,
+            command: format!("scontrol show node {node}"),
+            message: format!("no State= in {:?}", out.chars().take(200).collect::<String>()),
+        })
     }
 
     /// `scontrol update nodename=NODE key=value…` (nodeaddr, nodehostname,
@@ -313,7 +336,12 @@ mod tests {
         assert_eq!(e.kind, ErrorKind::TimedOut, "{e}");
         let failing = SlurmCli::new(vec!["sh".into(), "-c".into(), "echo 'Invalid job id specified' >&2; exit 1".into()], None, None, Duration::from_secs(5));
         assert_eq!(failing.run("scontrol", &[], false).await.unwrap_err().kind, ErrorKind::NotFound);
-        let quiet = SlurmCli::new(vec!["sh".into(), "-c".into(), "echo 'scancel: error: Kill job error on job id 9: Invalid job id specified' >&2".into()], None, None, Duration::from_secs(5));
+        let quiet = SlurmCli::new(
+            vec!["sh".into(), "-c".into(), "echo 'scancel: error: Kill job error on job id 9: Invalid job id specified' >&2".into()],
+            None,
+            None,
+            Duration::from_secs(5),
+        );
         assert!(quiet.run("scancel", &[], false).await.is_ok(), "lenient: exit status 0");
         assert_eq!(quiet.run("scancel", &[], true).await.unwrap_err().kind, ErrorKind::NotFound, "strict: the error line counts");
     }

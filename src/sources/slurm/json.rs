@@ -8,7 +8,7 @@
 use serde_json::Value;
 
 use super::gres;
-use crate::domain::slurm::{expand_hostlist, SlurmJob, SlurmNode, SlurmState};
+use crate::domain::slurm::{SlurmJob, SlurmNode, SlurmState, expand_hostlist};
 use crate::domain::units::{At, Secs};
 use crate::sources::ParseError;
 
@@ -340,7 +340,10 @@ mod tests {
     #[test]
     fn the_24_11_shape_reads_too_with_one_node_per_name_across_partitions() {
         let jobs = jobs("squeue --json", SQUEUE_24_11).unwrap();
-        assert_eq!(jobs.iter().map(|j| (j.id, j.state.clone(), j.gpus)).collect::<Vec<_>>(), [(4101, SlurmState::Running, 3), (4102, SlurmState::Pending, 8), (4103, SlurmState::Pending, 1)]);
+        assert_eq!(
+            jobs.iter().map(|j| (j.id, j.state.clone(), j.gpus)).collect::<Vec<_>>(),
+            [(4101, SlurmState::Running, 3), (4102, SlurmState::Pending, 8), (4103, SlurmState::Pending, 1)]
+        );
         assert_eq!(jobs[0].gpu_idx, vec![("gpu-a01".to_string(), vec![0, 1, 2])]);
         assert_eq!((jobs[0].time_limit, jobs[1].time_limit, jobs[1].restarts), (Some(Secs(720 * 60)), None, 1));
         assert_eq!(jobs[1].excluded, ["gpu-a02"]);

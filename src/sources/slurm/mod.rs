@@ -41,11 +41,11 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::domain::slurm::{PreemptBy, SlurmMode, SlurmPolicy};
+use crate::config::tenant::TenantDecl;
 use crate::domain::event::TenantSpec;
 use crate::domain::ids::TenantId;
+use crate::domain::slurm::{PreemptBy, SlurmMode, SlurmPolicy};
 use crate::domain::units::{Mib, Micros, Secs};
-use crate::config::tenant::TenantDecl;
 
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -119,7 +119,13 @@ impl SlurmConfig {
             .iter()
             .map(|a| {
                 let budget = Micros::parse_decimal(&a.monthly_budget).map_err(|e| format!("[[sources.slurm.account]] {:?}: monthly_budget: {e}", a.id))?;
-                Ok(TenantSpec { id: TenantId(a.id.clone()), quota_gpus: a.quota_gpus, monthly_budget: budget, quota_gpu_mem: Mib(0), borrow_limit_gpus: a.borrow_limit_gpus })
+                Ok(TenantSpec {
+                    id: TenantId(a.id.clone()),
+                    quota_gpus: a.quota_gpus,
+                    monthly_budget: budget,
+                    quota_gpu_mem: Mib(0),
+                    borrow_limit_gpus: a.borrow_limit_gpus,
+                })
             })
             .collect()
     }

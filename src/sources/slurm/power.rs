@@ -71,8 +71,12 @@ impl PowerBilling {
 
 fn optional_dollars<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<MicrosPerHour>, D::Error> {
     let text: Option<String> = Option::deserialize(d)?;
-    text.map(|t| Micros::parse_decimal(&t).map(|m| MicrosPerHour(m.0)).map_err(|_| serde::de::Error::custom(format!("max_price {t:?} is not an amount of dollars (like \"0.60\")"))))
-        .transpose()
+    text.map(|t| {
+        Micros::parse_decimal(&t)
+            .map(|m| MicrosPerHour(m.0))
+            .map_err(|_| serde::de::Error::custom(format!("max_price {t:?} is not an amount of dollars (like \"0.60\")")))
+    })
+    .transpose()
 }
 
 fn plain(text: &str, extra: &[char]) -> bool {
@@ -148,7 +152,9 @@ mod tests {
 
     #[test]
     fn the_table_parses_with_defaults_and_the_first_match_wins() {
-        let text = format!("cluster = \"c1\"\n[[nodes]]\npattern = \"cloud-2\"\ninstance_type = \"p3.2xlarge\"\nimage = \"ami-2\"\nzones = [\"z\"]\nbilling = \"spot\"\nmax_price = \"1.20\"\n{ONE}");
+        let text = format!(
+            "cluster = \"c1\"\n[[nodes]]\npattern = \"cloud-2\"\ninstance_type = \"p3.2xlarge\"\nimage = \"ami-2\"\nzones = [\"z\"]\nbilling = \"spot\"\nmax_price = \"1.20\"\n{ONE}"
+        );
         let c: PowerConfig = toml::from_str(&text).unwrap();
         assert_eq!(c.problem(), None);
         assert_eq!(c.template_for("cloud-2").map(|(i, n)| (i, n.instance_type.as_str(), n.max_price)), Some((1, "p3.2xlarge", Some(MicrosPerHour(1_200_000)))));

@@ -6,10 +6,10 @@
 
 use std::sync::Arc;
 
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::{Notify, mpsc};
 
-use super::cli::SlurmCli;
 use super::SlurmConfig;
+use super::cli::SlurmCli;
 use crate::domain::event::Event;
 use crate::domain::slurm::SlurmCommand;
 use crate::sources::report::Report;

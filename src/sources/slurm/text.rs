@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use super::gres;
-use crate::domain::slurm::{expand_hostlist, SlurmJob, SlurmNode, SlurmPartition, SlurmState};
+use crate::domain::slurm::{SlurmJob, SlurmNode, SlurmPartition, SlurmState, expand_hostlist};
 use crate::domain::units::{At, Secs};
 use crate::sources::ParseError;
 
@@ -28,10 +28,20 @@ pub fn partitions(source: &str, body: &str) -> Result<Vec<SlurmPartition>, Parse
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, line)| {
             let kv = pairs(line);
-            let name = kv.get("PartitionName").filter(|n| !n.is_empty()).ok_or_else(|| ParseError::new(source, format!("line {}", i + 1), "no PartitionName="))?;
+            let name =
+                kv.get("PartitionName").filter(|n| !n.is_empty()).ok_or_else(|| ParseError::new(source, format!("line {}", i + 1), "no PartitionName="))?;
             let nodes = kv.get("Nodes").copied().unwrap_or("");
-            let nodes = if nodes == "(null)" { Vec::new() } else { expand_hostlist(nodes).ok_or_else(|| ParseError::new(source, format!("line {}", i + 1), format!("node list {nodes:?} does not parse")))? };
-            Ok(SlurmPartition { name: name.to_string(), state: kv.get("State").copied().unwrap_or("").to_string(), nodes, default: kv.get("Default") == Some(&"YES") })
+            let nodes = if nodes == "(null)" {
+                Vec::new()
+            } else {
+                expand_hostlist(nodes).ok_or_else(|| ParseError::new(source, format!("line {}", i + 1), format!("node list {nodes:?} does not parse")))?
+            };
+            Ok(SlurmPartition {
+                name: name.to_string(),
+                state: kv.get("State").copied().unwrap_or("").to_string(),
+                nodes,
+                default: kv.get("Default") == Some(&"YES"),
+            })
         })
         .collect()
 }
@@ -72,7 +82,11 @@ pub fn jobs(source: &str, body: &str) -> Result<Vec<SlurmJob>, ParseError> {
         }
         let id = f[0].trim().parse::<u64>().map_err(|_| ParseError::new(source, at(), format!("job id {:?} is not a number", f[0])))?;
         let state = SlurmState::parse(f[4]);
-        let nodes = if state == SlurmState::Pending { Vec::new() } else { expand_hostlist(f[7].trim()).ok_or_else(|| ParseError::new(source, at(), format!("node list {:?} does not parse", f[7])))? };
+        let nodes = if state == SlurmState::Pending {
+            Vec::new()
+        } else {
+            expand_hostlist(f[7].trim()).ok_or_else(|| ParseError::new(source, at(), format!("node list {:?} does not parse", f[7])))?
+        };
         let count = f[12].trim().parse::<u32>().unwrap_or(1).max(1);
         out.push(SlurmJob {
             id,
@@ -117,7 +131,11 @@ pub fn nodes(source: &str, body: &str) -> Result<Vec<SlurmNode>, ParseError> {
         let node = by_name.entry(f[0].trim().to_string()).or_insert_with(|| SlurmNode {
             name: f[0].trim().to_string(),
             // `~` marks a powered-down CLOUD node: kept, as the JSON's flag says it.
-            state: format!("{}{}", f[1].trim_end_matches(['*', '~', '#', '!', '%', '$', '@', '^', '-']), if f[1].trim_end().ends_with('~') { "+powered_down" } else { "" }),
+            state: format!(
+                "{}{}",
+                f[1].trim_end_matches(['*', '~', '#', '!', '%', '$', '@', '^', '-']),
+                if f[1].trim_end().ends_with('~') { "+powered_down" } else { "" }
+            ),
             cpus: f[2].trim().parse().unwrap_or(0),
             cpus_alloc: alloc,
             gpus: total.count,
@@ -154,13 +172,21 @@ mod tests {
         assert_eq!(jobs.len(), 5);
         for j in &from_json {
             let t = jobs.iter().find(|t| t.id == j.id).unwrap_or_else(|| panic!("job {} in the text", j.id));
-            assert_eq!((&t.name, &t.account, &t.partition, &t.state, t.gpus, &t.nodes, t.held(), t.time_limit), (&j.name, &j.account, &j.partition, &j.state, j.gpus, &j.nodes, j.held(), j.time_limit), "job {}", j.id);
+            assert_eq!(
+                (&t.name, &t.account, &t.partition, &t.state, t.gpus, &t.nodes, t.held(), t.time_limit),
+                (&j.name, &j.account, &j.partition, &j.state, j.gpus, &j.nodes, j.held(), j.time_limit),
+                "job {}",
+                j.id
+            );
         }
         let nodes = nodes("sinfo -O", include_str!("../../../fixtures/slurm/sinfo-22.05.txt")).unwrap();
         assert_eq!((nodes.len(), nodes[0].gpus, nodes[0].gpus_used, nodes[0].gpus_used_idx.clone()), (1, 4, 3, vec![0, 1, 2]));
         assert_eq!(nodes[0].partitions, ["gpu", "spare"]);
         let parts = partitions("scontrol show partition", include_str!("../../../fixtures/slurm/scontrol-partition-22.05.txt")).unwrap();
-        assert_eq!(parts.iter().map(|p| (p.name.as_str(), p.default, p.state.as_str(), p.nodes.clone())).collect::<Vec<_>>(), [("gpu", true, "UP", vec!["localhost".to_string()]), ("spare", false, "UP", vec!["localhost".to_string()])]);
+        assert_eq!(
+            parts.iter().map(|p| (p.name.as_str(), p.default, p.state.as_str(), p.nodes.clone())).collect::<Vec<_>>(),
+            [("gpu", true, "UP", vec!["localhost".to_string()]), ("spare", false, "UP", vec!["localhost".to_string()])]
+        );
     }
 
     #[test]
@@ -180,9 +206,16 @@ mod tests {
         assert_eq!((j[1].account.as_str(), j[1].restarts, j[1].time_limit, j[1].started), ("", 1, None, None));
         assert!(jobs("squeue", "x|y\n").unwrap_err().to_string().contains("15 expected"));
         assert!(jobs("squeue", "x|a|b|c|d|e|f|g|h|i|j|k|l|m|n\n").unwrap_err().to_string().contains("not a number"));
-        let nodes = nodes("sinfo", "localhost|mixed|4|1/3/0/4|gpu:fake:4|gpu:fake:1(IDX:0)|gpu*|none\nlocalhost|mixed|4|1/3/0/4|gpu:fake:4|gpu:fake:1(IDX:0)|spare|none\n").unwrap();
+        let nodes = nodes(
+            "sinfo",
+            "localhost|mixed|4|1/3/0/4|gpu:fake:4|gpu:fake:1(IDX:0)|gpu*|none\nlocalhost|mixed|4|1/3/0/4|gpu:fake:4|gpu:fake:1(IDX:0)|spare|none\n",
+        )
+        .unwrap();
         assert_eq!(nodes.len(), 1);
-        assert_eq!((nodes[0].gpus, nodes[0].gpus_used, nodes[0].cpus_alloc, nodes[0].partitions.clone()), (4, 1, 1, vec!["gpu".to_string(), "spare".to_string()]));
+        assert_eq!(
+            (nodes[0].gpus, nodes[0].gpus_used, nodes[0].cpus_alloc, nodes[0].partitions.clone()),
+            (4, 1, 1, vec!["gpu".to_string(), "spare".to_string()])
+        );
         assert_eq!(limit("30:00"), Some(Secs(1800)));
         assert_eq!(limit("2-12"), Some(Secs(2 * 86_400 + 12 * 3600)));
     }

@@ -7,12 +7,12 @@
 //! hands back a `Request` (acknowledging needs no confirmation, so it is
 //! sent as it is).
 
+use super::keys::{KeyInput, KeyPane};
 use crate::domain::event::Action;
 use crate::room::View;
 use crate::tui::commands::Act;
 use crate::tui::request::Request;
 use crate::tui::selection::Follow;
-use super::keys::{KeyInput, KeyPane};
 
 /// The pane's UI state, as drawn.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -40,7 +40,6 @@ impl AlarmList {
     pub fn ui(&self, view: &View, focused: bool) -> AlarmsUi {
         AlarmsUi { selected: self.alarms.position(&alarm_keys(view)).filter(|_| focused), audit: self.audit }
     }
-
 }
 
 impl KeyPane for AlarmList {

@@ -20,12 +20,12 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use super::shared::{Col, PaneProps, fit_columns, frame, header_line, table_line_parts, widest};
+use crate::cost::budget::BudgetLevel;
 use crate::domain::cluster::BillingMode;
 use crate::domain::units::{Micros, MicrosPerHour};
-use crate::cost::budget::BudgetLevel;
 
-use crate::room::view::BudgetRow;
 use crate::room::View;
+use crate::room::view::BudgetRow;
 use crate::tui::fmt::{self, put};
 use crate::tui::pane_id::PaneId;
 use crate::tui::theme::Theme;
@@ -98,9 +98,7 @@ pub fn render_selected(view: &View, selected: Option<usize>, props: PaneProps<'_
     let scale = Scale::of(b);
     // Column widths cover the total line too.
     let sum = total_row(b);
-    let money_w = |f: &dyn Fn(&BudgetRow) -> String| {
-        widest(b.iter().chain([&sum]).map(f).collect::<Vec<_>>().iter().map(String::as_str), 4, 14)
-    };
+    let money_w = |f: &dyn Fn(&BudgetRow) -> String| widest(b.iter().chain([&sum]).map(f).collect::<Vec<_>>().iter().map(String::as_str), 4, 14);
     let unit_w = |f: &dyn Fn(&BudgetRow) -> Option<Micros>| {
         widest(b.iter().map(|r| f(r).map(unit_money).unwrap_or_default()).collect::<Vec<_>>().iter().map(String::as_str), 4, 12)
     };
@@ -227,11 +225,8 @@ fn approval_note<'a>(a: &crate::room::view::ApprovalView, w: usize, t: &Theme) -
         (None, Some(u)) => format!("until {}", u.format("%m-%d %H:%M")),
         (None, None) => String::new(),
     };
-    let (mark, head, style) = if a.in_force {
-        ("✓ ", format!("approved by {}: ", a.user), t.warn)
-    } else {
-        ("✗ ", format!("approval by {} ended: ", a.user), t.dim)
-    };
+    let (mark, head, style) =
+        if a.in_force { ("✓ ", format!("approved by {}: ", a.user), t.warn) } else { ("✗ ", format!("approval by {} ended: ", a.user), t.dim) };
     let fixed = format!("{mark}{head}{how_far}");
     if fmt::width(&fixed) >= w {
         return vec![Span::styled(cut(&fixed, w), style)];

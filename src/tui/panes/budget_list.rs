@@ -5,13 +5,13 @@
 //! Owns this selection only. Must not import the App: `a` hands back a
 //! `Request` that opens the form (the App owns the modes).
 
+use super::keys::{KeyInput, KeyPane};
 use crate::domain::ids::TenantId;
 use crate::room::View;
 use crate::tui::command_bar::Intent;
 use crate::tui::commands::Act;
 use crate::tui::request::Request;
 use crate::tui::selection::Follow;
-use super::keys::{KeyInput, KeyPane};
 
 #[derive(Clone, Debug, Default)]
 pub struct BudgetList {
@@ -27,7 +27,6 @@ impl BudgetList {
     pub fn selected(&self, view: &View) -> Option<usize> {
         self.tenants.position(&tenant_keys(view))
     }
-
 }
 
 impl KeyPane for BudgetList {

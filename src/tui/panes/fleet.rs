@@ -114,10 +114,7 @@ pub fn capacity_lines<'a>(view: &View, t: &Theme) -> Vec<Line<'a>> {
             _ => String::new(),
         };
         let price = l.max_price.map(|p| format!(", max {p}")).unwrap_or_default();
-        lines.push(Line::from(vec![
-            Span::styled("↑ ", t.ok),
-            Span::styled(format!("launching {} × {}{price} {}{when}", l.count, l.pool, l.reason), t.text),
-        ]));
+        lines.push(Line::from(vec![Span::styled("↑ ", t.ok), Span::styled(format!("launching {} × {}{price} {}{when}", l.count, l.pool, l.reason), t.text)]));
     }
     if let Some((node, why)) = cap.releasing.first() {
         lines.push(Line::from(vec![Span::styled("↓ ", t.dim), Span::styled(format!("giving back {node} ({why})"), t.dim)]));
@@ -222,8 +219,8 @@ fn node_line<'a>(node: &NodeView, cols: &Columns, t: &Theme) -> Line<'a> {
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use ratatui::backend::TestBackend;
     use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
 
     use super::*;
     use crate::domain::cluster::BillingMode;
@@ -294,11 +291,25 @@ pub(crate) mod tests {
             nodes.push(NodeView {
                 id: NodeId(i as u32 + 1),
                 name: format!("n{i:03}"),
-                instance_type: if single { "g5.xlarge" } else if billing == BillingMode::Spot { "p4d.24xlarge" } else { "p5.48xlarge" }.into(),
+                instance_type: if single {
+                    "g5.xlarge"
+                } else if billing == BillingMode::Spot {
+                    "p4d.24xlarge"
+                } else {
+                    "p5.48xlarge"
+                }
+                .into(),
                 zone: format!("us-east-1{}", ['a', 'b', 'c', 'd'][i % 4]),
                 billing,
                 gpu_model: if single { "A10G" } else { "H100" }.into(),
-                state: if down { "down" } else if draining { "draining 87s" } else { "up" }.into(),
+                state: if down {
+                    "down"
+                } else if draining {
+                    "draining 87s"
+                } else {
+                    "up"
+                }
+                .into(),
                 up: !down,
                 price: (!down).then_some(MicrosPerHour(price)),
                 max_price: (billing == BillingMode::Spot).then_some(MicrosPerHour(price + 2_000_000)),
@@ -337,7 +348,6 @@ pub(crate) mod tests {
         View { nodes, cluster, ..View::default() }
     }
 
-
     #[test]
     fn the_generated_view_has_what_the_tests_need() {
         let v = thousand_gpus();
@@ -368,7 +378,11 @@ pub(crate) mod tests {
                 reason: "for j261 (waited 3m)".into(),
             }],
             releasing: vec![("e12".into(), "idle 5m".into())],
-            proposals: vec![ProposalRow { id: 3, since: crate::domain::testkit::t(0), text: "launch 1 × SPOT p3.8xlarge us-west-2b, max $4.10/h, for j265 (waited 12m)".into() }],
+            proposals: vec![ProposalRow {
+                id: 3,
+                since: crate::domain::testkit::t(0),
+                text: "launch 1 × SPOT p3.8xlarge us-west-2b, max $4.10/h, for j265 (waited 12m)".into(),
+            }],
             launch_requests: 4,
             nodes_launched: 3,
             launch_failures: 1,

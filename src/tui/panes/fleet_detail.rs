@@ -16,9 +16,9 @@ use ratatui::text::{Line, Span};
 use super::fleet_parts;
 use super::memory::mem_bar;
 use super::shared::{Col, PaneProps, fit_columns, frame, header_line, table_line_parts};
-use crate::room::View;
 use crate::domain::ids::NodeId;
 use crate::domain::units::Mib;
+use crate::room::View;
 use crate::room::view::{GpuView, NodeView};
 use crate::tui::fmt::{self, put};
 use crate::tui::pane_id::PaneId;
@@ -138,10 +138,7 @@ fn gpu_cells<'a>(view: &View, node: &NodeView, g: &GpuView, widths: &[Option<usi
             let (_, style) = fleet_parts::util_glyph(u, !g.jobs.is_empty(), t);
             // The last figure of a stale GPU is kept but shown as old.
             let style = if g.stale { t.no_data } else { style };
-            vec![
-                Span::styled(fmt::bar(u / 100.0, UTIL_BAR).replace(' ', "░"), style),
-                Span::styled(fmt::right(&fmt::util_pct(u), 5), style),
-            ]
+            vec![Span::styled(fmt::bar(u / 100.0, UTIL_BAR).replace(' ', "░"), style), Span::styled(fmt::right(&fmt::util_pct(u), 5), style)]
         }
         _ => {
             let (glyph, style) = if node.up { ('·', t.no_data) } else { ('✕', t.alarm) };
@@ -253,10 +250,13 @@ fn totals_line<'a>(node: &NodeView, t: &Theme, w: usize) -> Line<'a> {
     let largest = node.gpus.iter().filter(|g| !g.exclusive && node.up).map(|g| g.largest_free).max();
     let mut groups = vec![
         vec![Span::styled(format!("{busy}/{}", node.gpus.len()), t.figure), Span::styled(" GPUs busy", t.dim)],
-        vec![Span::styled("  util ", t.dim), match fleet_parts::node_mean(node) {
-            Some(m) => Span::styled(fmt::util_pct(m), t.util_level(fmt::ramp_level(m))),
-            None => Span::styled("—", t.no_data),
-        }],
+        vec![
+            Span::styled("  util ", t.dim),
+            match fleet_parts::node_mean(node) {
+                Some(m) => Span::styled(fmt::util_pct(m), t.util_level(fmt::ramp_level(m))),
+                None => Span::styled("—", t.no_data),
+            },
+        ],
         vec![Span::styled("  mem ", t.dim), Span::styled(format!("{alloc}/{total}"), t.figure)],
     ];
     if let Some(l) = largest {
@@ -269,8 +269,8 @@ fn totals_line<'a>(node: &NodeView, t: &Theme, w: usize) -> Line<'a> {
 pub(crate) mod tests {
     use crate::domain::ids::NodeId;
     use crate::tui::fixture::demo_view;
-    use crate::tui::panes::fleet::tests::{rows, thousand_gpus};
     use crate::tui::panes::fleet::render as fleet;
+    use crate::tui::panes::fleet::tests::{rows, thousand_gpus};
     use crate::tui::panes::fleet_ui::FleetUi;
     use crate::tui::panes::testing::draw_pane;
 

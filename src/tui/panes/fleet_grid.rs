@@ -18,8 +18,8 @@ use ratatui::text::{Line, Span};
 use super::fleet_parts;
 use super::fleet_ui::Drawn;
 use super::shared::{PaneProps, frame};
-use crate::room::View;
 use crate::domain::cluster::BillingMode;
+use crate::room::View;
 use crate::room::view::NodeView;
 use crate::tui::fmt::{self, put};
 use crate::tui::pane_id::PaneId;
@@ -132,11 +132,7 @@ pub(super) fn render(view: &View, cursor: Option<usize>, props: PaneProps<'_>, a
     let t = props.theme;
     let (w, h) = (area.width.saturating_sub(2) as usize, area.height.saturating_sub(2) as usize);
     let pick = choose(&view.nodes, w, h);
-    let extra = if pick.cluster_row {
-        nodes_up(view, t)
-    } else {
-        top_figures(view, t, w.saturating_sub(PaneId::Fleet.title().len() + 4))
-    };
+    let extra = if pick.cluster_row { nodes_up(view, t) } else { top_figures(view, t, w.saturating_sub(PaneId::Fleet.title().len() + 4)) };
     let inner = frame(PaneId::Fleet, Some(extra), props, area, buf);
     if inner.is_empty() {
         return Drawn::default();
@@ -316,12 +312,7 @@ fn spare_lines<'a>(view: &View, t: &Theme, w: usize) -> Vec<Line<'a>> {
     if !down.is_empty() {
         lines.push(names_line("✕ down ", &down, " ", t.alarm, t, w));
     }
-    let draining: Vec<String> = view
-        .nodes
-        .iter()
-        .filter(|n| fleet_parts::is_draining(n))
-        .map(|n| format!("{} {}", n.name, n.state))
-        .collect();
+    let draining: Vec<String> = view.nodes.iter().filter(|n| fleet_parts::is_draining(n)).map(|n| format!("{} {}", n.name, n.state)).collect();
     if !draining.is_empty() {
         lines.push(names_line("↓ ", &draining, ", ", t.warn, t, w));
     }
@@ -386,10 +377,13 @@ fn billing_lines<'a>(view: &View, t: &Theme, w: usize) -> Vec<Line<'a>> {
                     Span::styled(format!(" {} nodes", fmt::right(&nodes.len().to_string(), node_w)), t.dim),
                 ],
                 vec![Span::styled(format!("  {} GPUs", fmt::right(&gpus.to_string(), gpu_w)), t.dim)],
-                vec![Span::styled("  util ", t.dim), match util {
-                    Some(u) => Span::styled(fmt::right(&fmt::util_pct(u), 4), t.util_level(fmt::ramp_level(u))),
-                    None => Span::styled(fmt::right("—", 4), t.no_data),
-                }],
+                vec![
+                    Span::styled("  util ", t.dim),
+                    match util {
+                        Some(u) => Span::styled(fmt::right(&fmt::util_pct(u), 4), t.util_level(fmt::ramp_level(u))),
+                        None => Span::styled(fmt::right("—", 4), t.no_data),
+                    },
+                ],
                 vec![Span::styled(format!("  busy {}", fmt::right(&busy.to_string(), gpu_w)), t.dim)],
             ];
             if down > 0 {
@@ -407,8 +401,8 @@ fn billing_lines<'a>(view: &View, t: &Theme, w: usize) -> Vec<Line<'a>> {
 mod tests {
     use super::*;
     use crate::domain::ids::NodeId;
-    use crate::tui::panes::fleet::tests::{rows, thousand_gpus};
     use crate::tui::panes::fleet::render as fleet;
+    use crate::tui::panes::fleet::tests::{rows, thousand_gpus};
     use crate::tui::panes::fleet_ui::FleetUi;
     use crate::tui::panes::testing::draw_pane;
 

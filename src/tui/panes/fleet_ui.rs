@@ -8,13 +8,13 @@
 
 use std::cell::Cell;
 
+use super::keys::{KeyInput, KeyPane};
 use crate::domain::event::Action;
 use crate::domain::ids::NodeId;
 use crate::room::View;
 use crate::room::view::NodeView;
 use crate::tui::commands::Act;
 use crate::tui::request::Request;
-use super::keys::{KeyInput, KeyPane};
 
 /// The fleet pane's UI state, held by `App`: which node is selected (moved
 /// while the fleet pane has the focus) and which one is drilled into. Both
@@ -40,7 +40,6 @@ pub struct Drawn {
 }
 
 impl FleetUi {
-
     /// Index in `view.nodes` of the cursor: its node while it is there, else
     /// the nearest index; the first node before any move; `None` for no nodes.
     pub fn cursor_index(&self, view: &View) -> Option<usize> {

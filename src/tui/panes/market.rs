@@ -19,10 +19,10 @@ use ratatui::text::{Line, Span};
 
 use super::shared::{Col, PaneProps, fit_columns, frame, header_line, table_line, widest};
 use crate::domain::units::{At, Micros, MicrosPerHour, Secs};
-use crate::room::view::{MarketRow, PoolHazard, SpotJobRow};
-use crate::room::View;
 use crate::market::Trend;
 use crate::market::bid::{BidMode, Verdict};
+use crate::room::View;
+use crate::room::view::{MarketRow, PoolHazard, SpotJobRow};
 use crate::tui::fmt::{self, put};
 use crate::tui::pane_id::PaneId;
 use crate::tui::theme::Theme;
@@ -153,7 +153,9 @@ fn spot_jobs(jobs: &[SpotJobRow], t: &Theme, area: Rect, buf: &mut Buffer) {
     for (j, id) in jobs.iter().zip(&ids).take(shown) {
         let moving = matches!(j.verdict, Some(Verdict::Move | Verdict::OnDemand));
         let room = match j.headroom {
-            Some(h) => Span::styled(format!("{}{:+.1}%", if h < 0.0 || moving { "▲" } else { "" }, h * 100.0), if moving { t.alarm } else { headroom_style(h, t) }),
+            Some(h) => {
+                Span::styled(format!("{}{:+.1}%", if h < 0.0 || moving { "▲" } else { "" }, h * 100.0), if moving { t.alarm } else { headroom_style(h, t) })
+            }
             None => Span::styled("—", t.dim),
         };
         let (mode, mode_style) = match j.mode {
@@ -265,9 +267,8 @@ fn pool(at: Option<At>, m: &MarketRow, t: &Theme, area: Rect, buf: &mut Buffer) 
     let max_style = if over { t.alarm } else { t.text };
     let max = Span::styled(caps(&m.max_prices, true), max_style);
     let max_short = Span::styled(caps(&m.max_prices, false), max_style);
-    let share_group = |long: bool| {
-        share.clone().map(|s| vec![Span::styled(if long { format!("  {s} of OD") } else { format!(" {s}OD") }, t.dim)]).unwrap_or_default()
-    };
+    let share_group =
+        |long: bool| share.clone().map(|s| vec![Span::styled(if long { format!("  {s} of OD") } else { format!(" {s}OD") }, t.dim)]).unwrap_or_default();
     if tall {
         let long = vec![
             vec![price.clone()],
@@ -363,19 +364,14 @@ fn chart(at: Option<At>, m: &MarketRow, t: &Theme, area: Rect, labels: bool, buf
         hi = hi.max(c.0);
     }
     let h = area.height as usize;
-    let label_w = if labels && h >= 2 && area.width >= 30 {
-        fmt::width(&MicrosPerHour(hi).to_string()).max(fmt::width(&MicrosPerHour(lo).to_string())) + 1
-    } else {
-        0
-    };
+    let label_w =
+        if labels && h >= 2 && area.width >= 30 { fmt::width(&MicrosPerHour(hi).to_string()).max(fmt::width(&MicrosPerHour(lo).to_string())) + 1 } else { 0 };
     let cols = (area.width as usize).saturating_sub(label_w);
     if cols == 0 || h == 0 {
         return;
     }
     let levels = (h * 8) as i64;
-    let level = |v: i64| -> i64 {
-        if hi == lo { levels / 2 } else { 1 + ((v - lo) as f64 / (hi - lo) as f64 * (levels - 1) as f64).round() as i64 }
-    };
+    let level = |v: i64| -> i64 { if hi == lo { levels / 2 } else { 1 + ((v - lo) as f64 / (hi - lo) as f64 * (levels - 1) as f64).round() as i64 } };
     let cap_row = cap.filter(|c| c.0 >= lo && c.0 <= hi).map(|c| ((level(c.0) - 1) / 8) as usize);
     let span = (end - start).num_milliseconds().max(1);
     for x in 0..cols {

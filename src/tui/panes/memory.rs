@@ -22,8 +22,8 @@ use ratatui::text::{Line, Span};
 
 use super::shared::{PaneProps, frame, widest};
 use crate::domain::units::Mib;
-use crate::room::view::{GpuView, NodeView};
 use crate::room::View;
+use crate::room::view::{GpuView, NodeView};
 use crate::tui::fmt::{self, put};
 use crate::tui::pane_id::PaneId;
 use crate::tui::theme::Theme;
@@ -31,10 +31,7 @@ use crate::tui::theme::Theme;
 pub fn render(view: &View, props: PaneProps<'_>, area: Rect, buf: &mut Buffer) {
     let t = props.theme;
     let c = &view.cluster;
-    let extra = Line::from(Span::styled(
-        format!(" {} / {} ", mib(c.mem_allocated), mib(c.mem_total)),
-        t.dim,
-    ));
+    let extra = Line::from(Span::styled(format!(" {} / {} ", mib(c.mem_allocated), mib(c.mem_total)), t.dim));
     let inner = frame(PaneId::Memory, Some(extra), props, area, buf);
     if inner.is_empty() {
         return;
@@ -49,8 +46,7 @@ pub fn render(view: &View, props: PaneProps<'_>, area: Rect, buf: &mut Buffer) {
     }
     let rows = inner.height.saturating_sub(top) as usize;
     let nodes: Vec<&NodeView> = view.nodes.iter().filter(|n| n.up).collect();
-    let shared: Vec<(&NodeView, &GpuView)> =
-        nodes.iter().flat_map(|n| n.gpus.iter().map(move |g| (*n, g))).filter(|(_, g)| is_shared(g)).collect();
+    let shared: Vec<(&NodeView, &GpuView)> = nodes.iter().flat_map(|n| n.gpus.iter().map(move |g| (*n, g))).filter(|(_, g)| is_shared(g)).collect();
     let name_w = widest(view.nodes.iter().map(|n| n.name.as_str()), 3, 10);
     let gpu_w = nodes.iter().map(|n| n.gpus.len()).max().unwrap_or(0);
     // Once most nodes would be left out, rows say less than a distribution.
@@ -119,11 +115,7 @@ fn is_shared(g: &GpuView) -> bool {
 /// (`57.5T`, not `58860.0G`), and never wrapped past `u32`.
 fn mib(m: u64) -> String {
     const T: u64 = 1024 * 1024;
-    if m >= 10 * T {
-        format!("{:.1}T", m as f64 / T as f64)
-    } else {
-        Mib(u32::try_from(m).unwrap_or(u32::MAX)).to_string()
-    }
+    if m >= 10 * T { format!("{:.1}T", m as f64 / T as f64) } else { Mib(u32::try_from(m).unwrap_or(u32::MAX)).to_string() }
 }
 
 fn cluster_line<'a>(view: &View, t: &Theme, w: usize) -> Line<'a> {
@@ -234,11 +226,7 @@ pub(super) fn mem_bar(g: &GpuView, w: usize, t: &Theme) -> Vec<Span<'static>> {
     let alloc = cells(g.mem_allocated);
     let used = g.mem_used.map(|u| cells(u).min(alloc)).unwrap_or(0);
     let part = |n: usize, c: &str, s: Style| Span::styled(c.repeat(n), s);
-    vec![
-        part(used, "█", t.mem_used),
-        part(alloc - used, "▓", t.mem_alloc),
-        part(w - alloc, "░", t.mem_free),
-    ]
+    vec![part(used, "█", t.mem_used), part(alloc - used, "▓", t.mem_alloc), part(w - alloc, "░", t.mem_free)]
 }
 
 /// How many GPUs of up nodes have a largest free block of ≥16G, 8–16G,
@@ -299,10 +287,13 @@ fn at_scale(nodes: &[&NodeView], name_w: usize, t: &Theme, inner: Rect, top: u16
         put(buf, inner, row, line);
         row += 1;
     }
-    let mut worst: Vec<(&NodeView, &GpuView)> =
-        nodes.iter().flat_map(|n| n.gpus.iter().map(move |g| (*n, g))).filter(|(_, g)| g.fragmentation > 0.0).collect();
+    let mut worst: Vec<(&NodeView, &GpuView)> = nodes.iter().flat_map(|n| n.gpus.iter().map(move |g| (*n, g))).filter(|(_, g)| g.fragmentation > 0.0).collect();
     worst.sort_by(|a, b| {
-        b.1.fragmentation.total_cmp(&a.1.fragmentation).then(a.1.largest_free.cmp(&b.1.largest_free)).then(a.0.name.cmp(&b.0.name)).then(a.1.index.cmp(&b.1.index))
+        b.1.fragmentation
+            .total_cmp(&a.1.fragmentation)
+            .then(a.1.largest_free.cmp(&b.1.largest_free))
+            .then(a.0.name.cmp(&b.0.name))
+            .then(a.1.index.cmp(&b.1.index))
     });
     let mut roomy: Vec<&&NodeView> = nodes.iter().filter(|n| n.gpus.iter().any(|g| !g.exclusive && g.largest_free.0 > 0)).collect();
     let free = |n: &NodeView| n.gpus.iter().filter(|g| !g.exclusive).map(|g| u64::from(g.mem_total.0.saturating_sub(g.mem_allocated.0))).sum::<u64>();

@@ -31,4 +31,3 @@ pub(crate) mod testing;
 pub use fleet_ui::FleetUi;
 pub use keys::{KeyInput, KeyPane};
 pub use shared::{PaneProps, frame};
-

@@ -17,8 +17,8 @@ use ratatui::text::{Line, Span};
 use super::shared::{Col, PaneProps, fit_columns, frame, header_line, table_line, widest};
 use crate::domain::job::Phase;
 use crate::domain::units::Secs;
-use crate::room::view::JobRow;
 use crate::room::View;
+use crate::room::view::JobRow;
 use crate::tui::fmt::{self, put};
 use crate::tui::pane_id::PaneId;
 use crate::tui::selection::{Window, scroll};
@@ -219,7 +219,13 @@ fn job_cells<'a>(job: &JobRow, selected: bool, reasons: bool, t: &Theme) -> Vec<
     ];
     if reasons {
         let why = job.waits_for.as_deref().filter(|_| queued).map(short_reason).unwrap_or_default();
-        let style = if why.starts_with("up in") || why == "launching" { t.key } else if why == "budget" || why == "no spot" { t.warn } else { t.dim };
+        let style = if why.starts_with("up in") || why == "launching" {
+            t.key
+        } else if why == "budget" || why == "no spot" {
+            t.warn
+        } else {
+            t.dim
+        };
         cells.insert(7, Span::styled(why, style));
     }
     cells

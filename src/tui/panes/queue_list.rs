@@ -10,6 +10,7 @@
 
 use std::cell::Cell;
 
+use super::keys::{KeyInput, KeyPane};
 use crate::domain::event::Action;
 use crate::domain::ids::JobId;
 use crate::room::View;
@@ -18,7 +19,6 @@ use crate::tui::commands::Act;
 use crate::tui::job_order::JobOrder;
 use crate::tui::request::Request;
 use crate::tui::selection::{Follow, Window};
-use super::keys::{KeyInput, KeyPane};
 
 #[derive(Clone, Debug, Default)]
 pub struct QueueList {
@@ -53,7 +53,6 @@ impl QueueList {
     pub fn page(&self) -> isize {
         self.window.get().page()
     }
-
 }
 
 impl KeyPane for QueueList {

@@ -26,15 +26,8 @@ pub struct PaneProps<'a> {
 /// border) and returns the area inside.
 pub fn frame(id: PaneId, extra: Option<Line<'_>>, props: PaneProps<'_>, area: Rect, buf: &mut Buffer) -> Rect {
     let t = props.theme;
-    let (border, kind, title) = if props.focused {
-        (t.border_focused, t.border_type_focused, t.title_focused)
-    } else {
-        (t.border, t.border_type, t.title)
-    };
-    let mut block = Block::bordered()
-        .border_type(kind)
-        .border_style(border)
-        .title(Line::from(Span::styled(format!(" {} ", id.title()), title)));
+    let (border, kind, title) = if props.focused { (t.border_focused, t.border_type_focused, t.title_focused) } else { (t.border, t.border_type, t.title) };
+    let mut block = Block::bordered().border_type(kind).border_style(border).title(Line::from(Span::styled(format!(" {} ", id.title()), title)));
     if let Some(extra) = extra {
         block = block.title_top(extra.right_aligned());
     }

@@ -18,12 +18,12 @@ use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
-use super::slurm_nodes::{self, Tags};
 use super::shared::{Col, PaneProps, fit_columns, frame, header_line, table_line, widest};
+use super::slurm_nodes::{self, Tags};
 use crate::domain::slurm::{SlurmMode, SlurmState};
 use crate::domain::units::Secs;
-use crate::room::view_slurm::{SlurmJobRow, SlurmView};
 use crate::room::View;
+use crate::room::view_slurm::{SlurmJobRow, SlurmView};
 use crate::tui::fmt::{self, put};
 use crate::tui::pane_id::PaneId;
 use crate::tui::selection::{Window, scroll};

@@ -7,12 +7,12 @@
 
 use std::cell::Cell;
 
+use super::keys::{KeyInput, KeyPane};
 use crate::room::View;
 use crate::tui::commands::Act;
 use crate::tui::request::Request;
 use crate::tui::selection::{Follow, Window};
 use crate::tui::slurm_keys;
-use super::keys::{KeyInput, KeyPane};
 
 #[derive(Clone, Debug, Default)]
 pub struct SlurmList {
@@ -42,7 +42,6 @@ impl SlurmList {
     pub fn window(&self) -> &Cell<Window> {
         &self.window
     }
-
 }
 
 impl KeyPane for SlurmList {

@@ -166,7 +166,13 @@ pub fn node_lines<'a>(s: &SlurmView, count: usize, tags: &Tags, selected: Option
         .iter()
         .zip(&cpus)
         .map(|(n, cpu)| {
-            let state = if n.unavailable { t.warn } else if n.state == "idle" { t.dim } else { t.text };
+            let state = if n.unavailable {
+                t.warn
+            } else if n.state == "idle" {
+                t.dim
+            } else {
+                t.text
+            };
             let reason = if n.unavailable && !n.reason.is_empty() { Span::styled(n.reason.clone(), t.warn) } else { Span::raw("") };
             let cells = vec![
                 vec![Span::styled(n.name.clone(), t.text)],

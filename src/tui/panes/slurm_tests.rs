@@ -1,9 +1,9 @@
 //! Tests of the Slurm pane: what it shows at the widths and heights it gets
 //! in the console, zoomed and not.
 
+use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::style::Modifier;
-use ratatui::Terminal;
 
 use super::*;
 use crate::tui::fixture::{demo_view, slurm_view};

@@ -1,7 +1,7 @@
 //! Test helpers for the panes: one pane drawn alone.
 
-use ratatui::backend::TestBackend;
 use ratatui::Terminal;
+use ratatui::backend::TestBackend;
 
 use super::shared::PaneProps;
 use crate::tui::theme::Theme;
