@@ -12,6 +12,7 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::pane_id::PaneId;
 use super::slurm_keys::SlurmKey;
+use crate::domain::slurm::SlurmVerb;
 
 /// What a key does.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -235,7 +236,7 @@ pub const COMMANDS: &[Command] = &[
         bindings: &[key(KeyCode::Char('X'))],
     },
     Command {
-        act: Act::Slurm(SlurmKey::Preempt),
+        act: Act::Slurm(SlurmKey::Verb(&SlurmVerb::Preempt)),
         keys: "p",
         desc: "preempt the Slurm job: requeue or suspend, as the site's policy says (asks first)",
         hint: Some(("p", "preempt")),
@@ -243,7 +244,7 @@ pub const COMMANDS: &[Command] = &[
         bindings: &[key(KeyCode::Char('p'))],
     },
     Command {
-        act: Act::Slurm(SlurmKey::Requeue),
+        act: Act::Slurm(SlurmKey::Verb(&SlurmVerb::Requeue)),
         keys: "r",
         desc: "requeue the Slurm job: its GPUs are freed, it starts again later (asks first)",
         hint: Some(("r", "requeue")),
@@ -251,7 +252,7 @@ pub const COMMANDS: &[Command] = &[
         bindings: &[key(KeyCode::Char('r'))],
     },
     Command {
-        act: Act::Slurm(SlurmKey::Suspend),
+        act: Act::Slurm(SlurmKey::Verb(&SlurmVerb::Suspend)),
         keys: "s",
         desc: "suspend the Slurm job: it stops but keeps its GPUs and memory (asks first)",
         hint: Some(("s S", "suspend/resume")),
@@ -259,7 +260,7 @@ pub const COMMANDS: &[Command] = &[
         bindings: &[key(KeyCode::Char('s'))],
     },
     Command {
-        act: Act::Slurm(SlurmKey::Resume),
+        act: Act::Slurm(SlurmKey::Verb(&SlurmVerb::Resume)),
         keys: "S",
         desc: "resume the suspended Slurm job (asks first)",
         hint: None,
@@ -275,7 +276,7 @@ pub const COMMANDS: &[Command] = &[
         bindings: &[key(KeyCode::Char('m'))],
     },
     Command {
-        act: Act::Slurm(SlurmKey::Hold),
+        act: Act::Slurm(SlurmKey::Verb(&SlurmVerb::Hold)),
         keys: "h",
         desc: "hold the pending Slurm job: Slurm will not start it (asks first)",
         hint: Some(("h H", "hold/release")),
@@ -283,7 +284,7 @@ pub const COMMANDS: &[Command] = &[
         bindings: &[key(KeyCode::Char('h'))],
     },
     Command {
-        act: Act::Slurm(SlurmKey::Release),
+        act: Act::Slurm(SlurmKey::Verb(&SlurmVerb::Release)),
         keys: "H",
         desc: "release the held Slurm job (asks first)",
         hint: None,
@@ -291,7 +292,7 @@ pub const COMMANDS: &[Command] = &[
         bindings: &[key(KeyCode::Char('H'))],
     },
     Command {
-        act: Act::Slurm(SlurmKey::Cancel),
+        act: Act::Slurm(SlurmKey::Verb(&SlurmVerb::Cancel)),
         keys: "X",
         desc: "cancel the Slurm job for good: scancel (asks first)",
         hint: None,
@@ -457,14 +458,14 @@ mod tests {
     fn the_slurm_pane_has_its_own_verbs_and_the_queue_keeps_its_own() {
         let at = |c: char, pane: PaneId| lookup(&KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE), &App::with_focus(pane)).map(|c| c.act);
         let slurm = [
-            ('p', SlurmKey::Preempt),
-            ('r', SlurmKey::Requeue),
-            ('s', SlurmKey::Suspend),
-            ('S', SlurmKey::Resume),
-            ('h', SlurmKey::Hold),
-            ('H', SlurmKey::Release),
+            ('p', SlurmKey::Verb(&SlurmVerb::Preempt)),
+            ('r', SlurmKey::Verb(&SlurmVerb::Requeue)),
+            ('s', SlurmKey::Verb(&SlurmVerb::Suspend)),
+            ('S', SlurmKey::Verb(&SlurmVerb::Resume)),
+            ('h', SlurmKey::Verb(&SlurmVerb::Hold)),
+            ('H', SlurmKey::Verb(&SlurmVerb::Release)),
             ('m', SlurmKey::Migrate),
-            ('X', SlurmKey::Cancel),
+            ('X', SlurmKey::Verb(&SlurmVerb::Cancel)),
         ];
         for (c, k) in slurm {
             assert_eq!(at(c, PaneId::Slurm), Some(Act::Slurm(k)), "{c}");

@@ -163,9 +163,6 @@ fn handle(event: Event, app: &mut App, view: &View) -> Option<Control> {
     }
 }
 
-/// The loop proper, generic over the backend so tests can drive it.
-/// `sync(backend, begin)` brackets each frame (synchronized update).
-#[allow(clippy::too_many_arguments)]
 /// When the data in `view` was current, as an instant of this process: now
 /// for a view from this process's engine; for one read from another's log,
 /// its publication time, so a view published long ago shows its real age
@@ -178,6 +175,8 @@ fn published_at(view: &View, ctx: &mut DrawContext, base_source: &str) -> Instan
     Instant::now().checked_sub(age).unwrap_or_else(Instant::now)
 }
 
+/// The loop proper, generic over the backend so tests can drive it.
+/// `sync(backend, begin)` brackets each frame (synchronized update).
 pub(crate) async fn event_loop<B, S>(
     terminal: &mut Terminal<B>,
     mut views: watch::Receiver<Arc<View>>,

@@ -14,32 +14,21 @@ use crate::domain::event::Action;
 use crate::domain::slurm::SlurmVerb;
 use crate::room::View;
 
-/// A verb key of the Slurm pane.
+/// A verb key of the Slurm pane: one of Slurm's plain verbs as the domain
+/// names them, or migrate, which needs words first.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum SlurmKey {
-    Preempt,
-    Requeue,
-    Suspend,
-    Resume,
-    Cancel,
-    Hold,
-    Release,
+    Verb(&'static SlurmVerb),
     Migrate,
 }
 
 impl SlurmKey {
-    /// The verb it sends; `None` for migrate, which needs words first.
+    /// The verb it sends; `None` for migrate.
     pub fn verb(self) -> Option<SlurmVerb> {
-        Some(match self {
-            SlurmKey::Preempt => SlurmVerb::Preempt,
-            SlurmKey::Requeue => SlurmVerb::Requeue,
-            SlurmKey::Suspend => SlurmVerb::Suspend,
-            SlurmKey::Resume => SlurmVerb::Resume,
-            SlurmKey::Cancel => SlurmVerb::Cancel,
-            SlurmKey::Hold => SlurmVerb::Hold,
-            SlurmKey::Release => SlurmVerb::Release,
-            SlurmKey::Migrate => return None,
-        })
+        match self {
+            SlurmKey::Verb(verb) => Some(verb.clone()),
+            SlurmKey::Migrate => None,
+        }
     }
 }
 

@@ -18,58 +18,107 @@ use crate::domain::cluster::BillingMode;
 /// Levels of the utilization ramp (` ▁▂▃▄▅▆▇█`).
 pub const RAMP_LEVELS: usize = 9;
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct Theme {
+/// Every style of a theme, in one list: `Theme`'s fields, the theme file's
+/// `[styles]` table, reading a file and `map_named` are all made from it,
+/// so a new style is one line here (a forgotten place would not compile).
+macro_rules! theme_styles {
+    ($then:ident) => {
+        $then! {
+            /// Plain text.
+            text: Style,
+            /// Secondary text: labels, units, column headers' neighbours.
+            dim: Style,
+            /// Column headers inside panes.
+            heading: Style,
+            /// Figures worth reading first (the number a row is about).
+            figure: Style,
+            /// The one-line header bar.
+            header: Style,
+            /// The product name in the header.
+            brand: Style,
+            border: Style,
+            border_focused: Style,
+            title: Style,
+            title_focused: Style,
+            ok: Style,
+            warn: Style,
+            alarm: Style,
+            /// The alarm strip when an alarm is active.
+            alarm_banner: Style,
+            /// The selected row of a table.
+            selected: Style,
+            /// The selected row when its pane does not have the focus.
+            selected_unfocused: Style,
+            /// Utilization ramp, from idle to saturated.
+            util: [Style; RAMP_LEVELS],
+            /// No sample yet, or the node is down.
+            no_data: Style,
+            /// Indexed by `BillingMode::index()`: reserved, on-demand, spot.
+            billing: [Style; 3],
+            /// Memory bars: measured use, allocated but not measured in use, free.
+            mem_used: Style,
+            mem_alloc: Style,
+            mem_free: Style,
+            /// Price chart and its part above a max price.
+            chart: Style,
+            chart_over: Style,
+            /// Key names in the footer and the help overlay.
+            key: Style,
+            /// Commands that exist but do nothing here (greyed).
+            key_disabled: Style,
+        }
+    };
+}
+pub(crate) use theme_styles;
+
+/// A style field's value, named for checks over the whole theme: one
+/// style, or each of an array's (`util[3]`).
+pub(crate) trait Named: Sized {
+    fn named(&self, name: &str, f: &mut dyn FnMut(&str, Style) -> Style) -> Self;
+}
+
+impl Named for Style {
+    fn named(&self, name: &str, f: &mut dyn FnMut(&str, Style) -> Style) -> Style {
+        f(name, *self)
+    }
+}
+
+impl<const N: usize> Named for [Style; N] {
+    fn named(&self, name: &str, f: &mut dyn FnMut(&str, Style) -> Style) -> Self {
+        std::array::from_fn(|i| f(&format!("{name}[{i}]"), self[i]))
+    }
+}
+
+macro_rules! define_theme {
+    ($( $(#[$doc:meta])* $field:ident : $ty:ty ),* $(,)?) => {
+        #[derive(Clone, Debug, PartialEq)]
+        pub struct Theme {
     pub name: String,
     /// The terminal background the theme is designed for; `Reset` when it
     /// assumes none. Not painted by the console (the terminal keeps its own):
     /// it is what contrast is judged against.
     pub background: Color,
-    /// Plain text.
-    pub text: Style,
-    /// Secondary text: labels, units, column headers' neighbours.
-    pub dim: Style,
-    /// Column headers inside panes.
-    pub heading: Style,
-    /// Figures worth reading first (the number a row is about).
-    pub figure: Style,
-    /// The one-line header bar.
-    pub header: Style,
-    /// The product name in the header.
-    pub brand: Style,
-    pub border: Style,
-    pub border_focused: Style,
     pub border_type: BorderType,
     pub border_type_focused: BorderType,
-    pub title: Style,
-    pub title_focused: Style,
-    pub ok: Style,
-    pub warn: Style,
-    pub alarm: Style,
-    /// The alarm strip when an alarm is active.
-    pub alarm_banner: Style,
-    /// The selected row of a table.
-    pub selected: Style,
-    /// The selected row when its pane does not have the focus.
-    pub selected_unfocused: Style,
-    /// Utilization ramp, from idle to saturated.
-    pub util: [Style; RAMP_LEVELS],
-    /// No sample yet, or the node is down.
-    pub no_data: Style,
-    /// Indexed by `BillingMode::index()`: reserved, on-demand, spot.
-    pub billing: [Style; 3],
-    /// Memory bars: measured use, allocated but not measured in use, free.
-    pub mem_used: Style,
-    pub mem_alloc: Style,
-    pub mem_free: Style,
-    /// Price chart and its part above a max price.
-    pub chart: Style,
-    pub chart_over: Style,
-    /// Key names in the footer and the help overlay.
-    pub key: Style,
-    /// Commands that exist but do nothing here (greyed).
-    pub key_disabled: Style,
+            $( $(#[$doc])* pub $field: $ty, )*
+        }
+
+        impl Theme {
+            /// `f(name, style)` over every style, in the list's order.
+            fn map_named(&self, mut f: impl FnMut(&str, Style) -> Style) -> Theme {
+                Theme {
+                    name: self.name.clone(),
+                    background: self.background,
+                    border_type: self.border_type,
+                    border_type_focused: self.border_type_focused,
+                    $( $field: Named::named(&self.$field, stringify!($field), &mut f), )*
+                }
+            }
+        }
+    };
 }
+
+theme_styles!(define_theme);
 
 impl Default for Theme {
     fn default() -> Self {
@@ -112,76 +161,6 @@ impl Theme {
             s
         });
         all
-    }
-
-    /// `f(name, style)` over every style. Destructures `Theme` whole so that
-    /// a new field cannot be forgotten here (it would not compile): depth
-    /// conversion and the theme checks rely on seeing every style.
-    fn map_named(&self, mut f: impl FnMut(&str, Style) -> Style) -> Theme {
-        let Theme {
-            name,
-            background,
-            text,
-            dim,
-            heading,
-            figure,
-            header,
-            brand,
-            border,
-            border_focused,
-            border_type,
-            border_type_focused,
-            title,
-            title_focused,
-            ok,
-            warn,
-            alarm,
-            alarm_banner,
-            selected,
-            selected_unfocused,
-            util,
-            no_data,
-            billing,
-            mem_used,
-            mem_alloc,
-            mem_free,
-            chart,
-            chart_over,
-            key,
-            key_disabled,
-        } = self;
-        Theme {
-            name: name.clone(),
-            background: *background,
-            text: f("text", *text),
-            dim: f("dim", *dim),
-            heading: f("heading", *heading),
-            figure: f("figure", *figure),
-            header: f("header", *header),
-            brand: f("brand", *brand),
-            border: f("border", *border),
-            border_focused: f("border_focused", *border_focused),
-            border_type: *border_type,
-            border_type_focused: *border_type_focused,
-            title: f("title", *title),
-            title_focused: f("title_focused", *title_focused),
-            ok: f("ok", *ok),
-            warn: f("warn", *warn),
-            alarm: f("alarm", *alarm),
-            alarm_banner: f("alarm_banner", *alarm_banner),
-            selected: f("selected", *selected),
-            selected_unfocused: f("selected_unfocused", *selected_unfocused),
-            util: std::array::from_fn(|i| f(&format!("util[{i}]"), util[i])),
-            no_data: f("no_data", *no_data),
-            billing: std::array::from_fn(|i| f(&format!("billing[{i}]"), billing[i])),
-            mem_used: f("mem_used", *mem_used),
-            mem_alloc: f("mem_alloc", *mem_alloc),
-            mem_free: f("mem_free", *mem_free),
-            chart: f("chart", *chart),
-            chart_over: f("chart_over", *chart_over),
-            key: f("key", *key),
-            key_disabled: f("key_disabled", *key_disabled),
-        }
     }
 }
 

@@ -188,73 +188,51 @@ struct ThemeFile {
     styles: Styles,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Styles {
-    text: StyleSpec,
-    dim: StyleSpec,
-    heading: StyleSpec,
-    figure: StyleSpec,
-    header: StyleSpec,
-    brand: StyleSpec,
-    border: StyleSpec,
-    border_focused: StyleSpec,
-    title: StyleSpec,
-    title_focused: StyleSpec,
-    ok: StyleSpec,
-    warn: StyleSpec,
-    alarm: StyleSpec,
-    alarm_banner: StyleSpec,
-    selected: StyleSpec,
-    selected_unfocused: StyleSpec,
-    util: [StyleSpec; RAMP_LEVELS],
-    no_data: StyleSpec,
-    billing: [StyleSpec; 3],
-    mem_used: StyleSpec,
-    mem_alloc: StyleSpec,
-    mem_free: StyleSpec,
-    chart: StyleSpec,
-    chart_over: StyleSpec,
-    key: StyleSpec,
-    key_disabled: StyleSpec,
+/// How a style field is written in a file: a style's words, or an array
+/// of them for the ramp and the billing modes.
+trait FileForm: Sized {
+    type Spec;
+    fn read(spec: Self::Spec) -> Self;
 }
 
-pub fn parse(file: &str, text: &str) -> Result<Theme, ThemeError> {
-    let f: ThemeFile = toml::from_str(text).map_err(|e| ThemeError::from_toml(file, text, &e))?;
-    let s = f.styles;
-    Ok(Theme {
-        name: f.name,
-        background: f.background.map_or(Color::Reset, |c| c.0),
-        text: s.text.0,
-        dim: s.dim.0,
-        heading: s.heading.0,
-        figure: s.figure.0,
-        header: s.header.0,
-        brand: s.brand.0,
-        border: s.border.0,
-        border_focused: s.border_focused.0,
-        border_type: f.border_type.into(),
-        border_type_focused: f.border_type_focused.into(),
-        title: s.title.0,
-        title_focused: s.title_focused.0,
-        ok: s.ok.0,
-        warn: s.warn.0,
-        alarm: s.alarm.0,
-        alarm_banner: s.alarm_banner.0,
-        selected: s.selected.0,
-        selected_unfocused: s.selected_unfocused.0,
-        util: s.util.map(|x| x.0),
-        no_data: s.no_data.0,
-        billing: s.billing.map(|x| x.0),
-        mem_used: s.mem_used.0,
-        mem_alloc: s.mem_alloc.0,
-        mem_free: s.mem_free.0,
-        chart: s.chart.0,
-        chart_over: s.chart_over.0,
-        key: s.key.0,
-        key_disabled: s.key_disabled.0,
-    })
+impl FileForm for Style {
+    type Spec = StyleSpec;
+    fn read(spec: StyleSpec) -> Style {
+        spec.0
+    }
 }
+
+impl<const N: usize> FileForm for [Style; N] {
+    type Spec = [StyleSpec; N];
+    fn read(spec: [StyleSpec; N]) -> Self {
+        spec.map(|s| s.0)
+    }
+}
+
+/// The `[styles]` table and the theme it makes, from the one list of styles.
+macro_rules! read_styles {
+    ($( $(#[$doc:meta])* $field:ident : $ty:ty ),* $(,)?) => {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Styles {
+            $( $field: <$ty as FileForm>::Spec, )*
+        }
+
+        pub fn parse(file: &str, text: &str) -> Result<Theme, ThemeError> {
+            let f: ThemeFile = toml::from_str(text).map_err(|e| ThemeError::from_toml(file, text, &e))?;
+            let s = f.styles;
+            Ok(Theme {
+                name: f.name,
+                background: f.background.map_or(Color::Reset, |c| c.0),
+                border_type: f.border_type.into(),
+                border_type_focused: f.border_type_focused.into(),
+                $( $field: <$ty as FileForm>::read(s.$field), )*
+            })
+        }
+    };
+}
+
+super::theme::theme_styles!(read_styles);
 
 /// The built-in theme file called `name` (or one of its other spellings).
 pub fn built_in(name: &str) -> Option<(&'static str, &'static str)> {
