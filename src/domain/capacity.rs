@@ -35,10 +35,12 @@ pub struct PoolSpec {
 }
 
 impl PoolSpec {
+    /// The pool's billing mode, instance type and zone, as a launch or a migration names it.
     pub fn target(&self) -> PoolTarget {
         PoolTarget::of(&self.node)
     }
 
+    /// GPUs on each node of the pool.
     pub fn gpus(&self) -> u32 {
         u32::from(self.node.gpu_count)
     }
@@ -96,6 +98,7 @@ pub enum LaunchFailure {
 }
 
 impl LaunchFailure {
+    /// The failure in words, for the log and the console.
     pub fn label(self) -> &'static str {
         match self {
             LaunchFailure::InsufficientCapacity => "insufficient capacity",

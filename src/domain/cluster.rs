@@ -19,8 +19,11 @@ pub enum BillingMode {
 }
 
 impl BillingMode {
+    /// Every mode, reserved first, in the order reports and the console list them;
+    /// `index` is a mode's place here.
     pub const ALL: [BillingMode; 3] = [BillingMode::Reserved, BillingMode::OnDemand, BillingMode::Spot];
 
+    /// The mode's name for the console and reports ("on-demand").
     pub fn label(self) -> &'static str {
         match self {
             BillingMode::OnDemand => "on-demand",
@@ -29,6 +32,7 @@ impl BillingMode {
         }
     }
 
+    /// A short tag for narrow columns and pool names ("OD", "RES", "SPOT").
     pub fn short(self) -> &'static str {
         match self {
             BillingMode::OnDemand => "OD",
@@ -37,6 +41,7 @@ impl BillingMode {
         }
     }
 
+    /// The mode's place in `ALL`, for figures kept in an array per billing mode.
     pub fn index(self) -> usize {
         match self {
             BillingMode::Reserved => 0,
@@ -84,6 +89,7 @@ pub struct Unit {
 }
 
 impl NodeSpec {
+    /// The spot market the node belongs to: its zone and instance type.
     pub fn pool(&self) -> PoolKey {
         PoolKey { zone: self.zone.clone(), instance_type: self.instance_type.clone() }
     }
@@ -112,6 +118,8 @@ impl NodeSpec {
         self.share_of(unit.memory, unit.mig_parent)
     }
 
+    /// `unit_share` for a unit known by its memory and MIG parent (a `Gpu`'s
+    /// `memory` and `mig`).
     pub fn share_of(&self, memory: Mib, mig_parent: Option<u8>) -> (u64, u64) {
         let unit = Unit { memory, mig_parent };
         let gpus = u64::from(self.gpu_count.max(1));
@@ -142,6 +150,8 @@ impl NodeSpec {
     }
 }
 
+/// Where a node is in its life: taking work, draining, down, booting or being
+/// given back.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum NodeState {
     Up,
@@ -193,6 +203,8 @@ pub struct GpuHealth {
     pub mig_instances: u32,
 }
 
+/// One placeable unit of a node as it is now (a whole GPU or a MIG slice): its
+/// memory, what is allocated on it, and its last samples.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Gpu {
     pub index: u8,
@@ -220,6 +232,8 @@ pub struct Gpu {
 }
 
 impl Gpu {
+    /// A whole GPU (not a slice) of `memory` at `index`, with nothing allocated
+    /// and no samples yet.
     pub fn new(index: u8, memory: Mib) -> Gpu {
         Gpu {
             index,
@@ -236,14 +250,17 @@ impl Gpu {
         }
     }
 
+    /// GPU memory held by its allocations, in all.
     pub fn allocated(&self) -> Mib {
         Mib(self.allocations.iter().map(|a| a.size.0).sum())
     }
 
+    /// Nothing on it: no allocation of the room's and no Slurm job.
     pub fn is_free(&self) -> bool {
         self.allocations.is_empty() && self.slurm_job.is_none()
     }
 
+    /// Held by an exclusive job, which owns its compute whatever the memory left.
     pub fn has_exclusive(&self) -> bool {
         self.allocations.iter().any(|a| a.exclusive)
     }
@@ -266,6 +283,7 @@ impl Gpu {
         blocks
     }
 
+    /// The largest free gap: the most memory one more allocation could get.
     pub fn largest_free_block(&self) -> Mib {
         // Most GPUs hold zero or one allocation: answer those without sorting.
         match self.allocations.as_slice() {
@@ -291,6 +309,8 @@ impl Gpu {
     }
 }
 
+/// A node as the core tracks it: what was bought, its state, and what is
+/// placed on it now.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Node {
     pub spec: NodeSpec,
@@ -335,23 +355,29 @@ pub fn slurm_powered_down(state: &str) -> bool {
 }
 
 impl Node {
+    /// A node up since `at`, with one empty `Gpu` per placeable unit of `spec`.
     pub fn new(spec: NodeSpec, at: At) -> Node {
         let gpus = spec.units().into_iter().enumerate().map(|(i, unit)| Gpu { mig: unit.mig_parent, ..Gpu::new(i as u8, unit.memory) }).collect();
         Node { spec, state: NodeState::Up, up_since: at, gpus, cpus_used: 0, host_mem_used: Mib(0), slurm: None }
     }
 
+    /// Host CPUs not held by the jobs placed here.
     pub fn cpus_free(&self) -> u32 {
         self.spec.cpus.saturating_sub(self.cpus_used)
     }
 
+    /// Host memory not held by the jobs placed here.
     pub fn host_mem_free(&self) -> Mib {
         Mib(self.spec.host_memory.0.saturating_sub(self.host_mem_used.0))
     }
 
+    /// The room may place jobs here: up, and not a node Slurm schedules.
     pub fn accepts_work(&self) -> bool {
         matches!(self.state, NodeState::Up) && self.slurm.is_none()
     }
 
+    /// The instance is there: any state but down (booting, draining and retiring
+    /// count).
     pub fn is_up(&self) -> bool {
         !matches!(self.state, NodeState::Down { .. })
     }

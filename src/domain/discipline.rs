@@ -16,6 +16,7 @@ pub enum DisciplineKind {
 }
 
 impl DisciplineKind {
+    /// Every discipline, in the order they are offered.
     pub const ALL: [DisciplineKind; 4] = [DisciplineKind::Fifo, DisciplineKind::Priority, DisciplineKind::Drf, DisciplineKind::Mlfq];
 
     /// The word for it in the configuration, the command bar and the log.
@@ -28,6 +29,7 @@ impl DisciplineKind {
         }
     }
 
+    /// The discipline of that name, as `name` spells it (lower case), if any.
     pub fn parse(name: &str) -> Option<DisciplineKind> {
         DisciplineKind::ALL.into_iter().find(|d| d.name() == name)
     }

@@ -13,6 +13,8 @@ use super::ids::{GpuRef, JobId, NodeId, TenantId};
 use super::job::JobSpec;
 use super::units::{At, Mib, Micros, MicrosPerHour};
 
+/// A tenant's entitlements: its GPU quota, what it may borrow beyond it, and
+/// its monthly budget (micro-units).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TenantSpec {
     pub id: TenantId,
@@ -49,6 +51,7 @@ pub struct Actor {
 
 pub use super::ids::OsAccount;
 
+/// What an actor may do: act on the room, or only watch.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Role {
@@ -57,6 +60,8 @@ pub enum Role {
     Viewer,
 }
 
+/// Something an operator asks of the room; it comes in as `Event::Operator`
+/// with the actor who asked.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Action {
     /// Save and stop the job, then put it back in the queue.
@@ -112,6 +117,8 @@ impl Action {
     }
 }
 
+/// Everything that comes into the core; applied in order, the log of them
+/// rebuilds the state.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Event {
     /// A node joined (or a replacement instance came up under the same id).
@@ -283,6 +290,8 @@ impl Event {
     }
 }
 
+/// What the core asks of the world after an event (jobs to start, save or
+/// stop, alarms, ledger lines, Slurm commands, launches, releases).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Effect {
     StartJob {

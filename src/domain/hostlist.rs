@@ -14,6 +14,7 @@
 /// The most names one expression may give (Slurm's own MAX_RANGE is 64k).
 pub const MAX_NAMES: usize = 65_536;
 
+/// Why an expression could not be expanded, with the expression itself.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("hostlist {expr:?}: {why}")]
 pub struct HostlistError {

@@ -6,9 +6,12 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+/// A job, by number: the room's own, or Slurm's in the range above
+/// `SLURM_JOBS` (see `JobId::slurm`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct JobId(pub u64);
 
+/// A node (one instance), by number.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct NodeId(pub u32);
 
@@ -33,6 +36,7 @@ impl From<GpuRef> for (u32, u8) {
     }
 }
 
+/// A tenant, by the name operators give it (for Slurm's jobs, the account).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct TenantId(pub String);
 

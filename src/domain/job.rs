@@ -27,6 +27,7 @@ pub struct Tags {
     pub model: String,
 }
 
+/// What kind of work a job is; each class has its own wait limit.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum JobClass {
@@ -37,6 +38,7 @@ pub enum JobClass {
 }
 
 impl JobClass {
+    /// A short word for the class, for the console's columns ("train", "infer").
     pub fn label(self) -> &'static str {
         match self {
             JobClass::Training => "train",
@@ -60,6 +62,8 @@ pub enum PoolPreference {
     SpotOnly,
 }
 
+/// What was asked for a job: its resources, its work in steps, its priority
+/// and where it may run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct JobSpec {
     pub id: JobId,
@@ -102,6 +106,7 @@ pub enum StopReason {
     Scheduler(SchedStop),
 }
 
+/// Why the scheduler stopped a job.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum SchedStop {
     /// Borrowed capacity returned to the tenant that owns it.
@@ -121,6 +126,8 @@ pub enum AfterCheckpoint {
     Stop(StopReason),
 }
 
+/// Where a job is in its life cycle (see the module's diagram), with what
+/// each state needs to remember.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum JobState {
     Queued,
@@ -154,6 +161,7 @@ pub enum Phase {
 }
 
 impl Phase {
+    /// A short word for the phase, for the console and counters.
     pub fn label(self) -> &'static str {
         match self {
             Phase::Queued => "queued",
@@ -166,6 +174,7 @@ impl Phase {
         }
     }
 
+    /// Done or failed: the job moves no more.
     pub fn is_terminal(self) -> bool {
         matches!(self, Phase::Done | Phase::Failed)
     }
@@ -202,6 +211,7 @@ impl Phase {
 }
 
 impl JobState {
+    /// The state's coarse name.
     pub fn phase(&self) -> Phase {
         match self {
             JobState::Queued => Phase::Queued,
@@ -222,6 +232,8 @@ pub struct Placement {
     pub gpus: Vec<u8>,
 }
 
+/// A job: its spec, where it is in its life cycle, and its history and costs
+/// so far.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Job {
     pub spec: JobSpec,
@@ -298,10 +310,12 @@ pub struct PoolTarget {
 }
 
 impl PoolTarget {
+    /// The pool a node of `spec` belongs to.
     pub fn of(spec: &crate::domain::cluster::NodeSpec) -> PoolTarget {
         PoolTarget { billing: spec.billing, instance_type: spec.instance_type.clone(), zone: spec.zone.clone() }
     }
 
+    /// Whether a node of `spec` is in this pool.
     pub fn holds(&self, spec: &crate::domain::cluster::NodeSpec) -> bool {
         spec.billing == self.billing && spec.instance_type == self.instance_type && spec.zone == self.zone
     }
@@ -332,9 +346,9 @@ pub struct JobRisk {
     /// The checkpoint interval the controller set from it.
     pub interval: Secs,
     pub shortened: bool,
-    /// The job's reference price (placement price moved by the trend).
     /// The max-price curve's answer, if the pool's market price is known.
     pub bid: Option<super::spot::Bid>,
+    /// The job's reference price (placement price moved by the trend).
     pub base: Option<MicrosPerHour>,
 }
 
@@ -346,6 +360,7 @@ impl Job {
         (per(self.requests, 1), per(self.tokens, 1000))
     }
 
+    /// A job submitted at `at`: queued, nothing done or spent yet.
     pub fn new(spec: JobSpec, at: At) -> Job {
         Job {
             spec,
@@ -380,6 +395,7 @@ impl Job {
         }
     }
 
+    /// Its state's coarse name.
     pub fn phase(&self) -> Phase {
         self.state.phase()
     }
@@ -411,6 +427,7 @@ impl Job {
         self.service_from = None;
     }
 
+    /// Steps done / total, from 0 to 1 (1 for a job with no steps).
     pub fn progress(&self) -> f64 {
         if self.spec.steps_total == 0 {
             return 1.0;
@@ -425,6 +442,7 @@ impl Job {
     }
 }
 
+/// A save of all of a job's state, or only of what changed since the last save.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum CheckpointKind {

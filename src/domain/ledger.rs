@@ -10,6 +10,8 @@ use super::ids::{JobId, NodeId};
 use super::job::Tags;
 use super::units::{At, Micros};
 
+/// What a ledger line charges for: instance time (compute or idle) or a
+/// service on top.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum LineKind {
@@ -26,6 +28,7 @@ pub enum LineKind {
 }
 
 impl LineKind {
+    /// The kind's name as stored and exported ("checkpoint-io"); `parse` reads it back.
     pub fn label(self) -> &'static str {
         match self {
             LineKind::Compute => "compute",
@@ -36,6 +39,7 @@ impl LineKind {
         }
     }
 
+    /// The kind whose `label` is `text`, if any.
     pub fn parse(text: &str) -> Option<LineKind> {
         [LineKind::Compute, LineKind::Idle, LineKind::CheckpointIo, LineKind::Storage, LineKind::Network].into_iter().find(|k| k.label() == text)
     }
@@ -46,6 +50,8 @@ impl LineKind {
     }
 }
 
+/// What one GPU (or one job's service) cost from `start` to `end`, and who
+/// and what it is charged to.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LedgerLine {
     pub start: At,

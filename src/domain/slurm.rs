@@ -27,6 +27,8 @@ pub struct SlurmSnapshot {
     pub jobs: Vec<SlurmJob>,
 }
 
+/// A partition as sinfo reports it: its state, its nodes, and whether it is
+/// the default.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SlurmPartition {
     pub name: String,
@@ -36,6 +38,8 @@ pub struct SlurmPartition {
     pub default: bool,
 }
 
+/// A node as Slurm reports it: its state, CPUs and GRES GPUs, and how many of
+/// them are in use.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SlurmNode {
     pub name: String,
@@ -81,6 +85,8 @@ impl SlurmNode {
     }
 }
 
+/// A job as squeue reports it: whose it is, where it waits or runs, and what
+/// it asks or holds.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SlurmJob {
     pub id: u64,
@@ -224,6 +230,8 @@ impl SlurmState {
         }
     }
 
+    /// The state in lower case for display ("node-fail"); one this build does
+    /// not know, as Slurm spelled it.
     pub fn label(&self) -> &str {
         match self {
             SlurmState::Pending => "pending",
@@ -272,6 +280,7 @@ pub enum SlurmVerb {
 }
 
 impl SlurmVerb {
+    /// The verb's word, as the console types it and the audit log records it.
     pub fn name(&self) -> &'static str {
         match self {
             SlurmVerb::Preempt => "preempt",
@@ -407,6 +416,7 @@ impl PreemptBy {
 }
 
 impl SlurmMode {
+    /// The mode's name for the console and the log.
     pub fn label(self) -> &'static str {
         match self {
             SlurmMode::Advisory => "advisory",
@@ -415,6 +425,8 @@ impl SlurmMode {
     }
 }
 
+/// How gpuroom acts on a Slurm cluster: advisory or in control, what preempt
+/// means there, the wait alarm, how jobs are told to save, and who may act.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SlurmPolicy {
     pub mode: SlurmMode,

@@ -28,6 +28,8 @@ pub struct Lifetime {
     pub interrupted: bool,
 }
 
+/// How the max-price curve was applied: with the runtime prediction, or
+/// degraded without it.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum BidMode {
@@ -47,6 +49,8 @@ pub enum Verdict {
     OnDemand,
 }
 
+/// The max-price curve's answer for a job: its cap per hour, the coefficient
+/// the base price was multiplied by, how it was worked out, and the verdict.
 #[derive(Copy, Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Bid {
     pub cap: MicrosPerHour,

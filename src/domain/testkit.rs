@@ -71,6 +71,8 @@ pub fn job_spec(id: u64, tenant: &str, gpus: u8) -> JobSpec {
     }
 }
 
+/// Tenant `id` with a quota of `quota_gpus` GPUs, a $10,000 monthly budget,
+/// no memory quota, and up to 64 GPUs it may borrow.
 pub fn tenant_spec(id: &str, quota_gpus: u32) -> TenantSpec {
     TenantSpec { id: TenantId(id.into()), quota_gpus, monthly_budget: Micros(10_000_000_000), quota_gpu_mem: Mib(0), borrow_limit_gpus: 64 }
 }

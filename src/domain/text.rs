@@ -21,8 +21,9 @@ fn is_unsafe(c: char) -> bool {
             | '\u{FEFF}')
 }
 
-/// The longest line, and the most characters in all, that `for_terminal` shows.
+/// The longest line that `for_terminal` shows.
 pub const ECHO_LINE_CHARS: usize = 400;
+/// The most characters in all that `for_terminal` shows.
 pub const ECHO_TOTAL_CHARS: usize = 4_000;
 
 /// Text from anywhere made safe to print on a terminal: newlines kept, every

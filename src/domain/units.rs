@@ -48,6 +48,7 @@ impl Secs {
 }
 
 impl Micros {
+    /// No money.
     pub const ZERO: Micros = Micros(0);
 
     /// Dollars as a float, for display and ratios only.
@@ -86,9 +87,11 @@ impl Micros {
 }
 
 impl MicrosPerHour {
+    /// Dollars an hour as a float, for display and ratios only.
     pub fn as_f64(self) -> f64 {
         self.0 as f64 / 1e6
     }
+    /// The hourly price split evenly over `gpus` GPUs (rounded down; 0 counts as 1).
     pub fn per_gpu(self, gpus: u32) -> MicrosPerHour {
         MicrosPerHour(self.0 / i64::from(gpus.max(1)))
     }
@@ -168,13 +171,14 @@ impl fmt::Display for Secs {
     }
 }
 
-/// The first instant of the month after the one `at` is in (UTC).
 /// The next whole hour after `at` (a charge period's end).
 pub fn start_of_next_hour(at: At) -> At {
     let secs = at.timestamp().div_euclid(3600) * 3600 + 3600;
     chrono::DateTime::from_timestamp(secs, 0).unwrap_or(at)
 }
 
+/// The first instant of the month after the one `at` is in (UTC): where a
+/// monthly budget and billing period end.
 pub fn start_of_next_month(at: At) -> At {
     use chrono::{Datelike, TimeZone};
     let (year, month) = if at.month() == 12 { (at.year() + 1, 1) } else { (at.year(), at.month() + 1) };
