@@ -16,6 +16,8 @@
 //! the clock passes the hour); Slurm and the adapters run in real time.
 //! Skipped with a message without Slurm unless `GPUROOM_REQUIRE_SLURM` is set.
 
+#[path = "support/focus.rs"]
+mod focus;
 #[path = "support/loopback.rs"]
 mod loopback;
 #[path = "support/slurm.rs"]
@@ -218,6 +220,7 @@ async fn slurm_nodes_are_in_the_fleet_with_dcgm_figures_and_their_jobs_are_charg
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    focus::assert_valid(&focus);
     let mut reader = csv::Reader::from_path(&focus).unwrap();
     let headers = reader.headers().unwrap().clone();
     let col = |name: &str| headers.iter().position(|h| h == name).unwrap_or_else(|| panic!("no {name} column"));

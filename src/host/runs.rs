@@ -119,10 +119,16 @@ pub fn run_export(db: &Path, format: crate::export::Format, month: &str, out: Op
     let store = Store::open_read_only(db)?;
     let lines = store.ledger_lines(from, to)?;
     if lines.is_empty() {
-        bail!("{}: no ledger lines in {month} (the run covers other months, or predates the ledger)", db.display());
+        let covers = match store.ledger_span()? {
+            Some((first, last)) => format!("the run's ledger covers {} to {}", first.format("%Y-%m"), last.format("%Y-%m")),
+            None => "the run has no ledger lines at all (it predates the ledger, or billed nothing)".to_string(),
+        };
+        bail!("{}: no ledger lines in {month}: {covers}", db.display());
     }
+    // FOCUS's billing account is the run, named by the source its log records.
+    let account = crate::export::BillingAccount::of_run(&store.meta()?.source);
     let write = |w: &mut dyn std::io::Write| match format {
-        crate::export::Format::Focus => crate::export::write_focus(w, &lines),
+        crate::export::Format::Focus => crate::export::write_focus(w, &lines, &account),
         crate::export::Format::Csv => crate::export::write_csv(w, &lines),
     };
     match out {

@@ -128,6 +128,15 @@ impl Store {
         Ok(id)
     }
 
+    /// When the first and the last line start, or `None` for an empty ledger:
+    /// what an export for a month the run does not cover names instead.
+    pub fn ledger_span(&self) -> Result<Option<(At, At)>, StoreError> {
+        let (first, last): (Option<i64>, Option<i64>) =
+            self.conn.query_row("SELECT min(start_ms), max(start_ms) FROM ledger_rows", [], |r| Ok((r.get(0)?, r.get(1)?))).map_err(|e| self.sql_err(e))?;
+        let at = |ms: i64| chrono::DateTime::from_timestamp_millis(ms);
+        Ok(first.zip(last).and_then(|(f, l)| at(f).zip(at(l))))
+    }
+
     /// Lines whose period starts in `[from, to)`, in order.
     pub fn ledger_lines(&self, from: At, to: At) -> Result<Vec<LedgerLine>, StoreError> {
         let path = self.path.display().to_string();
