@@ -62,6 +62,11 @@ pub struct Cli {
     /// Live: a jobs file (tenants, and jobs with their commands) the local executor runs.
     #[arg(long, value_name = "FILE", requires = "live")]
     pub jobs: Option<PathBuf>,
+    /// Serve the engine's figures for Prometheus at http://ADDR/metrics (default
+    /// 127.0.0.1:9464, loopback): the console that runs its own engine, or `gpuroom
+    /// engine` (see README, Paging and dashboards).
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = gpuroom::metrics::http::DEFAULT_ADDR)]
+    pub metrics: Option<String>,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -246,6 +251,10 @@ pub enum Command {
         /// With --speed max: simulated minutes per batch (commands are taken between batches).
         #[arg(long, default_value_t = 60.0, value_name = "MINUTES")]
         step_minutes: f64,
+        /// Serve the engine's figures for Prometheus at http://ADDR/metrics (default
+        /// 127.0.0.1:9464, loopback).
+        #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = gpuroom::metrics::http::DEFAULT_ADDR)]
+        metrics: Option<String>,
     },
     /// Send one operator action to the engine running on a log, as the console's command
     /// bar takes it (`preempt 12`, `approve acme 500 6h over the weekend`, `slurm 4242

@@ -19,6 +19,7 @@ pub mod export;
 pub mod host;
 pub mod live;
 pub mod market;
+pub mod metrics;
 pub mod mix_report;
 pub mod operator;
 pub mod predict;

@@ -47,6 +47,7 @@ fn console_options(cli: &Cli) -> ConsoleOptions {
         theme: cli.theme.clone(),
         wall: cli.wall,
         stale_after: cli.stale_after,
+        metrics: cli.metrics.clone(),
     }
 }
 
@@ -57,6 +58,9 @@ fn slurm_power(what: Power, hostlist: &str, config: Option<std::path::PathBuf>) 
 }
 
 fn run(cli: Cli) -> Result<()> {
+    if cli.metrics.is_some() && cli.command.is_some() {
+        anyhow::bail!("--metrics serves a running engine's figures: give it to the console (gpuroom --metrics) or to gpuroom engine --metrics");
+    }
     match cli.command {
         Some(Command::Sim { experiment: Some(Experiment::Spot), out, world, from, .. }) => runs::run_spot_experiment(world.seed, from, out.as_deref()),
         Some(Command::Sim { experiment: Some(Experiment::Burst), out, world, from, .. }) => runs::run_burst_experiment(world.seed, from, out.as_deref()),
@@ -84,13 +88,13 @@ fn run(cli: Cli) -> Result<()> {
         Some(Command::Doctor { policy, dcgm }) => runs::run_doctor(&policy.policy(), dcgm),
         Some(Command::Bench { what: Some(cli::BenchWhat::Placement { seeds, quick, pods, out }), .. }) => runs::run_placement_bench(seeds, quick, pods, out),
         Some(Command::Bench { what: None, quick, out, no_build, probe_memory }) => runs::run_bench(quick, out, !no_build, probe_memory),
-        Some(Command::Engine { db, world, policy, speed, until_hours, step_minutes }) => {
+        Some(Command::Engine { db, world, policy, speed, until_hours, step_minutes, metrics }) => {
             let factor = match speed {
                 Pace::Factor(f) => Some(f),
                 Pace::Max => None,
             };
             let pace = headless::pace(factor, step_minutes)?;
-            headless::run_engine(&world.choice(), &policy.policy(), &db, pace, until_hours)
+            headless::run_engine(&world.choice(), &policy.policy(), &db, pace, until_hours, metrics.as_deref())
         }
         None if cli.live => {
             let live = LiveOptions { dcgm: cli.dcgm.clone(), no_nvml: cli.no_nvml, jobs: cli.jobs.clone() };

@@ -84,6 +84,18 @@ pub struct ConsoleFigures {
     pub frames: Vec<FrameFigures>,
     /// `None`: no /proc/self/status here.
     pub memory: Option<MemoryFigures>,
+    /// A `/metrics` scrape of the room's view (Prometheus text).
+    #[serde(default)]
+    pub scrape: Option<ScrapeFigures>,
+}
+
+/// What one scrape of the large room costs and carries.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScrapeFigures {
+    pub bytes: usize,
+    pub series: usize,
+    pub families: usize,
+    pub render: Spread,
 }
 
 /// Sizes of the measurement: (GPUs, jobs, views, frames per size).
@@ -141,6 +153,23 @@ pub fn measure_here(quick: bool) -> ConsoleFigures {
         }
         figures.push(FrameFigures { width, height, time: Spread::of(times) });
     }
+    progress(format_args!("console: rendering {views} /metrics scrapes"));
+    let snapshot =
+        crate::metrics::Snapshot { view: std::sync::Arc::new(view.clone()), health: crate::metrics::Health { world: "sim".into(), ..Default::default() } };
+    let mut scrape_ms = Vec::with_capacity(views);
+    let mut text = String::new();
+    for _ in 0..views {
+        let started = Instant::now();
+        text = std::hint::black_box(crate::metrics::render_text(&snapshot, 0));
+        scrape_ms.push(ms(started.elapsed()));
+    }
+    let scrape = ScrapeFigures {
+        bytes: text.len(),
+        series: text.lines().filter(|l| !l.starts_with('#') && !l.is_empty()).count(),
+        families: text.lines().filter(|l| l.starts_with("# TYPE ")).count(),
+        render: Spread::of(scrape_ms),
+    };
+    drop(snapshot);
     // The room, its view and the frame are all alive here, as in the console.
     let memory = read_memory();
     std::hint::black_box((&room, &view));
@@ -156,6 +185,7 @@ pub fn measure_here(quick: bool) -> ConsoleFigures {
         view: Spread::of(view_ms),
         frames: figures,
         memory,
+        scrape: Some(scrape),
     }
 }
 

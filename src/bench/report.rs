@@ -10,6 +10,9 @@ use super::machine::Machine;
 use super::per_event::PerEventFigures;
 use super::throughput::{ApplyFigures, MonthFigures};
 
+/// A scrape must render well inside Prometheus's usual 1 s scrape interval
+/// at its fastest; a tenth of it leaves the engine its batches.
+const SCRAPE_TARGET_MS: f64 = 100.0;
 /// The month's targets (issue 19): wall seconds without and with the log.
 pub const MONTH_TARGET_SECS: f64 = 25.0;
 pub const MONTH_LOGGED_TARGET_SECS: f64 = 35.0;
@@ -227,6 +230,22 @@ impl Report {
                 });
             }
             None => rows.push(Row { measure: format!("console memory, {size}"), figure: "not measured (no /proc)".into(), target, ratio: "—".into() }),
+        }
+        if let Some(s) = &c.scrape {
+            rows.push(Row {
+                measure: format!("a `/metrics` scrape (Prometheus text), {size}"),
+                figure: format!(
+                    "{} KB, {} series in {} families, rendered in median {:.1} ms, p95 {:.1} ms (n={})",
+                    thousands((s.bytes / 1000) as u64),
+                    thousands(s.series as u64),
+                    s.families,
+                    s.render.median_ms,
+                    s.render.p95_ms,
+                    s.render.n
+                ),
+                target: format!("< {SCRAPE_TARGET_MS:.0} ms (a scrape every second)"),
+                ratio: ratio(s.render.median_ms, SCRAPE_TARGET_MS),
+            });
         }
         rows.extend(self.per_event.iter().map(per_event_row));
         rows.extend(build_rows(&self.build));

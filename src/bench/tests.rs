@@ -2,7 +2,7 @@
 //! the markdown's table and machine section), the parsers, and the ignored
 //! full run. No wall-clock thresholds: times are only required to be > 0.
 
-use super::console::{MARKER, parse_probe_output, parse_status};
+use super::console::{MARKER, ScrapeFigures, parse_probe_output, parse_status};
 use super::*;
 
 /// Set in the child that `probe_child` runs the console probe in.
@@ -126,6 +126,7 @@ fn probe_output_is_found_wherever_the_marker_is() {
         view: Spread::of(vec![1.0]),
         frames: vec![FrameFigures { width: 120, height: 40, time: Spread::of(vec![2.0, 4.0]) }],
         memory: None,
+        scrape: Some(ScrapeFigures { bytes: 1_000, series: 10, families: 3, render: Spread::of(vec![0.5]) }),
     };
     let json = serde_json::to_string(&figures).unwrap();
     // libtest prints "test name ... " on the line the child's output starts.

@@ -44,6 +44,8 @@ pub struct ConsoleOptions {
     pub theme: Option<String>,
     pub wall: bool,
     pub stale_after: u64,
+    /// Serve `/metrics` here (`--metrics`), for a console that runs its engine.
+    pub metrics: Option<String>,
 }
 
 /// Live sources on top of the console's options.
@@ -114,6 +116,9 @@ pub fn run_sim_console(opts: &ConsoleOptions) -> Result<()> {
         bail!("--speed must be within (0, 100000], got {}", opts.speed);
     }
     let log_path = if opts.no_log { None } else { opts.db.clone().or_else(|| settings::default_log_path(&format!("sim-seed{}", opts.world.seed))) };
+    if opts.wall && opts.metrics.is_some() {
+        bail!("--metrics serves a running engine's figures; a wall runs none (give --metrics to the engine)");
+    }
     // A wall only ever reads a log, whatever its engine's state; it never starts one.
     if opts.wall {
         return match log_path.as_deref() {
@@ -128,13 +133,20 @@ pub fn run_sim_console(opts: &ConsoleOptions) -> Result<()> {
     }
     let warmup = settings::hours(opts.warmup_hours)?;
     let traces = Traces::embedded().context("parsing the embedded traces")?;
-    let (mut engine, duty, resumed) = match log_path.as_deref() {
+    let (mut engine, mut duty, resumed) = match log_path.as_deref() {
         None => (super::runs::build(&opts.world, &opts.policy, None, &traces)?, Duty::new(super::this_process()), None),
         Some(path) => match super::runs::open_sim_log(&opts.world, &opts.policy, path, &traces)? {
+            Opened::Attach { .. } if opts.metrics.is_some() => {
+                bail!("{}: its engine runs in another process; --metrics serves only an engine this process runs (give it to that engine)", path.display())
+            }
             Opened::Attach { .. } => return run_attached(opts, path),
             Opened::Owner { engine, duty, resumed } => (*engine, *duty, resumed),
         },
     };
+    if let Some(addr) = opts.metrics.as_deref() {
+        let at = duty.serve_metrics(addr, "sim").map_err(anyhow::Error::msg)?;
+        eprintln!("gpuroom: metrics at http://{at}/metrics");
+    }
     match (&resumed, log_path.as_deref()) {
         (Some(resumed), Some(path)) => eprintln!("gpuroom: {}", for_terminal(&resumed.describe(path))),
         _ => {
@@ -233,6 +245,16 @@ pub fn run_live_console(opts: &ConsoleOptions, live_opts: &LiveOptions) -> Resul
             (Some(store), Some(Duty::owning(me, path, access.group)))
         }
         None => (None, None),
+    };
+    // Live with no log: the duty is only the metrics'.
+    let duty = match (duty, opts.metrics.as_deref()) {
+        (duty, None) => duty,
+        (duty, Some(addr)) => {
+            let mut duty = duty.unwrap_or_else(|| Duty::new(super::this_process()));
+            let at = duty.serve_metrics(addr, "live").map_err(anyhow::Error::msg)?;
+            eprintln!("gpuroom: metrics at http://{at}/metrics");
+            Some(duty)
+        }
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let (runner, theme_error) = runtime.block_on(async move {

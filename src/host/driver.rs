@@ -229,7 +229,8 @@ fn batch<R: Runner>(runner: &mut R, mut duty: Option<&mut Duty>, console: bool) 
     let caught = runner.catch_up(commands > 0)?;
     let changed = caught.changed || commands > 0;
     let engine = runner.engine();
-    let publish = engine.store.is_some() && duty.as_deref().is_some_and(|d| d.publish_due(now) || commands > 0);
+    let has_log = engine.store.is_some();
+    let publish = duty.as_deref().is_some_and(|d| d.publishes(has_log) && (d.publish_due(now) || commands > 0));
     let mut view = ((console && changed) || publish).then(|| engine.room.view());
     if let (Some(d), Some(v)) = (duty.as_deref(), view.as_mut()) {
         d.decorate(v);

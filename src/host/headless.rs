@@ -68,11 +68,11 @@ pub fn pace(factor: Option<f64>, step_minutes: f64) -> Result<Pace> {
     })
 }
 
-pub fn run_engine(world: &WorldChoice, policy: &Policy, db: &Path, pace: Pace, until_hours: Option<f64>) -> Result<()> {
+pub fn run_engine(world: &WorldChoice, policy: &Policy, db: &Path, pace: Pace, until_hours: Option<f64>, metrics: Option<&str>) -> Result<()> {
     // Every argument is checked before the log (and its lease) exists.
     let until = until_hours.map(settings::hours).transpose()?;
     let traces = Traces::embedded().context("parsing the embedded traces")?;
-    let (engine, duty, resumed) = match super::runs::open_sim_log(world, policy, db, &traces)? {
+    let (engine, mut duty, resumed) = match super::runs::open_sim_log(world, policy, db, &traces)? {
         Opened::Attach { engine } => bail!("{}: already owned by the engine {engine} (attach a console with gpuroom --db {})", db.display(), db.display()),
         Opened::Owner { engine, duty, resumed } => (*engine, *duty, resumed),
     };
@@ -81,6 +81,10 @@ pub fn run_engine(world: &WorldChoice, policy: &Policy, db: &Path, pace: Pace, u
         None => eprintln!("engine: new run in {}", super::runs::shown(db)),
     }
     eprintln!("engine: owns {} as {}", super::runs::shown(db), for_terminal(&duty.holder.to_string()));
+    if let Some(addr) = metrics {
+        let at = duty.serve_metrics(addr, "sim").map_err(anyhow::Error::msg)?;
+        eprintln!("engine: metrics at http://{at}/metrics");
+    }
     match (duty.socket(), &duty.socket_error) {
         (Some(socket), _) => eprintln!("engine: consoles attach through {}", super::runs::shown(socket)),
         (None, Some(why)) => eprintln!("engine: consoles cannot attach: {}", for_terminal(why)),

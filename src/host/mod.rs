@@ -165,6 +165,9 @@ pub struct Duty {
     /// Since when the log's write lock could not be had, and when to try again.
     blocked: Option<Blocked>,
     last_wal_look_ms: i64,
+    /// `/metrics`, when asked for (`--metrics`), and the world it reports.
+    exporter: Option<crate::metrics::http::Exporter>,
+    world: &'static str,
 }
 
 /// The log locked by someone else: the engine writes nothing and retries.
@@ -199,7 +202,33 @@ impl Duty {
             alarms: BTreeMap::new(),
             blocked: None,
             last_wal_look_ms: i64::MIN,
+            exporter: None,
+            world: "sim",
         }
+    }
+
+    /// Serves `/metrics` at `addr` from now on (`world`: "sim" or "live");
+    /// returns where it listens.
+    pub fn serve_metrics(&mut self, addr: &str, world: &'static str) -> Result<std::net::SocketAddr, String> {
+        let exporter = crate::metrics::http::Exporter::start(addr)?;
+        let at = exporter.addr();
+        self.exporter = Some(exporter);
+        self.world = world;
+        Ok(at)
+    }
+
+    /// Whether views are published for someone: the log's consoles or `/metrics`.
+    pub fn publishes(&self, has_log: bool) -> bool {
+        has_log || self.exporter.is_some()
+    }
+
+    /// The newest view and the engine's health for the next scrape.
+    fn export<W: World>(&self, engine: &Engine<W>, view: &View, now_ms: i64) {
+        let Some(exporter) = &self.exporter else { return };
+        let size = |side: &str| engine.store.as_ref().and_then(|s| std::fs::metadata(store::file::sibling(s.path(), side)).ok()).map(|m| m.len());
+        let consoles = self.server.as_ref().map(|s| s.connected().into_iter().map(|(uid, n)| (store::file::user_name(uid), n)).collect()).unwrap_or_default();
+        let health = crate::metrics::Health { world: self.world.to_string(), published_ms: now_ms, log_bytes: size(""), wal_bytes: size("-wal"), consoles };
+        exporter.update(crate::metrics::Snapshot { view: Arc::new(view.clone()), health });
     }
 
     /// The duty of the engine holding the log at `path`, with its heartbeat
@@ -357,6 +386,7 @@ impl Duty {
             .insert("engine:blocked".into(), AlarmRow { id: "engine:blocked".into(), raised_at: blocked.raised_at, text, acked_by: None, acked_at: None });
         let mut view = engine.room.view();
         self.decorate(&mut view);
+        self.export(engine, &view, now);
         if let (Some(server), Ok(json)) = (&self.server, serde_json::to_string(&view)) {
             let seq = engine.store.as_ref().map_or(0, |s| s.last_seq());
             server.publish(Arc::new(wire::view_frame(seq, now, &json)));
@@ -392,6 +422,8 @@ impl Duty {
     /// The view, once serialized: into the log (a wall of a stopped
     /// engine's log shows the last) and to every client of the socket.
     pub fn publish<W: World>(&mut self, engine: &mut Engine<W>, view: &View, now_ms: i64) -> Result<(), StoreError> {
+        self.export(engine, view, now_ms);
+        self.last_publish_ms = now_ms;
         let Some(store) = engine.store.as_mut() else { return Ok(()) };
         let json = serde_json::to_string(view).map_err(|e| StoreError::Format { path: store.path().display().to_string(), message: e.to_string() })?;
         let seq = store.last_seq();

@@ -317,6 +317,10 @@ pub struct BudgetRow {
     pub per_1k_requests: Option<Micros>,
     #[serde(default)]
     pub per_1m_tokens: Option<Micros>,
+    /// Everything charged to the tenant since the run began (instance time),
+    /// for a counter that only grows (`gpuroom metrics`).
+    #[serde(default)]
+    pub all_time: Micros,
 }
 
 fn level_ok() -> BudgetLevel {

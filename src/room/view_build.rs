@@ -481,6 +481,7 @@ impl Room {
                 approval,
                 per_1k_requests: per(requests, 1_000),
                 per_1m_tokens: per(tokens, 1_000_000),
+                all_time: self.costs.books.tenants.get(tenant).map_or(Micros::ZERO, |b| b.all_time),
             });
         }
     }

@@ -345,6 +345,7 @@ fn total_row(b: &[BudgetRow]) -> BudgetRow {
         approval: None,
         per_1k_requests: None,
         per_1m_tokens: None,
+        all_time: b.iter().map(|r| r.all_time).sum(),
     }
 }
 
