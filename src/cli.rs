@@ -444,3 +444,69 @@ pub enum BenchWhat {
         out: Option<PathBuf>,
     },
 }
+
+/// The options before a subcommand (`gpuroom --config X engine`) are the
+/// console's. The world and policy ones apply to a subcommand that takes the
+/// same option, as if given after it; any other one is refused, naming where
+/// it belongs, so that no option is dropped without a word.
+const SHARED_GROUPS: &[&str] = &["config", "discipline", "log_group", "seed", "sim_config"];
+
+impl Cli {
+    /// Parses the command line and carries the console's world and policy
+    /// options into the subcommand (see `SHARED_GROUPS`), or says why not.
+    pub fn parse_checked() -> Result<Cli, clap::Error> {
+        use clap::{CommandFactory, FromArgMatches};
+        let mut command = Cli::command();
+        let matches = command.try_get_matches_from_mut(std::env::args_os())?;
+        let mut cli = Cli::from_arg_matches(&matches)?;
+        if let Some((name, sub)) = matches.subcommand() {
+            let given =
+                |m: &clap::ArgMatches, id: &str| m.try_contains_id(id).unwrap_or(false) && m.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+            let sub_command = command.find_subcommand(name);
+            let takes_id = |id: &str| sub_command.is_some_and(|c| c.get_arguments().any(|a| a.get_id() == id));
+            let takes_flag = |long: &str| sub_command.is_some_and(|c| c.get_arguments().any(|a| a.get_long() == Some(long)));
+            let top_level: Vec<(String, String)> = command
+                .get_arguments()
+                .filter(|a| given(&matches, a.get_id().as_str()))
+                .map(|a| (a.get_id().to_string(), a.get_long().unwrap_or_default().to_string()))
+                .collect();
+            for (id, long) in top_level {
+                let flag = format!("--{long}");
+                let message = if !SHARED_GROUPS.contains(&id.as_str()) || !takes_id(&id) {
+                    let after = if takes_flag(&long) {
+                        format!("; `gpuroom {name}` has a {flag} of its own: give it after the subcommand (gpuroom {name} {flag} …)")
+                    } else {
+                        format!("; `gpuroom {name}` does not take it")
+                    };
+                    format!("{flag} before `{name}` is an option of the console (gpuroom without a subcommand){after}")
+                } else if given(sub, &id) {
+                    format!("{flag} is given both before and after `{name}`: give it once")
+                } else {
+                    cli.carry_into_command(&id);
+                    continue;
+                };
+                return Err(command.error(clap::error::ErrorKind::ArgumentConflict, message));
+            }
+        }
+        Ok(cli)
+    }
+
+    /// Copies one world or policy option of the console's into the subcommand's.
+    fn carry_into_command(&mut self, id: &str) {
+        let (world, policy) = match &mut self.command {
+            Some(Command::Sim { world, policy, .. } | Command::Engine { world, policy, .. } | Command::Screenshot { world, policy, .. }) => {
+                (Some(world), Some(policy))
+            }
+            Some(Command::Doctor { policy, .. }) => (None, Some(policy)),
+            _ => (None, None),
+        };
+        match (id, world, policy) {
+            ("seed", Some(world), _) => world.seed = self.world.seed,
+            ("sim_config", Some(world), _) => world.sim_config.clone_from(&self.world.sim_config),
+            ("config", _, Some(policy)) => policy.config.clone_from(&self.policy.config),
+            ("discipline", _, Some(policy)) => policy.discipline = self.policy.discipline,
+            ("log_group", _, Some(policy)) => policy.log_group.clone_from(&self.policy.log_group),
+            _ => {}
+        }
+    }
+}

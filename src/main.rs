@@ -4,7 +4,6 @@
 mod cli;
 
 use anyhow::Result;
-use clap::Parser;
 use cli::{Cli, Command, Experiment, Pace};
 use gpuroom::host::console::{self, ConsoleOptions, LiveOptions};
 use gpuroom::host::screenshot::{self, Shot};
@@ -18,7 +17,7 @@ use gpuroom::whatif::{Model, Window};
 /// They often quote what the user gave (a path, a value), so they are made
 /// safe for the terminal: controls shown escaped, length bounded.
 fn main() -> std::process::ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::parse_checked() {
         Ok(cli) => cli,
         // Usage errors quote the argument given; help and version go out as clap writes them.
         Err(e) if e.use_stderr() => {
@@ -58,9 +57,6 @@ fn slurm_power(what: Power, hostlist: &str, config: Option<std::path::PathBuf>) 
 }
 
 fn run(cli: Cli) -> Result<()> {
-    if cli.metrics.is_some() && cli.command.is_some() {
-        anyhow::bail!("--metrics serves a running engine's figures: give it to the console (gpuroom --metrics) or to gpuroom engine --metrics");
-    }
     match cli.command {
         Some(Command::Sim { experiment: Some(Experiment::Spot), out, world, from, .. }) => runs::run_spot_experiment(world.seed, from, out.as_deref()),
         Some(Command::Sim { experiment: Some(Experiment::Burst), out, world, from, .. }) => runs::run_burst_experiment(world.seed, from, out.as_deref()),

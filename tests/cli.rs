@@ -204,3 +204,40 @@ fn the_placement_bench_runs_every_policy_on_any_pod_list() {
     assert!(stderr(&out).contains("bad.csv") && stderr(&out).contains("line 2"), "{}", stderr(&out));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 35, item 5: an option before the subcommand is never dropped. The
+/// world and policy ones apply to a subcommand that takes them, as if given
+/// after it; the console's own ones are refused, saying where they belong.
+#[test]
+fn options_before_a_subcommand_apply_to_it_or_are_refused() {
+    // Applied: the run is the one the option asks for.
+    let before = gpuroom(&["--discipline", "mlfq", "sim", "--hours", "1"]);
+    assert!(before.status.success(), "{}", stderr(&before));
+    assert!(stdout(&before).contains("discipline mlfq"), "{}", stdout(&before));
+    let after = gpuroom(&["sim", "--discipline", "mlfq", "--hours", "1"]);
+    assert_eq!(figures(&stdout(&before)), figures(&stdout(&after)));
+    let seeded = gpuroom(&["--seed", "7", "sim", "--hours", "2"]);
+    assert_eq!(figures(&stdout(&seeded)), figures(&stdout(&gpuroom(&["sim", "--seed", "7", "--hours", "2"]))));
+    assert_ne!(figures(&stdout(&seeded)), figures(&stdout(&gpuroom(&["sim", "--hours", "2"]))), "the seed changes the run");
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.toml");
+    let out = gpuroom(&["--config", missing.to_str().unwrap(), "engine", "--db", dir.path().join("e.db").to_str().unwrap(), "--until-hours", "1"]);
+    assert!(!out.status.success() && stderr(&out).contains("missing.toml"), "the engine reads the config given before it: {}", stderr(&out));
+
+    // Refused, each with where it belongs.
+    for (args, said) in [
+        (
+            &["--theme", "BAD", "screenshot", "--out", "x.txt"][..],
+            "`gpuroom screenshot` has a --theme of its own: give it after the subcommand (gpuroom screenshot --theme",
+        ),
+        (&["--speed", "5", "sim", "--hours", "1"][..], "`gpuroom sim` does not take it"),
+        (&["--metrics", "127.0.0.1:9999", "export", "--db", "x.db", "--month", "2020-01"][..], "`gpuroom export` does not take it"),
+        (&["--config", "c.toml", "whatif", "--db", "x.db"][..], "`gpuroom whatif` has a --config of its own"),
+        (&["--seed", "3", "sim", "--seed", "4"][..], "--seed is given both before and after `sim`: give it once"),
+    ] {
+        let out = gpuroom(args);
+        assert!(!out.status.success(), "{args:?} ran");
+        assert!(stderr(&out).contains(said), "{args:?}: {}", stderr(&out));
+        assert!(!dir.path().join("x.txt").exists());
+    }
+}
