@@ -38,7 +38,7 @@ fn console(name: &str, db: &Path, extra: &str) -> Tmux {
 }
 
 fn quit(tmux: &Tmux) {
-    tmux.keys(&["q"]);
+    tmux.quit_owning_console();
     tmux.wait_for("the exit", Duration::from_secs(20), |s| s.contains("gpuroom exited with 0"));
 }
 
@@ -137,7 +137,12 @@ fn the_wall_display_does_nothing_with_action_keys() {
     for word in ["Confirm", "Approve overrun", "Migrate", "refused"] {
         assert!(!screen.contains(word), "{word:?} on the wall:\n{screen}");
     }
-    quit(&tmux);
+    // Ctrl-C does not take a wall down; q does, without asking.
+    tmux.keys(&["C-c"]);
+    sleep(Duration::from_millis(500));
+    assert!(tmux.screen().contains("read-only"), "Ctrl-C quit the wall:\n{}", tmux.screen());
+    tmux.keys(&["q"]);
+    tmux.wait_for("the exit", Duration::from_secs(20), |s| s.contains("gpuroom exited with 0"));
     let store = Store::open_read_only(&db).unwrap();
     assert!(store.audit_records().unwrap().is_empty(), "no action reached the engine");
     let mut operator_events = 0;

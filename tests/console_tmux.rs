@@ -122,8 +122,21 @@ fn the_console_moves_answers_keys_resizes_and_quits_cleanly() {
     }
     assert!(small.iter().all(|l| l.chars().count() <= 80));
 
-    // `q` quits with status 0 and leaves the alternate screen.
+    // `q` asks first (this console runs the engine); `n` keeps it running;
+    // Ctrl-C asks too; `q` then `y` quits with status 0 and leaves the alternate screen.
     tmux.keys("q");
+    let asked = tmux.wait_for(Duration::from_secs(5), |s| s.join("\n").contains("Quit and stop the engine?"));
+    assert!(asked.join("\n").contains("y  or q  stop and quit"), "the dialog says how:\n{}", asked.join("\n"));
+    tmux.keys("n");
+    let kept = tmux.wait_for(Duration::from_secs(5), |s| !s.join("\n").contains("Quit and stop the engine?"));
+    assert!(kept.join("\n").contains("still running"), "{}", kept.join("\n"));
+    tmux.keys("C-c");
+    tmux.wait_for(Duration::from_secs(5), |s| s.join("\n").contains("Quit and stop the engine?"));
+    tmux.keys("Escape");
+    tmux.wait_for(Duration::from_secs(5), |s| !s.join("\n").contains("Quit and stop the engine?"));
+    tmux.keys("q");
+    tmux.wait_for(Duration::from_secs(5), |s| s.join("\n").contains("Quit and stop the engine?"));
+    tmux.keys("y");
     let after = tmux.wait_for(Duration::from_secs(10), |s| s.iter().any(|l| l.contains("gpuroom exited with")));
     let text = after.join("\n");
     assert!(text.contains("gpuroom exited with 0"), "exit:\n{text}");

@@ -118,7 +118,7 @@ async fn an_operator_approves_a_proposed_launch_and_finds_it_audited() {
     let instance = launched.iter().max_by_key(|i| i.launched).expect("ours");
     assert!(!instance.spot && instance.instance_type == "p3.8xlarge", "{instance:?}");
 
-    tmux.keys(&["q"]);
+    tmux.quit_owning_console();
     tmux.wait_for("the exit", WAIT, |s| s.contains("gpuroom exited with 0"));
     let store = Store::open_read_only(&db).expect("the live log");
     let audit = store.audit_records().expect("the audit table");

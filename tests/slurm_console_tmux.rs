@@ -161,7 +161,7 @@ fn an_operator_drives_real_slurm_jobs_from_the_slurm_pane() {
     let jobs = wait_for_jobs(&conf, "e2e-wait still pending", |jobs| find(jobs, wait).state == SlurmState::Pending);
     assert!(find(&jobs, wait).held(), "still held: nothing reached Slurm");
 
-    tmux.keys(&["q"]);
+    tmux.quit_owning_console();
     tmux.wait_for("the exit", WAIT, |s| s.contains("gpuroom exited with 0"));
     let store = Store::open_read_only(&db).expect("the live log");
     let audit = store.audit_records().expect("the audit table");
@@ -222,7 +222,7 @@ fn the_fleet_pane_shows_the_slurm_node_with_its_jobs_and_dcgm_figures() {
     let held = detail.lines().filter(|l| l.contains(&slurm_job)).count();
     assert_eq!(held, 3, "the job's three GPUs:\n{detail}");
     assert!(detail.contains("61%") && detail.contains("62%") && detail.contains("63%"), "dcgm's utilization per GPU:\n{detail}");
-    tmux.keys(&["q"]);
+    tmux.quit_owning_console();
     tmux.wait_for("the exit", WAIT, |s| s.contains("gpuroom exited with 0"));
     cancel_all(&conf);
 }

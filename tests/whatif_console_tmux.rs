@@ -54,6 +54,7 @@ fn w_compares_every_discipline_over_the_live_console() {
     tmux.keys(&["Enter"]);
     let failed = tmux.wait_for("the failure", Duration::from_secs(30), |s| s.contains("No comparison"));
     assert!(failed.contains("no-such-policy.toml"), "{failed}");
-    tmux.keys(&["Escape", "q"]);
+    tmux.keys(&["Escape"]);
+    tmux.quit_owning_console();
     tmux.wait_for("the exit", Duration::from_secs(20), |s| s.contains("gpuroom exited with 0"));
 }

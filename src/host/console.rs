@@ -57,9 +57,11 @@ pub struct LiveOptions {
 }
 
 /// The drawing context, actor and screen from the options; the theme's
-/// error, if the theme could not be used, to repeat on exit.
-fn setup(opts: &ConsoleOptions, source: String) -> (DrawContext, Actor, Screen, Option<ThemeError>) {
+/// error, if the theme could not be used, to repeat on exit. `owns_engine`:
+/// the console runs the engine, so quitting stops it (asked first).
+fn setup(opts: &ConsoleOptions, source: String, owns_engine: bool) -> (DrawContext, Actor, Screen, Option<ThemeError>) {
     let mut ctx = DrawContext::new(source);
+    ctx.owns_engine = owns_engine;
     ctx.stale_after = Duration::from_secs(opts.stale_after.max(1));
     let role = if opts.wall { Role::Viewer } else { Role::Operator };
     let actor = crate::operator::actor_from_env(role);
@@ -156,7 +158,7 @@ pub fn run_sim_console(opts: &ConsoleOptions) -> Result<()> {
     }
     // Short: the header gives the source a narrow slot. The log's path is printed on exit.
     let recording = if engine.store.is_some() { " REC" } else { "" };
-    let (ctx, actor, screen, theme_error) = setup(opts, format!("SIM ×{} seed {}{recording}", opts.speed, opts.world.seed));
+    let (ctx, actor, screen, theme_error) = setup(opts, format!("SIM ×{} seed {}{recording}", opts.speed, opts.world.seed), true);
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let pace = Pace::Factor(opts.speed);
     let (runner, _) = runtime.block_on(async move {
@@ -186,7 +188,7 @@ async fn finishing<R: driver::Runner>(run: impl std::future::Future<Output = Res
 /// A console on the log of an engine that runs elsewhere, or a wall
 /// display reading it.
 pub fn run_attached(opts: &ConsoleOptions, path: &Path) -> Result<()> {
-    let (mut ctx, actor, screen, theme_error) = setup(opts, String::new());
+    let (mut ctx, actor, screen, theme_error) = setup(opts, String::new(), false);
     let operator = (!opts.wall).then_some(actor);
     let mut attached = attach::attach(path, operator)?;
     // The engine's pid follows each view (a takeover shows the new one).
@@ -261,7 +263,7 @@ pub fn run_live_console(opts: &ConsoleOptions, live_opts: &LiveOptions) -> Resul
         let adapters = spawn_sources(&config.sources, &host);
         let recording = if store.is_some() { " REC" } else { "" };
         let running = if adapters.running.is_empty() { "no sources".to_string() } else { adapters.running.join("·") };
-        let (ctx, actor, screen, theme_error) = setup(opts, format!("LIVE {running}{recording}"));
+        let (ctx, actor, screen, theme_error) = setup(opts, format!("LIVE {running}{recording}"), true);
         let catalogue = Catalogue::new(config.sources.instance_types.clone(), config.sources.nodes.clone());
         let live = Live::new(Room::new(room_config), store, catalogue, host, chrono::Utc::now(), adapters.executor.clone())
             .with_slurm(adapters.slurm.clone(), accounts);

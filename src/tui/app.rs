@@ -50,6 +50,9 @@ pub struct App {
     pub(super) zoom: bool,
     /// A read-only console (the wall display): no key but quit does anything.
     pub(super) read_only: bool,
+    /// This console runs the engine (it is not attached to another's):
+    /// quitting stops the engine, so `q` asks first.
+    pub(super) owns_engine: bool,
     /// Order and filter of the job table. The App's, not the queue's: the
     /// command bar, the filter mode and Esc from any pane change it.
     pub(super) order: JobOrder,
@@ -113,6 +116,11 @@ impl App {
         App { read_only: true, ..App::default() }
     }
 
+    /// The console of a process that runs the engine: `q` asks before stopping it.
+    pub fn owning_engine() -> App {
+        App { owns_engine: true, ..App::default() }
+    }
+
     /// What the key table needs to know to judge which commands apply.
     pub fn keys(&self) -> KeyContext {
         KeyContext { focus: self.focus, help: self.help, read_only: self.read_only }
@@ -163,7 +171,8 @@ impl App {
             return Control::Continue;
         }
         if self.read_only {
-            let quit = matches!(key.code, KeyCode::Char('q')) || (key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL));
+            // Only q: a wall is left running, and a stray Ctrl-C must not take it down.
+            let quit = key.code == KeyCode::Char('q') && !key.modifiers.contains(KeyModifiers::CONTROL);
             return if quit { Control::Quit } else { Control::Continue };
         }
         if !matches!(self.mode, Mode::Normal) {
@@ -182,6 +191,10 @@ impl App {
             return Control::Continue;
         }
         let request = match command.act {
+            Act::Quit if self.owns_engine => {
+                self.mode = Mode::ConfirmQuit;
+                Request::Nothing
+            }
             Act::Quit => Request::Quit,
             Act::Help => {
                 self.help = !self.help;

@@ -29,6 +29,47 @@ fn only_q_and_ctrl_c_quit() {
     assert_eq!(app.on_key(ctrl_c, &view), Control::Quit);
 }
 
+/// Issue 35, item 7: quitting a console that runs the engine stops the
+/// engine, so q (or Ctrl-C) asks; only y or a second q stops it.
+#[test]
+fn quitting_the_console_that_runs_the_engine_asks_first() {
+    let view = demo_view();
+    let mut app = App::owning_engine();
+    let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+    for (open, cancel) in [(KeyCode::Char('q'), KeyCode::Char('n')), (KeyCode::Char('q'), KeyCode::Esc), (KeyCode::Char('q'), KeyCode::Enter)] {
+        assert_eq!(press(&mut app, &view, open), Control::Continue);
+        assert_eq!(app.mode, Mode::ConfirmQuit);
+        assert_eq!(press(&mut app, &view, cancel), Control::Continue);
+        if cancel == KeyCode::Enter {
+            assert_eq!(app.mode, Mode::ConfirmQuit, "a stray Enter does not stop the engine");
+            press(&mut app, &view, KeyCode::Esc);
+        }
+        assert_eq!(app.mode, Mode::Normal);
+    }
+    assert_eq!(app.on_key(ctrl_c, &view), Control::Continue);
+    assert_eq!(app.mode, Mode::ConfirmQuit);
+    assert_eq!(app.on_key(ctrl_c, &view), Control::Continue, "Ctrl-C in the dialog backs out");
+    assert_eq!(app.mode, Mode::Normal);
+    press(&mut app, &view, KeyCode::Char('q'));
+    assert_eq!(press(&mut app, &view, KeyCode::Char('y')), Control::Quit);
+    press(&mut app, &view, KeyCode::Char('q'));
+    assert_eq!(press(&mut app, &view, KeyCode::Char('q')), Control::Quit, "q q quits");
+}
+
+#[test]
+fn the_quit_dialog_names_what_stops() {
+    let view = demo_view();
+    let mut app = App::owning_engine();
+    press(&mut app, &view, KeyCode::Char('q'));
+    let area = ratatui::layout::Rect::new(0, 0, 80, 24);
+    let mut buf = ratatui::buffer::Buffer::empty(area);
+    crate::tui::draw_buffer(&app, &view, &crate::tui::DrawContext::new("SIM"), area, &mut buf);
+    let screen: String = buf.content().chunks(80).map(|row| row.iter().map(|c| c.symbol()).collect::<String>() + "\n").collect();
+    for needle in ["Quit and stop the engine?", "nothing is scheduled,", "held to its budget", "gpuroom --db LOG", "keep running"] {
+        assert!(screen.contains(needle), "{needle}:\n{screen}");
+    }
+}
+
 #[test]
 fn tab_cycles_focus_both_ways_and_digits_jump() {
     let view = demo_view();
@@ -243,6 +284,8 @@ fn the_wall_console_ignores_every_key_but_quit() {
     }
     assert_eq!(app.mode, Mode::Normal);
     assert_eq!(app.focus, PaneId::Queue);
+    // A wall is left running: a stray Ctrl-C does not take it down; q does, without asking.
+    assert_eq!(app.on_key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL), &view), Control::Continue);
     assert_eq!(press(&mut app, &view, KeyCode::Char('q')), Control::Quit);
 }
 

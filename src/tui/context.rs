@@ -20,11 +20,14 @@ pub struct DrawContext {
     /// Past this age the header shows STALE.
     pub stale_after: Duration,
     pub theme: Theme,
+    /// This console runs the engine (not attached to another's): quitting
+    /// stops it, so `q` asks first.
+    pub owns_engine: bool,
 }
 
 impl DrawContext {
     /// Fresh data, STALE after 10 s, theme from the environment (`NO_COLOR`).
     pub fn new(source: impl Into<String>) -> DrawContext {
-        DrawContext { source: source.into(), data_age: None, stale_after: Duration::from_secs(10), theme: Theme::from_env() }
+        DrawContext { source: source.into(), data_age: None, stale_after: Duration::from_secs(10), theme: Theme::from_env(), owns_engine: false }
     }
 }

@@ -131,6 +131,26 @@ pub fn render(app: &App, view: &View, t: &Theme, area: Rect, buf: &mut Buffer) {
         }
         Mode::Approve(form) => approve_form(form, view, t, max_w, area, buf),
         Mode::PickPool { job, options, cursor } => pool_picker(*job, options, *cursor, view, t, max_w, area, buf),
+        Mode::ConfirmQuit => {
+            let mut lines = Vec::new();
+            wrapped("Quit and stop the engine?", t.figure, text_w, &mut lines);
+            lines.push(Line::from(""));
+            wrapped(
+                "This console runs the engine: while it is stopped nothing is scheduled, billed or held to its budget, and attached consoles and walls go STALE.",
+                t.text,
+                text_w,
+                &mut lines,
+            );
+            wrapped("The log keeps every event; `gpuroom --db LOG` resumes from it.", t.text, text_w, &mut lines);
+            lines.push(Line::from(""));
+            lines.push(Line::from(vec![
+                Span::styled(" y ", t.selected),
+                Span::styled(" or q  stop and quit    ", t.text),
+                Span::styled(" n ", t.selected_unfocused.add_modifier(Modifier::REVERSED)),
+                Span::styled(" / Esc  keep running", t.text),
+            ]));
+            popup("Quit", lines, Line::from(Span::styled(" the engine stops with it ", t.dim)), max_w, t, area, buf);
+        }
         Mode::Normal | Mode::Command { .. } | Mode::Filter { .. } => {}
     }
 }

@@ -34,6 +34,8 @@ pub enum Mode {
         before: String,
     },
     Confirm(Box<Confirm>),
+    /// Quitting a console that runs the engine stops the engine: asked first.
+    ConfirmQuit,
     Approve(Box<ApproveForm>),
     PickPool {
         job: JobId,
@@ -108,6 +110,7 @@ pub fn on_key(mode: Mode, key: KeyEvent, view: &View, selected: impl FnOnce() ->
         let request = match &mode {
             Mode::Filter { before, .. } => Request::Filter(before.clone()),
             Mode::Confirm(_) | Mode::Approve(_) | Mode::PickPool { .. } => Request::hint("cancelled: nothing was sent"),
+            Mode::ConfirmQuit => Request::hint("still running"),
             Mode::Normal | Mode::Command { .. } => Request::Nothing,
         };
         return (Mode::Normal, request);
@@ -152,6 +155,12 @@ pub fn on_key(mode: Mode, key: KeyEvent, view: &View, selected: impl FnOnce() ->
             KeyCode::Char('y' | 'Y') => (Mode::Normal, Request::Send(vec![c.action])),
             KeyCode::Char('n' | 'N') => (Mode::Normal, Request::hint("cancelled: nothing was sent")),
             _ => (Mode::Confirm(c), Request::Nothing),
+        },
+        // q again, or y, stops; Enter alone does not (a stray Enter after q).
+        Mode::ConfirmQuit => match key.code {
+            KeyCode::Char('y' | 'Y' | 'q') => (Mode::Normal, Request::Quit),
+            KeyCode::Char('n' | 'N') => (Mode::Normal, Request::hint("still running")),
+            _ => (Mode::ConfirmQuit, Request::Nothing),
         },
         Mode::Approve(mut form) => {
             match key.code {

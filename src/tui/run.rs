@@ -192,7 +192,11 @@ where
     S: FnMut(&mut B, bool) -> io::Result<()>,
 {
     let Links { operator: mut link, whatif: mut whatif_link } = links;
-    let mut app = if screen == Screen::Wall { App::read_only() } else { App::new() };
+    let mut app = match screen {
+        Screen::Wall => App::read_only(),
+        Screen::Console if ctx.owns_engine => App::owning_engine(),
+        Screen::Console => App::new(),
+    };
     let mut wall = WallState::default();
     let mut wall_since = Instant::now();
     let mut view = views.borrow_and_update().clone();

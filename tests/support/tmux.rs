@@ -34,6 +34,13 @@ impl Tmux {
         }
     }
 
+    /// Quits a console that runs its own engine: `q`, which asks first, then `y`.
+    pub fn quit_owning_console(&self) {
+        self.keys(&["q"]);
+        self.wait_for("the quit dialog", Duration::from_secs(10), |s| s.contains("Quit and stop the engine?"));
+        self.keys(&["y"]);
+    }
+
     /// Literal text (no key names).
     pub fn type_text(&self, text: &str) {
         self.run(&["send-keys", "-t", "console", "-l", text]);
