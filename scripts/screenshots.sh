@@ -30,6 +30,7 @@ shot dialog-migrate --dialog migrate
 shot dialog-approve --dialog approve
 shot dialog-command --dialog command
 shot dialog-whatif --dialog whatif --width 140 --height 45
+shot dialog-quit --dialog quit --width 80 --height 24
 shot wall-120x40 --wall 0 --theme high-contrast
 shot wall-200x60 --wall 1 --width 200 --height 60 --theme high-contrast
 shot fleet-1000-gpus --sim-config fixtures/sim/large-1000.toml --pane fleet --hours 6

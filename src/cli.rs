@@ -371,7 +371,7 @@ pub enum Command {
         /// The wall display instead of the console, at this page (0-based).
         #[arg(long, value_name = "PAGE")]
         wall: Option<usize>,
-        /// Open a dialog over the console: preempt, requeue, migrate, approve, command or whatif
+        /// Open a dialog over the console: preempt, requeue, migrate, approve, command, whatif or quit
         /// (the what-if pane with the warm-up re-run under every discipline).
         #[arg(long, value_name = "DIALOG", conflicts_with = "wall")]
         dialog: Option<String>,

@@ -108,6 +108,17 @@ fn the_console_moves_answers_keys_resizes_and_quits_cleanly() {
     }
     assert!(unchanged.is_empty(), "no change within 5 s in {unchanged:?}:\nfirst:\n{}\nlast:\n{}", first.join("\n"), last.join("\n"));
 
+    // Space freezes the display (the header says PAUSED and its clock stands
+    // still while the engine goes on); Space again lets it move.
+    tmux.keys("Space");
+    let paused = tmux.wait_for(Duration::from_secs(5), |s| s[0].contains("PAUSED"));
+    sleep(Duration::from_millis(2500));
+    let still = tmux.capture();
+    assert_eq!(paused[0], still[0], "the paused header moved:\n{}\n{}", paused[0], still[0]);
+    tmux.keys("Space");
+    let moving = tmux.wait_for(Duration::from_secs(5), |s| !s[0].contains("PAUSED") && s[0] != still[0]);
+    assert!(!moving[0].contains("PAUSED"));
+
     // `?` opens the help listing the keys, Esc closes it.
     tmux.keys("?");
     let help = tmux.wait_for(Duration::from_secs(3), |s| s.join("\n").contains("quit"));

@@ -67,7 +67,12 @@ fn app_for(view: &View, shot: &Shot) -> Result<App> {
         }
         // Filled in by `run_screenshot` once the comparison is made.
         "whatif" => {}
-        other => bail!("unknown dialog {other:?} (preempt, requeue, migrate, approve, command, whatif)"),
+        // The console that runs the engine asks before q stops it.
+        "quit" => {
+            app = App::owning_engine();
+            press(&mut app, KeyCode::Char('q'));
+        }
+        other => bail!("unknown dialog {other:?} (preempt, requeue, migrate, approve, command, whatif, quit)"),
     }
     Ok(app)
 }

@@ -53,6 +53,8 @@ pub struct App {
     /// This console runs the engine (it is not attached to another's):
     /// quitting stops the engine, so `q` asks first.
     pub(super) owns_engine: bool,
+    /// The display is frozen on the view it showed (the engine goes on).
+    pub(super) paused: bool,
     /// Order and filter of the job table. The App's, not the queue's: the
     /// command bar, the filter mode and Esc from any pane change it.
     pub(super) order: JobOrder,
@@ -114,6 +116,11 @@ impl App {
     /// The wall display's console: read-only.
     pub fn read_only() -> App {
         App { read_only: true, ..App::default() }
+    }
+
+    /// The display is frozen (Space): the loop keeps showing the view it had.
+    pub fn paused(&self) -> bool {
+        self.paused
     }
 
     /// The console of a process that runs the engine: `q` asks before stopping it.
@@ -196,6 +203,10 @@ impl App {
                 Request::Nothing
             }
             Act::Quit => Request::Quit,
+            Act::Pause => {
+                self.paused = !self.paused;
+                Request::hint(if self.paused { "display paused: the engine goes on (Space resumes)" } else { "display live again" })
+            }
             Act::Help => {
                 self.help = !self.help;
                 Request::Nothing

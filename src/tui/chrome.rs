@@ -86,6 +86,9 @@ pub fn header(view: &View, ctx: &DrawContext, t: &Theme, area: Rect, buf: &mut B
         let style = if ok < n { t.header.patch(t.warn) } else { t.header };
         items.push(Item::new(format!("sources {ok}/{n} ok"), format!("src {ok}/{n}"), style, 2));
     }
+    if ctx.paused {
+        items.push(Item { right: true, ..Item::new(" ⏸ PAUSED (Space) ".into(), " PAUSED ".into(), t.alarm_banner, 0) });
+    }
     if is_stale(ctx) {
         let age = ctx.data_age.map(|a| Secs(a.as_secs() as i64).to_string()).unwrap_or_default();
         items.push(Item { right: true, ..Item::new(format!(" STALE {age} "), " STALE ".into(), t.alarm_banner, 0) });

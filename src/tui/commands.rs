@@ -48,6 +48,8 @@ pub enum Act {
     WhatIf,
     /// A verb on the selected job of the Slurm pane.
     Slurm(SlurmKey),
+    /// Freeze the display (the engine goes on), or let it move again.
+    Pause,
 }
 
 impl Act {
@@ -356,6 +358,14 @@ pub const COMMANDS: &[Command] = &[
         bindings: &[key(KeyCode::Char('W'))],
     },
     Command { act: Act::Help, keys: "?", desc: "show / hide this help", hint: Some(("?", "help")), scope: Scope::Global, bindings: &[key(KeyCode::Char('?'))] },
+    Command {
+        act: Act::Pause,
+        keys: "Space",
+        desc: "freeze the display; the engine goes on (Space resumes)",
+        hint: None,
+        scope: Scope::Global,
+        bindings: &[key(KeyCode::Char(' '))],
+    },
     Command {
         act: Act::Close,
         keys: "Esc",

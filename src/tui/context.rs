@@ -23,11 +23,13 @@ pub struct DrawContext {
     /// This console runs the engine (not attached to another's): quitting
     /// stops it, so `q` asks first.
     pub owns_engine: bool,
+    /// The display is frozen on an older view (the header says PAUSED).
+    pub paused: bool,
 }
 
 impl DrawContext {
     /// Fresh data, STALE after 10 s, theme from the environment (`NO_COLOR`).
     pub fn new(source: impl Into<String>) -> DrawContext {
-        DrawContext { source: source.into(), data_age: None, stale_after: Duration::from_secs(10), theme: Theme::from_env(), owns_engine: false }
+        DrawContext { source: source.into(), data_age: None, stale_after: Duration::from_secs(10), theme: Theme::from_env(), owns_engine: false, paused: false }
     }
 }

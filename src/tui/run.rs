@@ -200,6 +200,8 @@ where
     let mut wall = WallState::default();
     let mut wall_since = Instant::now();
     let mut view = views.borrow_and_update().clone();
+    // The newest view; `view` is what is shown, held back while paused.
+    let mut latest = view.clone();
     let base_source = ctx.source.clone();
     let mut view_arrived = published_at(&view, &mut ctx, &base_source);
     let mut dirty = true;
@@ -212,6 +214,7 @@ where
         let next_frame = last_draw.map_or(now, |t| t + FRAME);
         if dirty && now >= next_frame {
             ctx.data_age = Some(now.saturating_duration_since(view_arrived));
+            ctx.paused = app.paused();
             wall.next_in = Some(WALL_CYCLE.saturating_sub(wall_since.elapsed()));
             sync(terminal.backend_mut(), true)?;
             let drawn = terminal
@@ -233,8 +236,12 @@ where
         tokio::select! {
             changed = views.changed() => match changed {
                 Ok(()) => {
-                    view = views.borrow_and_update().clone();
-                    view_arrived = published_at(&view, &mut ctx, &base_source);
+                    latest = views.borrow_and_update().clone();
+                    // STALE still says whether the engine is alive while the display is paused.
+                    view_arrived = published_at(&latest, &mut ctx, &base_source);
+                    if !app.paused() {
+                        view = latest.clone();
+                    }
                     dirty = true;
                 }
                 Err(_) => return Ok(()),
@@ -251,6 +258,9 @@ where
                             Control::Continue => {}
                         }
                         dirty = true;
+                    }
+                    if !app.paused() && !Arc::ptr_eq(&view, &latest) {
+                        view = latest.clone();
                     }
                     next = events.try_recv().ok();
                 }
@@ -365,6 +375,43 @@ mod tests {
         let most = (started.elapsed().as_millis() / FRAME.as_millis()) as usize + 2;
         assert!((1..=most).contains(&n), "{n} frames for 200 views; at most {most} allowed at one per {FRAME:?}");
         assert!(terminal.backend().buffer().content.iter().any(|c| c.symbol() == "▲"), "the last view is on screen");
+    }
+
+    /// Issue 35, item 7: Space freezes the display on the view it showed
+    /// (PAUSED in the header) while newer views arrive; Space again shows the newest.
+    #[tokio::test]
+    async fn space_pauses_the_display_and_space_again_shows_the_newest_view() {
+        let first = demo_view();
+        let mut later = demo_view();
+        later.at = first.at.map(|at| at + chrono::TimeDelta::hours(5));
+        let clock = |v: &View| crate::tui::fmt::clock(v.at.unwrap());
+        let (views_tx, views) = watch::channel(Arc::new(first.clone()));
+        let (tx, rx) = mpsc::channel(8);
+        let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
+        let mut frames: Vec<String> = Vec::new();
+        let driver = async {
+            tx.send(key(' ')).await.unwrap();
+            tokio::time::sleep(FRAME * 2).await;
+            views_tx.send(Arc::new(later.clone())).unwrap();
+            tokio::time::sleep(FRAME * 3).await;
+            tx.send(key(' ')).await.unwrap();
+            tokio::time::sleep(FRAME * 3).await;
+            tx.send(key('q')).await.unwrap();
+        };
+        // Each finished frame, as text.
+        let looped = event_loop(&mut terminal, views, rx, ctx(), Links { operator: None, whatif: None }, Screen::Console, |backend, begin| {
+            if !begin {
+                frames.push(backend.buffer().content.iter().map(|c| c.symbol()).collect());
+            }
+            Ok(())
+        });
+        let (result, ()) = tokio::join!(looped, driver);
+        result.unwrap();
+        let paused: Vec<&String> = frames.iter().filter(|f| f.contains("PAUSED")).collect();
+        assert!(!paused.is_empty(), "no frame said PAUSED");
+        assert!(paused.iter().all(|f| f.contains(&clock(&first)) && !f.contains(&clock(&later))), "a paused frame moved on");
+        let last = frames.last().unwrap();
+        assert!(last.contains(&clock(&later)) && !last.contains("PAUSED"), "resumed on the newest view:\n{last}");
     }
 
     #[tokio::test]
