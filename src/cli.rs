@@ -29,7 +29,7 @@ pub struct Cli {
     /// Hours simulated at full speed before the console opens, so the cluster is busy.
     #[arg(long, default_value_t = 24.0, value_name = "HOURS")]
     pub warmup: f64,
-    /// Event log. A new file: this console's engine records to it. A log whose
+    /// Event log. A new file (in a folder that exists): this console's engine records to it. A log whose
     /// engine runs: attach to it. A log whose engine died: resume it. Default: a
     /// new file under $XDG_STATE_HOME/gpuroom (or ~/.local/state/gpuroom).
     #[arg(long, value_name = "PATH")]

@@ -241,3 +241,26 @@ fn options_before_a_subcommand_apply_to_it_or_are_refused() {
         assert!(!dir.path().join("x.txt").exists());
     }
 }
+
+/// Issue 35, item 6: a mistyped `--db` folder is an error, not a new tree
+/// with a look-alike run in it; the console refuses before it opens.
+#[test]
+fn a_db_in_a_folder_that_does_not_exist_is_refused_and_nothing_is_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("typo").join("room.db");
+    for args in [&["sim", "--hours", "1", "--db"][..], &["engine", "--until-hours", "1", "--db"]] {
+        let mut all: Vec<&str> = args.to_vec();
+        all.push(missing.to_str().unwrap());
+        let out = gpuroom(&all);
+        assert!(!out.status.success(), "{all:?} ran");
+        assert!(stderr(&out).contains("the folder") && stderr(&out).contains("does not exist"), "{all:?}: {}", stderr(&out));
+    }
+    // The console, too, before it takes the terminal.
+    let out = Command::new(env!("CARGO_BIN_EXE_gpuroom"))
+        .args(["--warmup", "0", "--db", missing.to_str().unwrap()])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success() && stderr(&out).contains("does not exist"), "{}", stderr(&out));
+    assert!(!dir.path().join("typo").exists(), "no folder was made");
+}

@@ -488,11 +488,17 @@ pub struct NewSim<'a> {
     pub room: Room,
 }
 
-/// A new event log at `path`, its folder made if needed, shared as
-/// `access` says and owned by `owner` from its first moment.
+/// A new event log at `path`, shared as `access` says and owned by `owner`
+/// from its first moment. Its folder must exist: a mistyped `--db` folder
+/// is an error, not a new tree with a look-alike run in it (the default
+/// path's folder is made by `settings::default_log_path`).
 pub fn create_log(path: &Path, meta: &RunMeta, access: &Access, owner: Option<&LeaseHolder>) -> Result<Store, CreateError> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| CreateError::Other(anyhow::anyhow!("creating {}: {e}", dir.display())))?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty() && !d.is_dir()) {
+        return Err(CreateError::Other(anyhow::anyhow!(
+            "{}: the folder {} does not exist (gpuroom makes no folders for --db: create it, or check the path)",
+            path.display(),
+            dir.display()
+        )));
     }
     let created = match owner {
         Some(me) => Store::create_leased(path, meta, access, me, now_ms()),

@@ -97,9 +97,12 @@ fn xdg_dir(var: &str, home_fallback: &str) -> Option<PathBuf> {
     std::env::var_os(var).map(PathBuf::from).filter(|p| p.is_absolute()).or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(home_fallback)))
 }
 
-/// A new log's default path: `$XDG_STATE_HOME/gpuroom/KIND-STAMP.db`.
+/// A new log's default path: `$XDG_STATE_HOME/gpuroom/KIND-STAMP.db`, its
+/// folder made (only here: a `--db` folder must exist). `None` without a
+/// home, or where the folder cannot be made.
 pub fn default_log_path(kind: &str) -> Option<PathBuf> {
-    let base = xdg_dir("XDG_STATE_HOME", ".local/state")?;
+    let dir = xdg_dir("XDG_STATE_HOME", ".local/state")?.join("gpuroom");
+    std::fs::create_dir_all(&dir).ok()?;
     let stamp = chrono::Utc::now().format("%Y%m%d-%H%M%S");
-    Some(base.join("gpuroom").join(format!("{kind}-{stamp}.db")))
+    Some(dir.join(format!("{kind}-{stamp}.db")))
 }
