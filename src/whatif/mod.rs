@@ -258,7 +258,7 @@ fn compare_now(
         }
     };
     (board.progress)(Progress { stage: "done".into(), done: 1.0 });
-    Ok(Comparison {
+    let mut comparison = Comparison {
         log: log_name.to_string(),
         model: model_text,
         from: window.from.or(Some(first_at)),
@@ -266,7 +266,11 @@ fn compare_now(
         events: recorded.events,
         columns,
         notes,
-    })
+    };
+    if let Some(why) = comparison.why_all_equal() {
+        comparison.notes.push(why);
+    }
+    Ok(comparison)
 }
 
 /// Whether the simulated world the log's meta describes still produces the

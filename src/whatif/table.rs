@@ -133,6 +133,31 @@ impl Comparison {
         rows
     }
 
+    /// Why every column is the same, when it is: a table of equal columns
+    /// reads as "the policies do not matter" unless it says what made them
+    /// unable to differ in this window. `None` when any column differs.
+    pub fn why_all_equal(&self) -> Option<String> {
+        let (first, rest) = self.columns.split_first()?;
+        if rest.is_empty() || rest.iter().any(|c| c.outcome != first.outcome) {
+            return None;
+        }
+        let o = &first.outcome;
+        let why = if o.submitted == 0 && o.waits.is_empty() {
+            "no job was submitted or placed in this window, so there was nothing to schedule".to_string()
+        } else if o.waits.iter().all(|w| *w == 0) && o.queued_at_end == 0 {
+            format!(
+                "none of the {} placements in this window waited: every job found room on arrival, and the policies differ only in \
+                 which waiting job goes first or which node it gets when some must wait",
+                o.waits.len()
+            )
+        } else {
+            "the policies made the same decision at every step of this window: whenever jobs waited, each order and each \
+             placement rule chose the same job for the same GPUs"
+                .to_string()
+        };
+        Some(format!("every column is the same: {why}; a busier window (--from/--until) or a smaller fleet (--fleet) would tell them apart"))
+    }
+
     /// The relative change of a re-run's figure against the recorded one.
     pub fn change(recorded: Option<f64>, other: Option<f64>) -> Option<String> {
         let (a, b) = (recorded?, other?);
@@ -245,5 +270,30 @@ impl Comparison {
             let _ = w.write_record(std::iter::once(row.label.trim().to_string()).chain(values));
         }
         String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn comparison(outcomes: Vec<Outcome>) -> Comparison {
+        let columns = outcomes.into_iter().enumerate().map(|(i, outcome)| Column { name: format!("c{i}"), outcome, wall_secs: 0.1 }).collect();
+        Comparison { log: "x.db".into(), model: "m".into(), from: None, until: None, events: 10, columns, notes: Vec::new() }
+    }
+
+    /// Issue 35, item 12: a what-if whose columns are all equal says why.
+    #[test]
+    fn equal_columns_say_why_and_different_ones_say_nothing() {
+        let placed_at_once = Outcome { submitted: 5, waits: vec![0, 0, 0, 0, 0], finished: 5, ..Outcome::default() };
+        let why = comparison(vec![placed_at_once.clone(); 3]).why_all_equal().expect("all equal");
+        assert!(why.contains("none of the 5 placements in this window waited"), "{why}");
+        let idle = comparison(vec![Outcome::default(); 2]).why_all_equal().expect("all equal");
+        assert!(idle.contains("no job was submitted"), "{idle}");
+        let waited = Outcome { submitted: 2, waits: vec![0, 300], ..Outcome::default() };
+        assert!(comparison(vec![waited.clone(); 2]).why_all_equal().unwrap().contains("the same decision at every step"));
+        let other = Outcome { waits: vec![0, 200], ..waited.clone() };
+        assert_eq!(comparison(vec![waited.clone(), waited, other]).why_all_equal(), None, "one column differs");
+        assert_eq!(comparison(vec![placed_at_once]).why_all_equal(), None, "the recorded run alone compares nothing");
     }
 }
