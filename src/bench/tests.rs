@@ -101,7 +101,11 @@ fn quick_bench_reports_every_figure_and_a_markdown_page() {
     }
     assert!(md.contains("| measure | figure | target | ratio |\n|---|---|---|---|\n"));
     let rows = report.rows();
-    assert_eq!(rows.len(), 16, "apply, 2 months, the log, the what-if, the room's build, view, 2 frame sizes, RSS, HWM, a scrape, 2 queue sizes, first build, binary");
+    assert_eq!(
+        rows.len(),
+        16,
+        "apply, 2 months, the log, the what-if, the room's build, view, 2 frame sizes, RSS, HWM, a scrape, 2 queue sizes, first build, binary"
+    );
     assert!(rows.iter().any(|r| r.measure.starts_with("a `/metrics` scrape") && r.figure.contains("series")), "the scrape row");
     for r in &rows {
         assert!(md.contains(&format!("| {} | {} | {} | {} |", r.measure, r.figure, r.target, r.ratio)));

@@ -29,13 +29,17 @@ pub struct LogLine {
     pub text: String,
 }
 
-/// Who did what, from where, and when (operator actions).
+/// Who did what, from where, and when (operator actions), and whether the
+/// room refused it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AuditEntry {
     pub at: At,
     pub user: String,
     pub origin: String,
     pub what: String,
+    /// Why the room refused the action; `None` when it was carried out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -146,10 +150,20 @@ impl Journal {
     }
 
     pub fn audit_action(&mut self, at: At, actor: &Actor, what: &str) {
+        self.audit_entry(AuditEntry { at, user: clean(&actor.user), origin: clean(&actor.origin), what: what.to_string(), refused: None });
+    }
+
+    /// An action the room refused: on screen beside the ones it carried out,
+    /// so an operator sees who tried what and why it did not happen.
+    pub fn audit_refusal(&mut self, at: At, actor: &Actor, what: &str, why: &str) {
+        self.audit_entry(AuditEntry { at, user: clean(&actor.user), origin: clean(&actor.origin), what: clean(what), refused: Some(clean(why)) });
+    }
+
+    fn audit_entry(&mut self, entry: AuditEntry) {
         if self.audit.len() >= AUDIT_KEPT {
             self.audit.pop_front();
         }
-        self.audit.push_back(AuditEntry { at, user: clean(&actor.user), origin: clean(&actor.origin), what: what.to_string() });
+        self.audit.push_back(entry);
     }
 
     /// An event the room refused: counted, logged, and said back to its source.

@@ -53,7 +53,7 @@ impl Room {
             .audit
             .iter()
             .skip(self.journal.audit.len().saturating_sub(AUDIT_SHOWN))
-            .map(|a| AuditEntry { at: a.at, user: clean(&a.user), origin: clean(&a.origin), what: clean(&a.what) })
+            .map(|a| AuditEntry { at: a.at, user: clean(&a.user), origin: clean(&a.origin), what: clean(&a.what), refused: a.refused.as_deref().map(clean) })
             .collect();
         view.totals = Totals {
             stats: self.journal.stats.clone(),

@@ -69,7 +69,10 @@ pub fn render_pane(view: &View, ui: &AlarmsUi, props: PaneProps<'_>, area: Rect,
     top.truncate(rows);
     let room = rows.saturating_sub(top.len());
     let tail = if ui.audit {
-        let entries = view.audit.iter().rev().map(|a| entry(a.at, "act ", &format!("{}@{}: {}", a.user, a.origin, a.what), t.key, t.key, w));
+        let entries = view.audit.iter().rev().map(|a| match &a.refused {
+            None => entry(a.at, "act ", &format!("✓ {}@{}: {}", a.user, a.origin, a.what), t.key, t.key, w),
+            Some(why) => entry(a.at, "act ", &format!("▲ {}@{}: {} — refused: {why}", a.user, a.origin, a.what), t.alarm, t.alarm, w),
+        });
         let mut tail = newest_that_fit(entries, room);
         if view.audit.is_empty() && room > 0 {
             tail.push(Line::from(Span::styled("no operator actions yet", t.dim)));
@@ -170,5 +173,19 @@ mod tests {
         assert!(!view.audit.is_empty());
         assert!(shown.contains(&view.audit.last().unwrap().user), "the newest audit entry is shown");
         insta::assert_snapshot!(terminal.backend());
+    }
+
+    /// Issue 35, item 8: each action's outcome: a refusal says so, and why.
+    #[test]
+    fn the_audit_view_says_which_actions_were_refused_and_why() {
+        let mut view = demo_view();
+        let mut refused = view.audit.last().unwrap().clone();
+        refused.what = "preempt j999".into();
+        refused.refused = Some("no job j999".into());
+        view.audit.push(refused);
+        let ui = AlarmsUi { selected: None, audit: true };
+        let shown = text(&draw_pane(90, 14, true, |p, a, b| render_pane(&view, &ui, p, a, b)));
+        assert!(shown.contains("▲ ") && shown.contains("preempt j999 — refused: no job j999"), "{shown}");
+        assert!(shown.contains("✓ "), "the carried-out ones are marked done: {shown}");
     }
 }
