@@ -25,6 +25,10 @@ for pane in fleet memory queue market budget alarms; do
     shot "pane-$pane" --pane "$pane"
 done
 shot pane-memory-fragmentation --pane memory --config fixtures/config/fragmentation.toml
+# A spot storm seven simulated hours in: its alarm, critical, on the strip
+# and in the pane, with the cleared ones nobody read yet (◌).
+shot alarms-storm-120x40 --hours 7 --pane alarms
+shot alarms-storm-80x24 --hours 7 --width 80 --height 24
 shot dialog-preempt --dialog preempt
 shot dialog-migrate --dialog migrate
 shot dialog-approve --dialog approve

@@ -36,6 +36,13 @@
 //! min_stable_share = 0.2    # share of GPUs kept non-interruptible (the SLA floor)
 //! [memory]
 //! retain_finished = 691200  # seconds a finished job stays in memory (8 days; 0: forever)
+//! [alarms]
+//! storm_nodes = 3           # nodes lost within storm_window (seconds) are a storm; 0: off
+//! storm_window = 600
+//! failure_burst = 5         # jobs failed within failure_window are a burst; 0: off
+//! failure_window = 600
+//! launch_refusals = 3       # launches one pool refuses in a row; 0: off
+//! event_hold = 900          # an alarm about an event clears itself after this
 //! ```
 
 use serde::Deserialize;
@@ -61,6 +68,8 @@ pub struct EngineConfig {
     pub sources: crate::live::config::SourcesConfig,
     pub capacity: CapacitySection,
     pub memory: MemorySection,
+    /// `[alarms]`: when several events together make an alarm.
+    pub alarms: crate::room::trips::AlarmRules,
 }
 
 /// `[memory]`: how long a finished job stays in memory (see `room::retired`).
@@ -187,6 +196,12 @@ pub const NUMERIC_KEYS: &[(&str, Rule)] = &[
     ("capacity.plan_every", SECS),
     ("capacity.lookahead_jobs", COUNT),
     ("memory.retain_finished", SECS),
+    ("alarms.storm_nodes", U32),
+    ("alarms.storm_window", POSITIVE_SECS),
+    ("alarms.failure_burst", U32),
+    ("alarms.failure_window", POSITIVE_SECS),
+    ("alarms.launch_refusals", U32),
+    ("alarms.event_hold", POSITIVE_SECS),
     ("sources.nvml.every_secs", EVERY_SECS),
     ("sources.dcgm.every_secs", EVERY_SECS),
     ("sources.dcgm.timeout_ms", TIMEOUT_MS),
@@ -263,6 +278,7 @@ impl EngineConfig {
             forecast: self.forecast.clone(),
             capacity: self.capacity.resolve(crate::capacity::CapacityMode::Control),
             retain_finished: self.memory.retain_finished,
+            alarms: self.alarms.clone(),
             ..RoomConfig::default()
         }
     }
@@ -301,6 +317,17 @@ mod tests {
         assert!(EngineConfig::parse("c.toml", "[spot.hazard]\nwindow = 0\n").unwrap_err().message.contains("window"));
         assert!(EngineConfig::parse("c.toml", "[spot]\nafter_interruption = \"pray\"\n").is_err());
         assert!(EngineConfig::parse("c.toml", "[checkpoint]\nspot_interval = 1800\n").unwrap_err().message.contains("spot_interval"));
+    }
+
+    #[test]
+    fn alarm_rules_are_read_and_checked() {
+        let c = EngineConfig::parse("c.toml", "[alarms]\nstorm_nodes = 5\nevent_hold = 60\n").unwrap();
+        let rules = c.room_config().alarms;
+        assert_eq!((rules.storm_nodes, rules.event_hold.0, rules.failure_burst), (5, 60, 5));
+        let err = EngineConfig::parse("c.toml", "[alarms]\nstorm_window = 0\n").unwrap_err().to_string();
+        assert!(err.contains("alarms.storm_window"), "{err}");
+        let err = EngineConfig::parse("c.toml", "[alarms]\nstorms = 3\n").unwrap_err().to_string();
+        assert!(err.contains("storms"), "{err}");
     }
 
     #[test]

@@ -306,7 +306,7 @@ impl Duty {
                 episode.audited_ms = now_ms;
             }
             let id = format!("engine:flood:{}", episode.user);
-            self.alarms.insert(id.clone(), AlarmRow { id, raised_at: episode.raised_at, text, acked_by: None, acked_at: None });
+            self.alarms.insert(id.clone(), AlarmRow::raised(id, episode.raised_at, text));
         }
         let alarms = &mut self.alarms;
         self.floods.retain(|_, e| {
@@ -365,7 +365,7 @@ impl Duty {
             if wal.blocked { "the checkpoint could not start".to_string() } else { format!("{} of {} pages folded back", wal.checkpointed, wal.frames) }
         );
         let raised_at = self.alarms.get("engine:wal").map_or(at, |a| a.raised_at);
-        self.alarms.insert("engine:wal".into(), AlarmRow { id: "engine:wal".into(), raised_at, text, acked_by: None, acked_at: None });
+        self.alarms.insert("engine:wal".into(), AlarmRow::raised("engine:wal".into(), raised_at, text));
     }
 
     /// The log's write lock could not be had: nothing was written. The
@@ -382,8 +382,7 @@ impl Duty {
         let secs = (now - blocked.since_ms) / 1000;
         let blockers = engine.store.as_ref().map(|s| locks::describe(&locks::holders(s.path()))).unwrap_or_default();
         let text = format!("the log is locked: the engine has written nothing for {secs} s and retries; held by {blockers} ({why})");
-        self.alarms
-            .insert("engine:blocked".into(), AlarmRow { id: "engine:blocked".into(), raised_at: blocked.raised_at, text, acked_by: None, acked_at: None });
+        self.alarms.insert("engine:blocked".into(), AlarmRow::raised("engine:blocked".into(), blocked.raised_at, text));
         let mut view = engine.room.view();
         self.decorate(&mut view);
         self.export(engine, &view, now);
@@ -404,14 +403,9 @@ impl Duty {
         view.alarms.extend(self.alarms.values().cloned());
         if let Some(why) = &self.socket_error {
             let raised_at = view.at.unwrap_or(chrono::DateTime::UNIX_EPOCH);
-            view.alarms.push(AlarmRow {
-                id: "engine:socket".into(),
-                raised_at,
-                text: format!("consoles cannot attach: {why}"),
-                acked_by: None,
-                acked_at: None,
-            });
+            view.alarms.push(AlarmRow::raised("engine:socket".into(), raised_at, format!("consoles cannot attach: {why}")));
         }
+        crate::room::view::sort_alarms(&mut view.alarms);
     }
 
     /// Whether a view is due for the attached consoles.

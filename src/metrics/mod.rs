@@ -128,6 +128,7 @@ pub const FAMILIES: &[FamilyDoc] = &[
     doc("gpuroom_source_failing_seconds", "gauge", "source", true),
     doc("gpuroom_alarms", "gauge", "severity", false),
     doc("gpuroom_alarms_by_kind", "gauge", "kind", true),
+    doc("gpuroom_alarms_unread", "gauge", "", false),
 ];
 
 type Labels = Vec<(String, String)>;
@@ -297,6 +298,9 @@ fn queue(f: &mut Families, view: &crate::room::View) {
     // Per tenant, 0 when none: "no wait alarm" is a value, not a missing series.
     let mut waits: BTreeMap<&str, u32> = rows.iter().map(|q| (q.tenant.as_str(), 0)).collect();
     for alarm in &view.alarms {
+        if !alarm.is_active() {
+            continue;
+        }
         if let Some((tenant, _class)) = alarm.id.strip_prefix("wait:").and_then(|rest| rest.rsplit_once(':')) {
             *waits.entry(tenant).or_default() += 1;
         }
@@ -423,17 +427,6 @@ fn work(f: &mut Families, view: &crate::room::View) {
     }
 }
 
-/// An alarm's kind (what its id says before the first ':') and severity.
-fn alarm_class(id: &str) -> (&str, &'static str) {
-    let kind = id.split(':').next().unwrap_or("other");
-    let severity = match kind {
-        "engine" | "budget" => "critical",
-        "notice" | "wait" | "slurm" | "source" | "spend" => "warning",
-        _ => "warning",
-    };
-    (kind, severity)
-}
-
 fn engine(f: &mut Families, view: &crate::room::View, health: &Health, now_ms: i64) {
     f.gauge(
         "engine_info",
@@ -471,14 +464,19 @@ fn engine(f: &mut Families, view: &crate::room::View, health: &Health, now_ms: i
     // Both severities always, so "no alarm" is a 0 and not a missing series.
     let mut by_severity: BTreeMap<&str, u32> = BTreeMap::from([("critical", 0), ("warning", 0)]);
     let mut by_kind: BTreeMap<&str, u32> = BTreeMap::new();
-    for alarm in &view.alarms {
-        let (kind, severity) = alarm_class(&alarm.id);
-        *by_severity.entry(severity).or_default() += 1;
-        *by_kind.entry(kind).or_default() += 1;
+    for alarm in view.alarms.iter().filter(|a| a.is_active()) {
+        *by_severity.entry(alarm.severity.label()).or_default() += 1;
+        *by_kind.entry(crate::room::journal::alarm_kind(&alarm.id)).or_default() += 1;
     }
+    f.one(
+        "alarms_unread",
+        "Alarms that fired and cleared before anyone acknowledged them (the console lists them until someone does).",
+        None,
+        view.alarms.iter().filter(|a| a.is_unread()).count() as f64,
+    );
     f.gauge(
         "alarms",
-        "Active alarms, by severity (critical: the engine itself, a blocked budget).",
+        "Active alarms, by severity (critical: the engine itself, a budget, a spot storm, a missed save).",
         None,
         by_severity.into_iter().map(|(s, n)| (labels([("severity", s)]), f64::from(n))),
     );

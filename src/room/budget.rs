@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::fleet::Fleet;
-use super::journal::{Journal, Severity};
+use super::journal::{AlarmSeverity, Journal, Severity};
 use crate::ckpt::CheckpointPolicy;
 use crate::cost::Books;
 use crate::cost::budget::{Approval, AtLimit, BudgetLevel, BudgetPolicy, threshold};
@@ -103,23 +103,24 @@ impl Budgets {
             let pct = if budget.0 > 0 { spent.0 as f64 * 100.0 / budget.0 as f64 } else { 0.0 };
             match level {
                 BudgetLevel::Ok => {
-                    journal.clear(&alarm, effects);
+                    journal.clear(at, &alarm, effects);
                     journal.note(at, Severity::Info, format!("{name} budget back under {}%", policy.notify_pct));
                 }
                 BudgetLevel::Notify => {
-                    journal.clear(&alarm, effects);
-                    journal.raise(at, alarm, format!("{name} has spent {pct:.0}% of its {budget} budget"), effects);
+                    journal.clear(at, &alarm, effects);
+                    // A heads-up, not a page: work still runs as before.
+                    journal.raise_as(at, alarm, format!("{name} has spent {pct:.0}% of its {budget} budget"), AlarmSeverity::Warning, effects);
                 }
                 BudgetLevel::Limited => {
                     let what = match policy.at_limit {
                         AtLimit::Queue => "new work waits",
                         AtLimit::Spot => "new work runs on spot only",
                     };
-                    journal.clear(&alarm, effects);
+                    journal.clear(at, &alarm, effects);
                     journal.raise(at, alarm, format!("{name} is over its {budget} budget ({pct:.0}%): {what}"), effects);
                 }
                 BudgetLevel::Blocked => {
-                    journal.clear(&alarm, effects);
+                    journal.clear(at, &alarm, effects);
                     let limit = threshold(budget, policy.block_pct);
                     journal.raise(
                         at,

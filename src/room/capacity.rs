@@ -19,6 +19,7 @@ use super::fleet::Fleet;
 use super::journal::{Journal, Severity};
 use super::predict::Predictor;
 use super::sched::SchedState;
+use super::trips::{Trips, Tripwires};
 use crate::capacity::CapacityMode;
 use crate::capacity::consolidate::{self, MoveCase};
 use crate::capacity::plan::{self, Incoming, Offer, Waiting};
@@ -197,10 +198,15 @@ pub struct Elastic<'a> {
     pub budgets: &'a Budgets,
     pub predictor: &'a Predictor,
     pub journal: &'a mut Journal,
+    pub trips: &'a mut Trips,
     pub sched: &'a mut SchedState,
 }
 
 impl Elastic<'_> {
+    fn tripwires(&mut self) -> Tripwires<'_> {
+        Tripwires { rules: &self.config.alarms, trips: self.trips, journal: self.journal }
+    }
+
     // ---- outcomes from the world --------------------------------------
 
     /// One instance of a launch exists: it joins the fleet, booting and billed.
@@ -224,7 +230,9 @@ impl Elastic<'_> {
         }
         record.unanswered = record.unanswered.saturating_sub(1);
         record.nodes.insert(spec.id);
-        let boot = self.state.pools.get(&record.request.pool).map_or(Secs(0), |p| p.boot);
+        let pool = record.request.pool.clone();
+        let boot = self.state.pools.get(&pool).map_or(Secs(0), |p| p.boot);
+        self.tripwires().launch_answered(at, &pool.to_string(), &mut Vec::new());
         let mut node = Node::new(spec.clone(), at);
         node.state = NodeState::Booting { ready_at: at + boot.delta() };
         self.fleet.nodes.insert(spec.id, node);
@@ -251,6 +259,8 @@ impl Elastic<'_> {
         }
         let text = format!("launch of {count} × {pool} failed: {} ({}); trying elsewhere", failure.label(), clean(message));
         self.journal.note(at, Severity::Warn, text);
+        // The alarm list is the state; nobody waits on this effect.
+        self.tripwires().launch_refused(at, &pool.to_string(), failure.label(), &mut Vec::new());
         // Plan again at once: another zone, or on-demand.
         self.state.planned_at = None;
         self.drop_answered();
@@ -367,6 +377,7 @@ impl Elastic<'_> {
             self.state.backoff.insert(pool.clone(), until);
             let text = format!("launch #{id} of {count} × {pool}: no answer in {LAUNCH_ANSWER_TIMEOUT}; counted as failed, buying elsewhere");
             self.journal.note(now, Severity::Warn, text);
+            self.tripwires().launch_refused(now, &pool.to_string(), &format!("no answer in {LAUNCH_ANSWER_TIMEOUT}"), &mut Vec::new());
         }
         self.drop_answered();
     }

@@ -53,6 +53,9 @@ pub struct RoomConfig {
     /// remain (see `retired`); 0 keeps every job.
     #[serde(default = "default_retain_finished")]
     pub retain_finished: Secs,
+    /// When several events together make an alarm (a storm, a burst of failures).
+    #[serde(default)]
+    pub alarms: super::trips::AlarmRules,
 }
 
 fn default_trend_horizon() -> Secs {
@@ -82,6 +85,7 @@ impl Default for RoomConfig {
             slurm: Default::default(),
             capacity: Default::default(),
             retain_finished: default_retain_finished(),
+            alarms: Default::default(),
         }
     }
 }

@@ -96,7 +96,7 @@ impl SpendForecast {
                 journal.raise(at, ALARM.to_string(), text, effects);
             }
             Ok(Alarm::Cleared { run }) => {
-                journal.clear(ALARM, effects);
+                journal.clear(at, ALARM, effects);
                 journal.note(at, Severity::Info, format!("spend back on its forecast after {run} h"));
             }
             _ => {}

@@ -42,6 +42,45 @@ pub struct AuditEntry {
     pub refused: Option<String>,
 }
 
+/// Cleared alarms nobody acknowledged, kept listed (the oldest go first).
+const UNREAD_KEPT: usize = 100;
+
+/// How loud an alarm is: critical pages (the engine itself, a budget, a
+/// spot storm, a missed save), a warning waits for someone to look.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AlarmSeverity {
+    #[default]
+    Warning,
+    Critical,
+}
+
+impl AlarmSeverity {
+    /// The severity of an alarm by its id's kind (the text before the first `:`).
+    pub fn of(id: &str) -> AlarmSeverity {
+        match alarm_kind(id) {
+            "engine" | "budget" | "storm" | "save" => AlarmSeverity::Critical,
+            _ => AlarmSeverity::Warning,
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            AlarmSeverity::Warning => "warning",
+            AlarmSeverity::Critical => "critical",
+        }
+    }
+}
+
+/// An alarm's kind: the part of its id before the first `:` (`wait`, `notice`, `budget`, …).
+pub fn alarm_kind(id: &str) -> &str {
+    id.split(':').next().unwrap_or("other")
+}
+
+/// An alarm's life: raised → (acknowledged) → cleared. A cleared alarm
+/// that nobody acknowledged stays listed, "fired and cleared at T", until
+/// someone does (a pager's missed calls); an acknowledged one leaves when
+/// it clears.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Alarm {
     pub raised_at: At,
@@ -49,6 +88,24 @@ pub struct Alarm {
     /// Who acknowledged it, if anyone; kept while the alarm is re-raised.
     #[serde(default)]
     pub acked: Option<Ack>,
+    /// When its condition cleared; `None` while it is active.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cleared_at: Option<At>,
+    /// How loud it is (set when raised; a budget's 80% is a warning, its
+    /// limit and its block are critical).
+    #[serde(default)]
+    pub severity: AlarmSeverity,
+    /// An alarm about an event (a storm, a missed save) rather than a
+    /// standing condition clears itself at this time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clears_at: Option<At>,
+}
+
+impl Alarm {
+    /// Its condition holds (raised and not cleared).
+    pub fn is_active(&self) -> bool {
+        self.cleared_at.is_none()
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -135,17 +192,72 @@ impl Journal {
         self.log.push_back(LogLine { at, severity, text });
     }
 
-    /// Raises (or re-raises, keeping who acknowledged it) an alarm, and logs it.
+    /// Raises (or re-raises, keeping who acknowledged it) an alarm, and logs
+    /// it. An alarm that had cleared unread fires again as a new one.
     pub fn raise(&mut self, at: At, id: String, text: String, effects: &mut Vec<Effect>) {
+        self.raise_until(at, id, text, None, effects);
+    }
+
+    /// Raises an alarm quieter (or louder) than its kind's severity.
+    pub fn raise_as(&mut self, at: At, id: String, text: String, severity: AlarmSeverity, effects: &mut Vec<Effect>) {
+        self.raise_until(at, id.clone(), text, None, effects);
+        if let Some(alarm) = self.alarms.get_mut(&id) {
+            alarm.severity = severity;
+        }
+    }
+
+    /// Raises an alarm about an event, which clears itself at `clears_at`
+    /// (and stays listed unread after that until acknowledged).
+    pub fn raise_until(&mut self, at: At, id: String, text: String, clears_at: Option<At>, effects: &mut Vec<Effect>) {
         self.note(at, Severity::Alarm, text.clone());
-        let acked = self.alarms.get(&id).and_then(|a| a.acked.clone());
-        self.alarms.insert(id.clone(), Alarm { raised_at: at, text: text.clone(), acked });
+        let acked = self.alarms.get(&id).filter(|a| a.is_active()).and_then(|a| a.acked.clone());
+        let severity = AlarmSeverity::of(&id);
+        self.alarms.insert(id.clone(), Alarm { raised_at: at, text: text.clone(), acked, cleared_at: None, severity, clears_at });
         effects.push(Effect::AlarmRaised { id, text });
     }
 
-    pub fn clear(&mut self, id: &str, effects: &mut Vec<Effect>) {
-        if self.alarms.remove(id).is_some() {
-            effects.push(Effect::AlarmCleared { id: id.to_string() });
+    /// The alarm is active (raised, its condition not cleared).
+    pub fn is_active(&self, id: &str) -> bool {
+        self.alarms.get(id).is_some_and(Alarm::is_active)
+    }
+
+    /// The alarm's condition cleared: an acknowledged alarm leaves, one
+    /// nobody acknowledged stays listed as cleared until someone does.
+    pub fn clear(&mut self, at: At, id: &str, effects: &mut Vec<Effect>) {
+        let Some(alarm) = self.alarms.get_mut(id).filter(|a| a.is_active()) else {
+            return;
+        };
+        if alarm.acked.is_some() {
+            self.alarms.remove(id);
+        } else {
+            alarm.cleared_at = Some(at);
+            alarm.clears_at = None;
+            self.forget_oldest_unread();
+        }
+        effects.push(Effect::AlarmCleared { id: id.to_string() });
+    }
+
+    /// Event alarms whose time is up clear themselves.
+    pub fn expire(&mut self, at: At, effects: &mut Vec<Effect>) {
+        let due: Vec<String> = self.alarms.iter().filter(|(_, a)| a.is_active() && a.clears_at.is_some_and(|t| t <= at)).map(|(id, _)| id.clone()).collect();
+        for id in due {
+            self.clear(at, &id, effects);
+        }
+    }
+
+    /// The next time an event alarm clears itself, if any.
+    pub fn next_expiry(&self) -> Option<At> {
+        self.alarms.values().filter(|a| a.is_active()).filter_map(|a| a.clears_at).min()
+    }
+
+    fn forget_oldest_unread(&mut self) {
+        let unread = self.alarms.values().filter(|a| !a.is_active()).count();
+        if unread <= UNREAD_KEPT {
+            return;
+        }
+        let oldest = self.alarms.iter().filter(|(_, a)| !a.is_active()).min_by_key(|(id, a)| (a.cleared_at, (*id).clone())).map(|(id, _)| id.clone());
+        if let Some(id) = oldest {
+            self.alarms.remove(&id);
         }
     }
 

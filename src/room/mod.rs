@@ -10,10 +10,10 @@
 //!
 //! * this file owns the state, in parts each owned by one file (`fleet`,
 //!   `cost`, `budget`, `sched`, `journal`, `forecast`, `predict`,
-//!   `sources`, `slurm`, `capacity`), the getters, and **the lenders**: one
+//!   `sources`, `slurm`, `capacity`, `trips`), the getters, and **the lenders**: one
 //!   method per concern that lends it exactly the parts it may touch, as a
 //!   borrow struct (`pass`, `watch`, `elastic`, `slurm_desk`, `budget_desk`,
-//!   `job_ops`, `life`, `waits`, `idle`, `spend_watch`), listed together;
+//!   `job_ops`, `life`, `tripwires`, `waits`, `idle`, `spend_watch`), listed together;
 //! * `apply` is the clock moved (`advance_to`), a `dispatch` with one arm
 //!   per kind of event, and `after_event`, the named steps every event is
 //!   followed by;
@@ -55,6 +55,7 @@ mod slurm_site_tests;
 mod slurm_tests;
 pub mod sources;
 pub mod spot;
+pub mod trips;
 pub mod view;
 mod view_build;
 pub mod view_slurm;
@@ -81,6 +82,7 @@ use sched::{Idle, Pass, SchedState};
 use slurm::SlurmMirror;
 use sources::SourceState;
 use spot::Watch;
+use trips::{Trips, Tripwires};
 use waits::Waits;
 
 use crate::cost::Books;
@@ -121,6 +123,9 @@ pub struct Room {
     /// Elastic capacity: pools, nodes bought, launches on their way.
     #[serde(default)]
     pub(crate) capacity: CapacityState,
+    /// The recent losses, failures and refusals the fleet-level alarms count.
+    #[serde(default)]
+    pub(crate) trips: Trips,
 }
 
 impl Default for Room {
@@ -174,6 +179,7 @@ impl Room {
             budgets: &self.budgets,
             predictor: &self.predictor,
             journal: &mut self.journal,
+            trips: &mut self.trips,
             sched: &mut self.sched,
         }
     }
@@ -199,6 +205,11 @@ impl Room {
     /// The end of a job (`life`).
     fn life(&mut self) -> Life<'_> {
         Life { fleet: &mut self.fleet, books: &mut self.costs.books, journal: &mut self.journal, max_wait: &self.config.sched.max_wait }
+    }
+
+    /// Fleet-level alarms: storms, missed saves, bursts of failures (`trips`).
+    fn tripwires(&mut self) -> Tripwires<'_> {
+        Tripwires { rules: &self.config.alarms, trips: &mut self.trips, journal: &mut self.journal }
     }
 
     /// Wait alarms and escalation (`waits`).
@@ -239,6 +250,7 @@ impl Room {
             sources: BTreeMap::new(),
             slurm: SlurmMirror::default(),
             capacity: CapacityState::default(),
+            trips: Trips::default(),
         }
     }
 
@@ -386,7 +398,7 @@ impl Room {
             Event::JobStarted { job } => self.on_started(at, *job),
             Event::CheckpointDone { job, step, bytes } => self.on_checkpoint_done(at, *job, *step, *bytes, effects),
             Event::JobStopped { job } => self.on_stopped(at, *job),
-            Event::JobExited { job, ok, message } => self.on_exited(at, *job, *ok, message),
+            Event::JobExited { job, ok, message } => self.on_exited(at, *job, *ok, message, effects),
             Event::Telemetry { gpus, progress } => self.on_telemetry(at, gpus, progress, effects),
             Event::PriceTick { zone, instance_type, price } => self.on_price(at, zone, instance_type, *price, effects),
             Event::InterruptionNotice { node, deadline } => self.on_notice(at, *node, *deadline, effects),
@@ -414,6 +426,7 @@ impl Room {
     /// settled where a budget may move → budget check → Slurm follow-up →
     /// wait alarms → the scheduling pass → elastic capacity's step.
     fn after_event(&mut self, at: At, event: &Event, effects: &mut Vec<Effect>) {
+        self.journal.expire(at, effects);
         sched::checkpoints_due(&self.config.checkpoint, &mut self.fleet, at, effects);
         if self.costs.budgets_may_move(at, &self.fleet, &self.budgets.approvals, &self.config.cost.budget) {
             self.settle_all(at);

@@ -99,6 +99,8 @@ impl Room {
                 && let JobState::Checkpointing { then: AfterCheckpoint::Stop(StopReason::Interruption) } = job.state
             {
                 self.journal.stats.notice_saves_missed += 1;
+                let job_name = job.spec.name.clone();
+                self.tripwires().save_missed(at, job_id, &job_name, &name, effects);
             }
             let cancelled_by = match self.fleet.jobs.get(&job_id).map(|j| &j.state) {
                 Some(JobState::Preempted { reason: StopReason::Operator { actor, requeue: false } }) => Some(clean(actor)),
@@ -120,8 +122,9 @@ impl Room {
         }
         self.journal.stats.nodes_lost += 1;
         self.capacity.forget(node_id, at);
-        self.journal.clear(&format!("notice:{}", node_id.0), effects);
+        self.journal.clear(at, &format!("notice:{}", node_id.0), effects);
         self.journal.note(at, Severity::Warn, format!("{name} lost: {}", clean(reason)));
+        self.tripwires().node_lost(at, &name, effects);
         Ok(())
     }
     pub(super) fn on_notice(&mut self, at: At, node_id: NodeId, deadline: At, effects: &mut Vec<Effect>) -> Result<(), String> {

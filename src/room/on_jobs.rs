@@ -114,7 +114,7 @@ impl Room {
         }
         Ok(())
     }
-    pub(super) fn on_exited(&mut self, at: At, id: JobId, ok: bool, message: &str) -> Result<(), String> {
+    pub(super) fn on_exited(&mut self, at: At, id: JobId, ok: bool, message: &str, effects: &mut Vec<Effect>) -> Result<(), String> {
         let job = self.fleet.job(id)?;
         if !job.phase().holds_gpus() {
             return Err(format!("job {id} exited while {}", job.phase().label()));
@@ -138,6 +138,9 @@ impl Room {
             self.predictor.learn(job);
         }
         self.journal.note(at, severity, format!("{id} {name} {verb}"));
+        if !ok {
+            self.tripwires().job_failed(at, id, effects);
+        }
         Ok(())
     }
     pub(super) fn on_telemetry(&mut self, at: At, gpus: &[GpuSample], progress: &[(JobId, u64)], effects: &mut Vec<Effect>) -> Result<(), String> {

@@ -42,9 +42,15 @@ pub fn set_discipline(config: &mut SchedConfig, discipline: DisciplineKind) -> S
 /// Acknowledges an active alarm once; returns the audit text.
 pub fn acknowledge(journal: &mut Journal, at: At, actor: &Actor, id: &str) -> Result<String, String> {
     let who = clean(&actor.user);
-    let alarm = journal.alarms.get_mut(id).ok_or_else(|| format!("{who} asked to acknowledge alarm {:?}, which is not active", clean(id)))?;
+    let alarm = journal.alarms.get_mut(id).ok_or_else(|| format!("{who} asked to acknowledge alarm {:?}, which is not listed", clean(id)))?;
     if let Some(ack) = &alarm.acked {
         return Err(format!("alarm already acknowledged by {} at {}", clean(&ack.user), ack.at.format("%H:%M:%S")));
+    }
+    // A cleared alarm was only waiting to be seen: seen, it leaves the list.
+    if let Some(cleared) = alarm.cleared_at {
+        let what = format!("acknowledge alarm (cleared at {}): {}", cleared.format("%H:%M:%S"), clean(&alarm.text));
+        journal.alarms.remove(id);
+        return Ok(what);
     }
     alarm.acked = Some(Ack { at, user: actor.user.clone() });
     Ok(format!("acknowledge alarm: {}", clean(&alarm.text)))

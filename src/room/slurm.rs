@@ -168,7 +168,7 @@ impl SlurmMirror {
         match &outcome {
             Ok(text) => {
                 journal.note(at, Severity::Action, format!("{}: {text}", clean(&command.by)));
-                journal.clear(COMMAND_ALARM, effects);
+                journal.clear(at, COMMAND_ALARM, effects);
             }
             Err(text) => {
                 let alarm = format!("{text} (asked by {}; not retried)", clean(&command.by));
@@ -329,7 +329,7 @@ impl SlurmMirror {
         for partition in partitions {
             let id = format!("slurm:wait:{partition}");
             match late.get(&partition) {
-                Some((count, waited, oldest, reason)) if !ctx.journal.alarms.contains_key(&id) => {
+                Some((count, waited, oldest, reason)) if !ctx.journal.is_active(&id) => {
                     let text = format!(
                         "Slurm partition {}: {count} GPU job(s) pending over {} (oldest {oldest}, {}, {})",
                         clean(&partition),
@@ -340,7 +340,7 @@ impl SlurmMirror {
                     ctx.journal.raise(at, id, text, effects);
                 }
                 Some(_) => {}
-                None => ctx.journal.clear(&id, effects),
+                None => ctx.journal.clear(at, &id, effects),
             }
         }
     }

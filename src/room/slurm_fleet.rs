@@ -117,7 +117,7 @@ impl Room {
             self.journal.note(at, super::journal::Severity::Info, format!("{name}: Slurm powered it down (no machine, nothing billed)"));
         } else if undrained {
             node.state = NodeState::Up;
-            self.journal.clear(&format!("notice:{}", id.0), effects);
+            self.journal.clear(at, &format!("notice:{}", id.0), effects);
             self.journal.note(at, super::journal::Severity::Info, format!("{name}: Slurm resumed it"));
         } else if revive {
             node.state = NodeState::Up;

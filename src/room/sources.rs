@@ -85,7 +85,7 @@ pub fn on_source_status(
             journal.raise(at, id, format!("{name}: {detail}{gpus}"), effects);
         }
         (true, true) => {
-            journal.clear(&id, effects);
+            journal.clear(at, &id, effects);
             journal.note(at, Severity::Info, format!("{name}: {detail}"));
         }
         _ => {}

@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::journal::AlarmSeverity;
 use super::journal::{AuditEntry, LogLine, Severity, Stats};
 use crate::cost::budget::BudgetLevel;
 use crate::domain::cluster::BillingMode;
@@ -341,6 +342,8 @@ pub struct ApprovalView {
     pub in_force: bool,
 }
 
+/// An alarm as the console lists it: active (raised, maybe acknowledged),
+/// or cleared and not yet seen by anyone.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AlarmRow {
     pub id: String,
@@ -351,6 +354,81 @@ pub struct AlarmRow {
     pub acked_by: Option<String>,
     #[serde(default)]
     pub acked_at: Option<At>,
+    #[serde(default)]
+    pub severity: AlarmSeverity,
+    /// When its condition cleared: listed, unread, until acknowledged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cleared_at: Option<At>,
+}
+
+impl AlarmRow {
+    /// An active alarm nobody has acknowledged yet (the engine's own use this).
+    pub fn raised(id: String, raised_at: At, text: String) -> AlarmRow {
+        let severity = AlarmSeverity::of(&id);
+        AlarmRow { id, raised_at, text, acked_by: None, acked_at: None, severity, cleared_at: None }
+    }
+
+    /// Its condition still holds.
+    pub fn is_active(&self) -> bool {
+        self.cleared_at.is_none()
+    }
+
+    /// Active and nobody on it: what the header's ▲ counts.
+    pub fn is_open(&self) -> bool {
+        self.is_active() && self.acked_by.is_none()
+    }
+
+    /// Fired and cleared while nobody looked: what the header's unread counts.
+    pub fn is_unread(&self) -> bool {
+        !self.is_active()
+    }
+}
+
+/// The alarms of a view, counted the way the header shows them.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct AlarmCounts {
+    /// Active, nobody acknowledged.
+    pub open: usize,
+    /// Active, acknowledged: somebody is on them.
+    pub acked: usize,
+    /// Cleared before anyone acknowledged them.
+    pub unread: usize,
+    /// Open ones that are critical.
+    pub critical: usize,
+}
+
+impl AlarmCounts {
+    pub fn of(alarms: &[AlarmRow]) -> AlarmCounts {
+        let mut c = AlarmCounts::default();
+        for a in alarms {
+            match (a.is_active(), a.acked_by.is_some()) {
+                (true, false) => {
+                    c.open += 1;
+                    c.critical += usize::from(a.severity == AlarmSeverity::Critical);
+                }
+                (true, true) => c.acked += 1,
+                (false, _) => c.unread += 1,
+            }
+        }
+        c
+    }
+
+    /// Nothing active and nothing unread.
+    pub fn quiet(&self) -> bool {
+        self.open + self.acked + self.unread == 0
+    }
+}
+
+/// Active alarms first (newest first), then the cleared unread ones (latest cleared first).
+pub fn sort_alarms(alarms: &mut [AlarmRow]) {
+    alarms.sort_by(|a, b| {
+        (!a.is_active(), std::cmp::Reverse(a.cleared_at), std::cmp::Reverse(a.raised_at), &a.id).cmp(&(
+            !b.is_active(),
+            std::cmp::Reverse(b.cleared_at),
+            std::cmp::Reverse(b.raised_at),
+            &b.id,
+        ))
+    });
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -41,9 +41,11 @@ impl Room {
                 text: clean(&a.text),
                 acked_by: a.acked.as_ref().map(|k| clean(&k.user)),
                 acked_at: a.acked.as_ref().map(|k| k.at),
+                severity: a.severity,
+                cleared_at: a.cleared_at,
             })
             .collect();
-        view.alarms.sort_by(|a, b| b.raised_at.cmp(&a.raised_at).then(a.id.cmp(&b.id)));
+        sort_alarms(&mut view.alarms);
         view.log = self.journal.log.iter().cloned().collect();
         view.sources = self.sources.iter().map(|(name, s)| SourceView { name: name.clone(), ok: s.ok, detail: s.detail.clone(), since: s.since }).collect();
         view.slurm = slurm_view(&self.slurm, &self.config.slurm, &self.fleet.tenants);

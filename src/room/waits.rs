@@ -66,7 +66,7 @@ impl Waits<'_> {
     /// A job of the group was placed or ended: its alarm, if any, follows.
     pub fn group_left(&mut self, at: At, tenant: &TenantId, class: JobClass, effects: &mut Vec<Effect>) {
         // No alarm, nothing to update (and no scan of a long queue on every placement).
-        if self.journal.alarms.contains_key(&wait_alarm_id(tenant, class)) {
+        if self.journal.is_active(&wait_alarm_id(tenant, class)) {
             self.refresh(at, tenant, class, effects);
         }
     }
@@ -77,7 +77,7 @@ impl Waits<'_> {
         let late: Vec<&Job> =
             fleet.queued_ids().filter_map(|j| fleet.jobs.get(&j)).filter(|j| j.escalated && j.spec.class == class && j.spec.tags.tenant == *tenant).collect();
         let Some(oldest) = late.iter().max_by_key(|j| (j.wait_secs(at), std::cmp::Reverse(j.spec.id))) else {
-            journal.clear(&id, effects);
+            journal.clear(at, &id, effects);
             return;
         };
         let limit = limits.of(class);
@@ -88,7 +88,7 @@ impl Waits<'_> {
             1 => format!("{job_id} {name} waited {wait} (limit {limit} for {}): escalated{widened}", class.label()),
             n => format!("{}: {n} {} jobs waited past {limit}, oldest {job_id} {name} {wait}: escalated{widened}", clean(&tenant.0), class.label()),
         };
-        match journal.alarms.get_mut(&id) {
+        match journal.alarms.get_mut(&id).filter(|a| a.is_active()) {
             // Already raised: the count and the oldest change in place, without a log line each time.
             Some(alarm) => alarm.text = text,
             None => journal.raise(at, id, text, effects),

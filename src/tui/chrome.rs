@@ -20,6 +20,7 @@ use super::log::severity_style;
 use super::theme::Theme;
 use crate::domain::units::Secs;
 use crate::room::View;
+use crate::room::view::{AlarmCounts, AlarmSeverity};
 
 /// An item of the header: full text, short text, style, priority (lower
 /// stays longer; 0 is never dropped), and whether it sits on the right.
@@ -59,9 +60,9 @@ pub fn header(view: &View, ctx: &DrawContext, t: &Theme, area: Rect, buf: &mut B
     buf.set_style(area, t.header);
     let c = &view.cluster;
     let clock = view.at.map(fmt::clock).unwrap_or_else(|| "no data yet".into());
-    // Acknowledged alarms are still active, but somebody is on them.
-    let alarms = view.alarms.iter().filter(|a| a.acked_by.is_none()).count();
-    let acked = view.alarms.len() - alarms;
+    // Acknowledged alarms are still active, but somebody is on them; cleared
+    // ones nobody saw are unread until someone acknowledges them.
+    let counts = AlarmCounts::of(&view.alarms);
     let mut items = vec![
         Item::new(" gpuroom".into(), " gpuroom".into(), t.brand, 0),
         Item::new(ctx.source.clone(), fmt::trunc(&ctx.source, 14), t.header, 6),
@@ -93,14 +94,21 @@ pub fn header(view: &View, ctx: &DrawContext, t: &Theme, area: Rect, buf: &mut B
         let age = ctx.data_age.map(|a| Secs(a.as_secs() as i64).to_string()).unwrap_or_default();
         items.push(Item { right: true, ..Item::new(format!(" STALE {age} "), " STALE ".into(), t.alarm_banner, 0) });
     }
-    if alarms > 0 {
-        let word = if alarms == 1 { "alarm" } else { "alarms" };
-        items.push(Item { right: true, ..Item::new(format!(" ▲ {alarms} {word} "), format!(" ▲{alarms} "), t.alarm_banner, 0) });
+    let AlarmCounts { open, acked, unread, .. } = counts;
+    if open > 0 {
+        let word = if open == 1 { "alarm" } else { "alarms" };
+        items.push(Item { right: true, ..Item::new(format!(" ▲ {open} {word} "), format!(" ▲{open} "), t.alarm_banner, 0) });
     }
     if acked > 0 {
         items.push(Item { right: true, ..Item::new(format!(" ✓ {acked} acked "), format!(" ✓{acked} "), t.header.patch(t.warn), 2) });
     }
-    if alarms + acked == 0 {
+    if unread > 0 {
+        items.push(Item { right: true, ..Item::new(format!(" ◌ {unread} cleared unread "), format!(" ◌{unread} "), t.header.patch(t.warn), 0) });
+    }
+    // A stale view cannot say there is no alarm: what it shows is old.
+    if counts.quiet() && is_stale(ctx) {
+        items.push(Item { right: true, ..Item::new(" ? alarms unknown ".into(), " alarms? ".into(), t.header.patch(t.warn), 0) });
+    } else if counts.quiet() {
         items.push(Item { right: true, ..Item::new(" ✓ no alarms ".into(), " ✓ ".into(), t.header.patch(t.ok), 7) });
     }
     let (short, keep) = choose(&items, area.width as usize);
@@ -142,13 +150,17 @@ fn choose(items: &[Item], w: usize) -> (bool, Vec<bool>) {
     (true, keep)
 }
 
-/// The newest alarm across the full width, or a quiet line with the newest log entry.
-pub fn alarm_strip(view: &View, t: &Theme, area: Rect, buf: &mut Buffer) {
-    if let Some(alarm) = view.alarms.iter().find(|a| a.acked_by.is_none()) {
+/// The newest alarm across the full width; else the alarms that cleared
+/// unseen; else a quiet line with the newest log entry (or, on a stale
+/// view, that the alarms are unknown).
+pub fn alarm_strip(view: &View, stale: bool, t: &Theme, area: Rect, buf: &mut Buffer) {
+    let counts = AlarmCounts::of(&view.alarms);
+    if let Some(alarm) = view.alarms.iter().find(|a| a.is_open()) {
         buf.set_style(area, t.alarm_banner);
-        let more = view.alarms.iter().filter(|a| a.acked_by.is_none()).count() - 1;
+        let more = counts.open - 1;
+        let lead = if alarm.severity == AlarmSeverity::Critical { " ▲ CRITICAL " } else { " ▲ ALARM " };
         let mut spans = vec![
-            Span::styled(" ▲ ALARM ", t.alarm_banner),
+            Span::styled(lead, t.alarm_banner),
             Span::styled(format!("{} ", fmt::time_of_day(alarm.raised_at)), t.alarm_banner),
             Span::styled(alarm.text.clone(), t.alarm_banner),
         ];
@@ -158,9 +170,24 @@ pub fn alarm_strip(view: &View, t: &Theme, area: Rect, buf: &mut Buffer) {
         put(buf, area, 0, Line::from(spans));
         return;
     }
-    let acked = view.alarms.len();
-    let quiet = if acked > 0 { format!("✓ {acked} acknowledged alarm(s) still active") } else { "✓ no active alarms".to_string() };
-    let mut spans = vec![Span::styled(quiet, if acked > 0 { t.warn } else { t.ok })];
+    if let Some(missed) = view.alarms.iter().find(|a| a.is_unread()) {
+        let cleared = missed.cleared_at.map(fmt::time_of_day).unwrap_or_default();
+        let spans = vec![
+            Span::styled(format!(" ◌ {} fired and cleared unseen (:ack all) · ", counts.unread), t.warn),
+            Span::styled(format!("{} ", fmt::time_of_day(missed.raised_at)), t.dim),
+            Span::styled(missed.text.clone(), t.warn),
+            Span::styled(format!(" (cleared {cleared})"), t.dim),
+        ];
+        put(buf, area, 0, Line::from(spans));
+        return;
+    }
+    let acked = counts.acked;
+    let (quiet, style) = match (acked, stale) {
+        (0, true) => ("? alarms unknown: the view is stale".to_string(), t.warn),
+        (0, false) => ("✓ no active alarms".to_string(), t.ok),
+        (n, _) => (format!("✓ {n} acknowledged alarm(s) still active"), t.warn),
+    };
+    let mut spans = vec![Span::styled(quiet, style)];
     if let Some(last) = view.log.last() {
         spans.push(Span::styled(format!("   {} ", fmt::time_of_day(last.at)), t.dim));
         spans.push(Span::styled(last.text.clone(), severity_style(last.severity, t)));

@@ -238,7 +238,7 @@ pub fn parse_in(line: &str, view: &View, selected: Option<JobId>, slurm_selected
             None | Some("all") => {
                 let ids: Vec<String> = view.alarms.iter().filter(|a| a.acked_by.is_none()).map(|a| a.id.clone()).collect();
                 if ids.is_empty() {
-                    return Err("no unacknowledged alarm".into());
+                    return Err("no unacknowledged alarm (active or cleared unread)".into());
                 }
                 Ok(Intent::AckAll(ids))
             }
@@ -247,7 +247,7 @@ pub fn parse_in(line: &str, view: &View, selected: Option<JobId>, slurm_selected
                 .iter()
                 .find(|a| a.id == id)
                 .map(|a| Intent::Act(Action::AcknowledgeAlarm { id: a.id.clone() }))
-                .ok_or_else(|| format!("no active alarm {id:?}")),
+                .ok_or_else(|| format!("no listed alarm {id:?}")),
         },
         Some("discipline") => {
             let name = arg(0).ok_or("discipline fifo|priority|drf|mlfq")?;

@@ -163,6 +163,14 @@ pub fn describe(action: Action, view: &View) -> Confirm {
             c.yes = "acknowledge";
             if let Some(a) = view.alarms.iter().find(|a| &a.id == id) {
                 c.lines.push(a.text.clone());
+                if let Some(cleared) = a.cleared_at {
+                    c.title = "Mark the cleared alarm read?".into();
+                    c.lines.push(format!(
+                        "It fired at {} and cleared at {}; acknowledged, it leaves the list.",
+                        crate::tui::fmt::time_of_day(a.raised_at),
+                        crate::tui::fmt::time_of_day(cleared)
+                    ));
+                }
             }
         }
     }

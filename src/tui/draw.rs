@@ -33,7 +33,7 @@ pub fn draw_buffer(app: &App, view: &View, ctx: &DrawContext, area: Rect, buf: &
         chrome::header(view, ctx, t, a.header, buf);
     }
     if !a.strip.is_empty() {
-        chrome::alarm_strip(view, t, a.strip, buf);
+        chrome::alarm_strip(view, chrome::is_stale(ctx), t, a.strip, buf);
     }
     for id in PaneId::ALL {
         let r = a.pane(id);
@@ -248,6 +248,41 @@ mod tests {
         }
         let shown = text(&screen(120, 40, &App::new(), &view, &ctx()));
         assert!(shown.contains("acknowledged alarm(s) still active") && !shown.contains("▲ ALARM"), "{shown}");
+    }
+
+    #[test]
+    fn a_cleared_alarm_nobody_read_stays_counted_and_listed_until_acknowledged() {
+        let mut view = demo_view();
+        let fired = view.alarms[0].raised_at;
+        let cleared = fired + chrono::TimeDelta::minutes(3);
+        for a in &mut view.alarms {
+            a.cleared_at = Some(cleared);
+        }
+        let app = App::with_focus(PaneId::Alarms);
+        let shown = text(&screen(120, 40, &app, &view, &ctx()));
+        let n = view.alarms.len();
+        assert!(shown.contains(&format!("◌ {n} cleared unread")), "the header counts them: {shown}");
+        assert!(!shown.contains("✓ no alarms") && !shown.contains("▲ ALARM"), "neither quiet nor active: {shown}");
+        assert!(shown.contains(&format!("◌ {n} fired and cleared unseen (:ack all)")), "the strip says so: {shown}");
+        let mut zoomed = App::with_focus(PaneId::Alarms);
+        zoomed.zoom = true;
+        let pane = text(&screen(160, 40, &zoomed, &view, &ctx()));
+        let line = format!("cleared {}, unread", crate::tui::fmt::time_of_day(cleared));
+        assert_eq!(pane.matches(&line).count(), n, "the pane lists each: {pane}");
+        // At 80x24 the header keeps the unread count (short form).
+        let small = text(&screen(80, 24, &app, &view, &ctx()));
+        assert!(small.contains(&format!("◌{n}")) || small.contains(&format!("◌ {n}")), "{small}");
+    }
+
+    #[test]
+    fn a_stale_view_says_alarms_unknown_not_a_green_check() {
+        let mut view = demo_view();
+        view.alarms.clear();
+        let fresh = text(&screen(120, 40, &App::new(), &view, &ctx()));
+        assert!(fresh.contains("✓ no alarms"), "{fresh}");
+        let stale = DrawContext { data_age: Some(std::time::Duration::from_secs(42)), ..ctx() };
+        let shown = text(&screen(120, 40, &App::new(), &view, &stale));
+        assert!(shown.contains("alarms?") && shown.contains("? alarms unknown") && !shown.contains("✓ no"), "{shown}");
     }
 
     #[test]

@@ -23,6 +23,7 @@ use super::theme::Theme;
 use crate::domain::units::At;
 use crate::room::Severity;
 use crate::room::View;
+use crate::room::view::{AlarmCounts, AlarmSeverity};
 
 /// The pane unfocused, nothing selected, the event log under the alarms.
 pub fn render(view: &View, t: &Theme, area: Rect, buf: &mut Buffer) {
@@ -31,15 +32,20 @@ pub fn render(view: &View, t: &Theme, area: Rect, buf: &mut Buffer) {
 
 pub fn render_pane(view: &View, ui: &AlarmsUi, props: PaneProps<'_>, area: Rect, buf: &mut Buffer) {
     let t = props.theme;
-    let open = view.alarms.iter().filter(|a| a.acked_by.is_none()).count();
+    let AlarmCounts { open, acked, unread, .. } = AlarmCounts::of(&view.alarms);
     let mut flags = Vec::new();
     if ui.audit {
         flags.push(Span::styled(" audit ", t.key));
     }
     if !view.alarms.is_empty() {
-        let acked = view.alarms.len() - open;
-        let text = if acked > 0 { format!(" ▲ {open} active, ✓ {acked} acked ") } else { format!(" ▲ {open} active ") };
-        flags.push(Span::styled(text, if open > 0 { t.alarm } else { t.dim }));
+        let mut text = format!(" ▲ {open} active");
+        if acked > 0 {
+            text += &format!(", ✓ {acked} acked");
+        }
+        if unread > 0 {
+            text += &format!(", ◌ {unread} cleared unread");
+        }
+        flags.push(Span::styled(text + " ", if open > 0 { t.alarm } else { t.dim }));
     }
     let inner = frame(PaneId::Alarms, (!flags.is_empty()).then(|| Line::from(flags)), props, area, buf);
     if inner.is_empty() {
@@ -55,9 +61,12 @@ pub fn render_pane(view: &View, ui: &AlarmsUi, props: PaneProps<'_>, area: Rect,
         if top.len() >= rows {
             break;
         }
-        let (mark, style, text) = match &alarm.acked_by {
-            Some(user) => ("✓", t.dim, format!("{} (acked by {user})", alarm.text)),
-            None => ("▲", t.alarm, alarm.text.clone()),
+        let critical = if alarm.severity == AlarmSeverity::Critical { "CRITICAL " } else { "" };
+        let (mark, style, text) = match (&alarm.acked_by, alarm.cleared_at) {
+            // Fired and cleared while nobody looked: kept until someone acknowledges it.
+            (_, Some(cleared)) => ("◌", t.warn, format!("{critical}{} — cleared {}, unread", alarm.text, fmt::time_of_day(cleared))),
+            (Some(user), None) => ("✓", t.dim, format!("{} (acked by {user})", alarm.text)),
+            (None, None) => ("▲", t.alarm, format!("{critical}{}", alarm.text)),
         };
         let mut lines = entry(alarm.raised_at, mark, &text, style, style, w);
         if ui.selected == Some(i) {

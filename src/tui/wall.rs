@@ -36,6 +36,7 @@ use super::wall_font::{self as font, Scale};
 use super::{chrome, log};
 use crate::domain::units::Secs;
 use crate::room::View;
+use crate::room::view::AlarmCounts;
 
 /// How long each page stays on the wall before the next one.
 pub const WALL_CYCLE: Duration = Duration::from_secs(15);
@@ -200,7 +201,7 @@ pub fn draw_wall(view: &View, wall: &WallState, ctx: &DrawContext, area: Rect, b
         stale_banner(view, ctx, big, banner, buf);
     }
     if !alarms.is_empty() {
-        alarm_band(view, t, alarms, buf);
+        alarm_band(view, t, stale, alarms, buf);
     }
     if body.height >= 3 && body.width >= 10 {
         page_body(view, &all[index], ctx, stale, body, buf);
@@ -253,12 +254,12 @@ impl Tile {
     }
 }
 
-fn tiles(view: &View, t: &Theme) -> Vec<Tile> {
+fn tiles(view: &View, t: &Theme, stale: bool) -> Vec<Tile> {
     let c = &view.cluster;
     // The unit moves into the label so the big type carries only the number.
     let burn = c.burn.to_string();
     let burn = burn.strip_prefix('$').and_then(|s| s.strip_suffix("/h")).map(str::to_string).unwrap_or(burn);
-    let n = view.alarms.len();
+    let n = AlarmCounts::of(&view.alarms).open;
     let mut tiles = Vec::new();
     let own = chrome::own_gpus_shown(view);
     // With both, the two GPU counts and the burn outrank the two queues.
@@ -273,12 +274,14 @@ fn tiles(view: &View, t: &Theme) -> Vec<Tile> {
         tiles.push(Tile { big: s.pending.to_string(), label: "Slurm pending".into(), style: t.figure, priority: if both { 6 } else { 2 } });
     }
     tiles.push(Tile { big: burn, label: "burn $/h".into(), style: t.figure, priority: 3 });
-    tiles.push(Tile {
-        big: n.to_string(),
-        label: if n == 1 { "alarm".into() } else { "alarms".into() },
-        style: if n > 0 { t.alarm } else { t.ok },
-        priority: 4,
-    });
+    // A stale screen cannot vouch for "no alarms": what it knew is old.
+    let tile = match (n, stale) {
+        (0, true) => Tile { big: "-".into(), label: "alarms unknown".into(), style: t.warn, priority: 4 },
+        (n, _) => {
+            Tile { big: n.to_string(), label: if n == 1 { "alarm".into() } else { "alarms".into() }, style: if n > 0 { t.alarm } else { t.ok }, priority: 4 }
+        }
+    };
+    tiles.push(tile);
     tiles.into_iter().filter(|tile| font::width(&tile.big, Scale::Half).is_some()).collect()
 }
 
@@ -304,7 +307,7 @@ fn top_big(view: &View, ctx: &DrawContext, stale: bool, area: Rect, buf: &mut Bu
         put(buf, info_area, row as u16, line);
     }
 
-    let mut tiles = tiles(view, t);
+    let mut tiles = tiles(view, t, stale);
     // Figures are set apart by several times the gap between their own
     // digits, or "23/32" and "6" would read as one number from afar.
     let gap = |scale| match scale {
@@ -354,11 +357,12 @@ fn top_small(view: &View, ctx: &DrawContext, stale: bool, area: Rect, buf: &mut 
     put(buf, area, 0, fmt::fit_groups(groups, w));
 
     let c = &view.cluster;
-    let n = view.alarms.len();
+    let n = AlarmCounts::of(&view.alarms).open;
     let fig = aged(t.figure, stale);
     let label = aged(t.dim, stale);
-    let alarms = match n {
-        0 => vec![sep(), Span::styled("✓ no alarms", aged(t.ok, stale))],
+    let alarms = match (n, stale) {
+        (0, true) => vec![sep(), Span::styled("? alarms unknown", t.warn)],
+        (0, false) => vec![sep(), Span::styled("✓ no alarms", t.ok)],
         _ => vec![sep(), Span::styled(format!("▲ {n} alarm{}", if n == 1 { "" } else { "s" }), aged(t.alarm, stale))],
     };
     let mut groups = Vec::new();
@@ -410,9 +414,14 @@ fn stale_banner(view: &View, ctx: &DrawContext, big: bool, area: Rect, buf: &mut
 
 /// The newest alarms, newest first, one a row, the last row saying how many
 /// did not fit; or a quiet line when there are none.
-fn alarm_band(view: &View, t: &Theme, area: Rect, buf: &mut Buffer) {
+fn alarm_band(view: &View, t: &Theme, stale: bool, area: Rect, buf: &mut Buffer) {
     if view.alarms.is_empty() {
-        put(buf, area, 0, Line::from(Span::styled(" ✓ no active alarms", t.ok)));
+        let quiet = if stale {
+            Span::styled(" ? alarms unknown: no update is coming in, so an alarm raised since would not show", t.warn)
+        } else {
+            Span::styled(" ✓ no active alarms", t.ok)
+        };
+        put(buf, area, 0, Line::from(quiet));
         return;
     }
     let style = t.alarm_banner;
@@ -423,9 +432,13 @@ fn alarm_band(view: &View, t: &Theme, area: Rect, buf: &mut Buffer) {
     for (i, alarm) in view.alarms.iter().take(shown).enumerate() {
         // An acknowledged alarm is still active (until its condition
         // clears), so it stays in the band, saying who has it in hand.
-        let (lead, text) = match &alarm.acked_by {
-            None => (format!(" ▲ ALARM {}  ", fmt::time_of_day(alarm.raised_at)), alarm.text.clone()),
-            Some(user) => (format!(" ✓ acked {}  ", fmt::time_of_day(alarm.raised_at)), format!("{} (acked by {user})", alarm.text)),
+        // A cleared one nobody acknowledged stays until a console does.
+        let (lead, text) = match (&alarm.acked_by, alarm.cleared_at) {
+            (_, Some(cleared)) => {
+                (format!(" ◌ fired {}  ", fmt::time_of_day(alarm.raised_at)), format!("{} — cleared {}, unread", alarm.text, fmt::time_of_day(cleared)))
+            }
+            (None, None) => (format!(" ▲ ALARM {}  ", fmt::time_of_day(alarm.raised_at)), alarm.text.clone()),
+            (Some(user), None) => (format!(" ✓ acked {}  ", fmt::time_of_day(alarm.raised_at)), format!("{} (acked by {user})", alarm.text)),
         };
         let more = if i + 1 == shown && hidden > 0 { format!("  +{hidden} more ") } else { String::new() };
         let room = w.saturating_sub(fmt::width(&lead) + fmt::width(&more));
@@ -689,6 +702,25 @@ mod tests {
         calm.alarms.clear();
         let shown = text(&screen(120, 40, 0, &calm, &ctx()));
         assert!(shown.contains("✓ no active alarms") && !shown.contains("▲ ALARM"));
+    }
+
+    #[test]
+    fn a_stale_wall_says_alarms_unknown_and_lists_cleared_alarms_unread() {
+        let mut calm = demo_view();
+        calm.alarms.clear();
+        for (w, h) in [(63, 15), (80, 24), (120, 40), (200, 60)] {
+            let shown = text(&screen(w, h, 0, &calm, &stale_ctx()));
+            assert!(shown.contains("alarms unknown") && !shown.contains("no active alarms"), "{w}x{h}: {shown}");
+            assert!(!shown.contains("✓ no alarms"), "{w}x{h}: a green check under STALE: {shown}");
+        }
+        let mut missed = demo_view();
+        let cleared = missed.alarms[0].raised_at + chrono::TimeDelta::minutes(2);
+        missed.alarms[0].cleared_at = Some(cleared);
+        crate::room::view::sort_alarms(&mut missed.alarms);
+        let shown = text(&screen(120, 40, 0, &missed, &ctx()));
+        assert!(shown.contains(&format!("cleared {}, unread", fmt::time_of_day(cleared))), "{shown}");
+        let small = text(&screen(80, 24, 0, &missed, &ctx()));
+        assert!(small.contains(&format!("▲ {} alarms", missed.alarms.len() - 1)), "only active ones count: {small}");
     }
 
     #[test]
