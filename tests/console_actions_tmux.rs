@@ -52,8 +52,11 @@ fn preempt_requeue_approve_and_ack_land_on_screen_and_in_the_audit_log() {
     let tmux = console("actions", &db, "");
     tmux.wait_for("the queue", Duration::from_secs(30), |s| s.contains("Queue") && s.contains("running"));
 
-    // Preempt: the first row is a running job (running jobs come first).
-    tmux.keys(&["3", "Home"]);
+    // The default order puts waiting jobs on top; the engine's order lists
+    // the running ones first: preempt the first row of that.
+    tmux.keys(&["3", ":"]);
+    tmux.type_text("sort engine");
+    tmux.keys(&["Enter", "Home"]);
     let screen = tmux.wait_for("a selected row", Duration::from_secs(5), |s| s.contains('▶'));
     let first = selected_job(&screen);
     tmux.keys(&["p"]);

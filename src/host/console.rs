@@ -158,7 +158,9 @@ pub fn run_sim_console(opts: &ConsoleOptions) -> Result<()> {
     }
     // Short: the header gives the source a narrow slot. The log's path is printed on exit.
     let recording = if engine.store.is_some() { " REC" } else { "" };
-    let (ctx, actor, screen, theme_error) = setup(opts, format!("SIM ×{} seed {}{recording}", opts.speed, opts.world.seed), true);
+    let (mut ctx, actor, screen, theme_error) = setup(opts, format!("SIM ×{} seed {}{recording}", opts.speed, opts.world.seed), true);
+    ctx.simulated = true;
+    ctx.log_path = log_path.as_deref().map(super::runs::shown);
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let pace = Pace::Factor(opts.speed);
     let (runner, _) = runtime.block_on(async move {
@@ -193,6 +195,7 @@ pub fn run_attached(opts: &ConsoleOptions, path: &Path) -> Result<()> {
     let mut attached = attach::attach(path, operator)?;
     // The engine's pid follows each view (a takeover shows the new one).
     ctx.source = if opts.wall { "WALL".to_string() } else { "ATTACHED".to_string() };
+    ctx.log_path = Some(super::runs::shown(path));
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
     let views = attached.views.clone();
     let link = attached.operator.take();
@@ -244,7 +247,9 @@ pub fn run_live_console(opts: &ConsoleOptions, live_opts: &LiveOptions) -> Resul
             let me = super::this_process();
             let access = opts.policy.access()?;
             let store = super::runs::create_store(path, &room_config, format!("live host={host}"), None, &access, Some(&me))?;
-            (Some(store), Some(Duty::owning(me, path, access.group)))
+            let mut duty = Duty::owning(me, path, access.group);
+            duty.set_world("live");
+            (Some(store), Some(duty))
         }
         None => (None, None),
     };
@@ -263,7 +268,8 @@ pub fn run_live_console(opts: &ConsoleOptions, live_opts: &LiveOptions) -> Resul
         let adapters = spawn_sources(&config.sources, &host);
         let recording = if store.is_some() { " REC" } else { "" };
         let running = if adapters.running.is_empty() { "no sources".to_string() } else { adapters.running.join("·") };
-        let (ctx, actor, screen, theme_error) = setup(opts, format!("LIVE {running}{recording}"), true);
+        let (mut ctx, actor, screen, theme_error) = setup(opts, format!("LIVE {running}{recording}"), true);
+        ctx.log_path = log_path.as_deref().map(super::runs::shown);
         let catalogue = Catalogue::new(config.sources.instance_types.clone(), config.sources.nodes.clone());
         let live = Live::new(Room::new(room_config), store, catalogue, host, chrono::Utc::now(), adapters.executor.clone())
             .with_slurm(adapters.slurm.clone(), accounts);

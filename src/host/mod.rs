@@ -398,8 +398,15 @@ impl Duty {
         self.blocked.as_ref().is_some_and(|b| std::time::Instant::now() < b.next_try)
     }
 
-    /// The engine's own alarms added to a view of the room.
+    /// The world this engine runs on ("sim" or "live"), said in each view
+    /// (an attached console and a wall mark a simulated one) and to `/metrics`.
+    pub fn set_world(&mut self, world: &'static str) {
+        self.world = world;
+    }
+
+    /// The engine's own alarms (and its world) added to a view of the room.
     pub fn decorate(&self, view: &mut View) {
+        view.world = Some(self.world.to_string());
         view.alarms.extend(self.alarms.values().cloned());
         if let Some(why) = &self.socket_error {
             let raised_at = view.at.unwrap_or(chrono::DateTime::UNIX_EPOCH);

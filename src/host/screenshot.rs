@@ -113,6 +113,7 @@ pub fn run_screenshot(world: &WorldChoice, policy: &Policy, out: &Path, shot: &S
     };
     let mut ctx = crate::tui::DrawContext::new(format!("SIM ×60 seed {}", world.seed));
     ctx.data_age = Some(Duration::from_millis(400));
+    ctx.simulated = true;
     ctx.theme = crate::tui::theme_file::load(&shot.theme)?;
     let (width, height) = (shot.width, shot.height);
     let buffer = match shot.wall {

@@ -22,6 +22,10 @@ use crate::sched::fragmentation::ClusterFragmentation;
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct View {
     pub at: Option<At>,
+    /// What the engine runs on, as its host says: "sim" (a simulated
+    /// cluster) or "live"; `None` when no host said (a bare room).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub world: Option<String>,
     pub events: u64,
     pub discipline: String,
     pub cluster: ClusterView,

@@ -92,21 +92,21 @@ fn down_moves_the_selection_and_stops_at_the_end() {
     let n = view.jobs.len();
     assert!(n >= 3);
     let mut app = App::with_focus(PaneId::Queue);
-    assert_eq!(app.selected_index(&view), Some(0));
+    assert_eq!(row(&app, &view), Some(0));
     press(&mut app, &view, KeyCode::Down);
-    assert_eq!(app.selected_index(&view), Some(1));
+    assert_eq!(row(&app, &view), Some(1));
     press(&mut app, &view, KeyCode::Char('j'));
-    assert_eq!(app.selected_index(&view), Some(2));
+    assert_eq!(row(&app, &view), Some(2));
     for _ in 0..n + 5 {
         press(&mut app, &view, KeyCode::Down);
     }
-    assert_eq!(app.selected_index(&view), Some(n - 1));
+    assert_eq!(row(&app, &view), Some(n - 1));
     press(&mut app, &view, KeyCode::Home);
-    assert_eq!(app.selected_index(&view), Some(0));
+    assert_eq!(row(&app, &view), Some(0));
     press(&mut app, &view, KeyCode::Up);
-    assert_eq!(app.selected_index(&view), Some(0));
+    assert_eq!(row(&app, &view), Some(0));
     press(&mut app, &view, KeyCode::End);
-    assert_eq!(app.selected_job(&view), Some(view.jobs[n - 1].id));
+    assert_eq!(app.selected_job(&view), Some(view.jobs[*app.job_rows(&view).last().unwrap()].id));
 }
 
 #[test]
@@ -114,11 +114,36 @@ fn selection_keys_move_only_the_focused_list() {
     let view = demo_view();
     let mut app = App::with_focus(PaneId::Market);
     press(&mut app, &view, KeyCode::Down);
-    assert_eq!(app.selected_index(&view), Some(0));
+    assert_eq!(row(&app, &view), Some(0));
     app.focus = PaneId::Budget;
     press(&mut app, &view, KeyCode::Down);
     assert_eq!(app.selected_tenant(&view), Some(1));
-    assert_eq!(app.selected_index(&view), Some(0), "the job selection did not move");
+    assert_eq!(row(&app, &view), Some(0), "the job selection did not move");
+}
+
+#[test]
+fn when_the_selected_job_leaves_an_action_key_says_so_and_acts_on_nothing() {
+    let view = demo_view();
+    let mut app = App::with_focus(PaneId::Queue);
+    press(&mut app, &view, KeyCode::Down);
+    let id = app.selected_job(&view).unwrap();
+    let mut gone = view.clone();
+    gone.jobs.retain(|j| j.id != id);
+    for key in ['p', 'r', 'X', 'm'] {
+        assert_eq!(press(&mut app, &gone, KeyCode::Char(key)), Control::Continue, "{key}: nothing is proposed");
+        assert!(matches!(app.mode, Mode::Normal), "{key}: no dialog opens on a job the operator did not pick");
+        let said = app.status.as_ref().map(|s| s.text.clone()).unwrap_or_default();
+        assert!(said.contains(&format!("{id} left the table")), "{key}: {said}");
+    }
+    let area = ratatui::layout::Rect::new(0, 0, 120, 40);
+    let mut buf = ratatui::buffer::Buffer::empty(area);
+    crate::tui::draw::draw_buffer(&app, &gone, &crate::tui::context::DrawContext::new("test"), area, &mut buf);
+    let shown: String = buf.content.iter().map(|c| c.symbol()).collect();
+    assert!(shown.contains(&format!("▷ {id} left")), "the queue's title says it: {shown}");
+    // Moving picks the row under the cursor; then the key acts on it.
+    press(&mut app, &gone, KeyCode::Up);
+    press(&mut app, &gone, KeyCode::Char('p'));
+    assert!(matches!(app.mode, Mode::Confirm(_)), "{:?}", app.mode);
 }
 
 #[test]
@@ -157,9 +182,16 @@ fn help_and_zoom_close_with_esc() {
     assert!(!app.help);
 }
 
+/// The first running job: its row as the default order shows it, and its id.
 fn first_running(view: &View) -> (usize, JobId) {
-    let i = view.jobs.iter().position(|j| j.phase == Phase::Running).unwrap();
-    (i, view.jobs[i].id)
+    let rows = App::new().job_rows(view);
+    let i = rows.iter().position(|r| view.jobs[*r].phase == Phase::Running).unwrap();
+    (i, view.jobs[rows[i]].id)
+}
+
+/// The selected job's row, as shown.
+fn row(app: &App, view: &View) -> Option<usize> {
+    app.selected_row(view, &app.job_rows(view))
 }
 
 #[test]
@@ -411,7 +443,7 @@ mod slurm {
         let mut moved = view.clone();
         moved.slurm.as_mut().unwrap().jobs.remove(0);
         assert_eq!(app.selected_slurm_job(&moved), Some(id), "follows the id, not the row");
-        assert_eq!(app.selected_job(&view), Some(view.jobs[0].id), "the queue's selection did not move");
+        assert_eq!(app.selected_job(&view), Some(view.jobs[App::new().job_rows(&view)[0]].id), "the queue's selection did not move");
         let mut empty = view.clone();
         empty.slurm.as_mut().unwrap().jobs.clear();
         assert_eq!(press(&mut app, &empty, KeyCode::Char('r')), Control::Continue);

@@ -63,11 +63,12 @@ pub fn header(view: &View, ctx: &DrawContext, t: &Theme, area: Rect, buf: &mut B
     // Acknowledged alarms are still active, but somebody is on them; cleared
     // ones nobody saw are unread until someone acknowledges them.
     let counts = AlarmCounts::of(&view.alarms);
-    let mut items = vec![
-        Item::new(" gpuroom".into(), " gpuroom".into(), t.brand, 0),
-        Item::new(ctx.source.clone(), fmt::trunc(&ctx.source, 14), t.header, 6),
-        Item::new(format!("{clock} UTC"), clock.clone(), t.header, 1),
-    ];
+    let mut items = vec![Item::new(" gpuroom".into(), " gpuroom".into(), t.brand, 0)];
+    // Never a look-alike cluster by mistake: simulated data says so at every size.
+    if ctx.shows_simulation(view) {
+        items.push(Item::new("SIMULATED".into(), "SIM".into(), t.header.patch(t.warn), 0));
+    }
+    items.extend([Item::new(ctx.source.clone(), fmt::trunc(&ctx.source, 14), t.header, 6), Item::new(format!("{clock} UTC"), clock.clone(), t.header, 1)]);
     if own_gpus_shown(view) {
         items.push(Item::new(format!("GPUs {}/{} busy", c.gpus_busy, c.gpus_total), format!("{}/{} GPU", c.gpus_busy, c.gpus_total), t.header, 3));
         items.push(Item::new(format!("queue {}", view.queue.depth), format!("Q {}", view.queue.depth), t.header, 4));

@@ -25,11 +25,33 @@ pub struct DrawContext {
     pub owns_engine: bool,
     /// The display is frozen on an older view (the header says PAUSED).
     pub paused: bool,
+    /// The data is a simulated cluster's (the header says SIMULATED); an
+    /// attached console also learns it from each view's `world`.
+    pub simulated: bool,
+    /// The event log this console's engine writes or reads, for `?`.
+    pub log_path: Option<String>,
+}
+
+impl DrawContext {
+    /// Whether what is drawn is a simulated cluster's: this console's own
+    /// engine says so, or the view does.
+    pub fn shows_simulation(&self, view: &crate::room::View) -> bool {
+        self.simulated || view.world.as_deref() == Some("sim")
+    }
 }
 
 impl DrawContext {
     /// Fresh data, STALE after 10 s, theme from the environment (`NO_COLOR`).
     pub fn new(source: impl Into<String>) -> DrawContext {
-        DrawContext { source: source.into(), data_age: None, stale_after: Duration::from_secs(10), theme: Theme::from_env(), owns_engine: false, paused: false }
+        DrawContext {
+            source: source.into(),
+            data_age: None,
+            stale_after: Duration::from_secs(10),
+            theme: Theme::from_env(),
+            owns_engine: false,
+            paused: false,
+            simulated: false,
+            log_path: None,
+        }
     }
 }

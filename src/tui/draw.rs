@@ -52,6 +52,7 @@ pub fn draw_buffer(app: &App, view: &View, ctx: &DrawContext, area: Rect, buf: &
                     rows: Some(&rows),
                     filter: app.order.filter_text(),
                     sort: app.order.sort_label(),
+                    left: app.queue.left_job(view, &rows),
                 };
                 panes::queue::render(view, &ui, props, r, buf)
             }
@@ -72,7 +73,7 @@ pub fn draw_buffer(app: &App, view: &View, ctx: &DrawContext, area: Rect, buf: &
         }
     }
     if app.help {
-        help::render(app, t, area, buf);
+        help::render(app, ctx.log_path.as_deref(), t, area, buf);
     } else {
         if app.whatif.shown {
             super::whatif_draw::render(&app.whatif, t, area, buf);
@@ -275,6 +276,40 @@ mod tests {
     }
 
     #[test]
+    fn simulated_data_says_so_at_every_size_owned_or_attached_and_live_does_not() {
+        let view = demo_view();
+        let owned = DrawContext { simulated: true, ..ctx() };
+        let mut attached_view = view.clone();
+        attached_view.world = Some("sim".into());
+        for (w, h) in [(63, 15), (80, 24), (120, 40), (200, 60)] {
+            let shown = text(&screen(w, h, &App::new(), &view, &owned));
+            let header: String = shown.chars().take(w as usize).collect();
+            assert!(header.contains("SIM"), "{w}x{h} owning console: {header}");
+            let shown = text(&screen(w, h, &App::new(), &attached_view, &ctx()));
+            let header: String = shown.chars().take(w as usize).collect();
+            assert!(header.contains("SIM"), "{w}x{h} attached console: {header}");
+        }
+        let full = text(&screen(200, 60, &App::new(), &attached_view, &ctx()));
+        assert!(full.contains("SIMULATED"), "the full word where it fits");
+        let mut live = view.clone();
+        live.world = Some("live".into());
+        let shown = text(&screen(200, 60, &App::new(), &live, &ctx()));
+        assert!(!shown.contains("SIMULATED"), "{shown}");
+    }
+
+    #[test]
+    fn help_says_where_the_log_is() {
+        let view = demo_view();
+        let mut app = App::new();
+        app.help = true;
+        let with_log = DrawContext { log_path: Some("/var/lib/gpuroom/room.db".into()), ..ctx() };
+        for (w, h) in [(80, 24), (120, 40)] {
+            let shown = text(&screen(w, h, &app, &view, &with_log));
+            assert!(shown.contains("Log  /var/lib/gpuroom/room.db"), "{w}x{h}: {shown}");
+        }
+    }
+
+    #[test]
     fn a_stale_view_says_alarms_unknown_not_a_green_check() {
         let mut view = demo_view();
         view.alarms.clear();
@@ -330,6 +365,8 @@ mod tests {
         assert!(view.jobs.iter().any(|j| j.name.starts_with("job")), "the job is in the view");
         for (w, h) in [(120, 40), (80, 24)] {
             let mut app = App::with_focus(PaneId::Queue);
+            // The engine's order lists it last.
+            app.order.sort = crate::tui::job_order::SortKey::Queue;
             app.on_key(KeyEvent::new(KeyCode::End, KeyModifiers::NONE), &view);
             let terminal = screen(w, h, &app, &view, &ctx());
             assert!(text(&terminal).contains("job[2J"), "the hostile job is on screen at {w}x{h}");
@@ -348,6 +385,6 @@ mod tests {
         }
         let terminal = screen(120, 40, &app, &view, &ctx());
         let shown = text(&terminal);
-        assert!(shown.contains(&format!("▶ {}", view.jobs[3].id)), "selected row marked");
+        assert!(shown.contains(&format!("▶ {}", view.jobs[app.job_rows(&view)[3]].id)), "selected row marked");
     }
 }

@@ -29,11 +29,17 @@ const LEGEND: &[(&str, &str)] = &[
     ("⚑ ✗ →", "Slurm: gpuroom's advice, a command failed, on its way"),
 ];
 
-pub fn render(app: &App, t: &Theme, area: Rect, buf: &mut Buffer) {
+/// `log`: the event log this console's engine writes or reads, said first
+/// (where the run is kept is the question an on-call asks before any key).
+pub fn render(app: &App, log: Option<&str>, t: &Theme, area: Rect, buf: &mut Buffer) {
     let key_w = COMMANDS.iter().map(|c| fmt::width(c.keys)).chain(LEGEND.iter().map(|(g, _)| fmt::width(g))).max().unwrap_or(0);
     // What applies under the overlay: judge the commands as if it were closed.
     let beneath = KeyContext { help: false, ..app.keys() };
-    let mut lines: Vec<Line> = vec![Line::from(Span::styled(format!("Keys in {} (Tab, then ? for another pane)", app.focus.title()), t.heading))];
+    let mut lines: Vec<Line> = Vec::new();
+    if let Some(log) = log {
+        lines.push(Line::from(vec![Span::styled("Log  ", t.heading), Span::styled(log.to_string(), t.text)]));
+    }
+    lines.push(Line::from(Span::styled(format!("Keys in {} (Tab, then ? for another pane)", app.focus.title()), t.heading)));
     for c in COMMANDS.iter().filter(|c| c.enabled(beneath)) {
         lines.push(Line::from(vec![Span::styled(format!("  {} ", fmt::left(c.keys, key_w)), t.key), Span::styled(c.desc, t.text)]));
     }

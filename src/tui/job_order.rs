@@ -1,18 +1,24 @@
 //! The job table's order and filter, as the operator chose them: `/` text
 //! matched against id, name, tenant, project, model, state and node; `s`
-//! cycles the sort column, `S` flips its direction. The engine's order
-//! (running by node, then queued in queue order) is the default.
+//! cycles the sort column, `S` flips its direction. The default puts the
+//! jobs that wait on top (queued and requeued, longest current wait first),
+//! then the jobs in motion (saving, stopping), then the running ones by
+//! ETA, then the finished; the engine's own order is one `s` away.
 //!
 //! Owns presentation only: which rows of `View::jobs` show and in what
 //! order. It never changes the `View`.
 
+use crate::domain::job::Phase;
 use crate::room::View;
 use crate::room::view::JobRow;
 
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub enum SortKey {
-    /// As the engine lists them: running by node, then the queue in order.
+    /// What needs an eye first: waiting jobs by how long they have waited
+    /// so far, then jobs saving or stopping, then running ones by ETA.
     #[default]
+    Attention,
+    /// As the engine lists them: running by node, then the queue in order.
     Queue,
     Wait,
     Cost,
@@ -24,12 +30,13 @@ pub enum SortKey {
 }
 
 impl SortKey {
-    pub const ALL: [SortKey; 8] =
-        [SortKey::Queue, SortKey::Wait, SortKey::Cost, SortKey::Gpus, SortKey::Progress, SortKey::Eta, SortKey::Tenant, SortKey::Name];
+    pub const ALL: [SortKey; 9] =
+        [SortKey::Attention, SortKey::Queue, SortKey::Wait, SortKey::Cost, SortKey::Gpus, SortKey::Progress, SortKey::Eta, SortKey::Tenant, SortKey::Name];
 
     pub fn name(self) -> &'static str {
         match self {
-            SortKey::Queue => "queue",
+            SortKey::Attention => "waiting",
+            SortKey::Queue => "engine",
             SortKey::Wait => "wait",
             SortKey::Cost => "cost",
             SortKey::Gpus => "gpus",
@@ -41,6 +48,8 @@ impl SortKey {
     }
 
     pub fn parse(word: &str) -> Option<SortKey> {
+        // "queue" was the engine's order's name before the waiting-first default.
+        let word = if word.eq_ignore_ascii_case("queue") { "engine" } else { word };
         SortKey::ALL.into_iter().find(|k| k.name().eq_ignore_ascii_case(word))
     }
 
@@ -76,7 +85,7 @@ impl JobOrder {
     }
 
     pub fn is_default(&self) -> bool {
-        self.filter.is_empty() && self.sort == SortKey::Queue && !self.reversed
+        self.filter.is_empty() && self.sort == SortKey::Attention && !self.reversed
     }
 
     fn matches(&self, job: &JobRow) -> bool {
@@ -97,8 +106,10 @@ impl JobOrder {
         rows.sort_by(|a, b| {
             let (x, y) = (&jobs[*a], &jobs[*b]);
             match key {
+                SortKey::Attention => attention(x).cmp(&attention(y)),
                 SortKey::Queue => std::cmp::Ordering::Equal,
-                SortKey::Wait => x.wait.cmp(&y.wait),
+                // A queued job's wait is now; a running job's is history: the waiting first.
+                SortKey::Wait => waiting(x).cmp(&waiting(y)).then(x.wait.cmp(&y.wait)),
                 SortKey::Cost => x.cost.cmp(&y.cost),
                 SortKey::Gpus => x.gpus.cmp(&y.gpus),
                 SortKey::Progress => x.progress.total_cmp(&y.progress),
@@ -114,9 +125,9 @@ impl JobOrder {
         rows
     }
 
-    /// "sort wait ↓", for the pane title; `None` for the engine's order.
+    /// "sort wait ↓", for the pane title; `None` for the default order.
     pub fn sort_label(&self) -> Option<String> {
-        if self.sort == SortKey::Queue && !self.reversed {
+        if self.sort == SortKey::Attention && !self.reversed {
             return None;
         }
         let down = self.sort.descending_by_default() != self.reversed;
@@ -124,9 +135,31 @@ impl JobOrder {
     }
 }
 
+fn waiting(job: &JobRow) -> bool {
+    job.phase == Phase::Queued
+}
+
+/// The default order's key, smallest first: waiting jobs longest wait
+/// first, then jobs saving or stopping (something is happening to them),
+/// then running ones soonest to finish first (unknown ETA after), then
+/// finished ones; the id breaks ties, so `e102` never sorts before `e41`
+/// as text would.
+fn attention(job: &JobRow) -> (u8, std::cmp::Reverse<i64>, bool, Option<i64>, u64) {
+    let rank = match job.phase {
+        Phase::Queued => 0,
+        Phase::Checkpointing | Phase::Preempted => 1,
+        Phase::Placed | Phase::Running => 2,
+        Phase::Done | Phase::Failed => 3,
+    };
+    let wait = if rank == 0 { job.wait.0 } else { 0 };
+    let eta = if rank == 2 { job.eta.map(|e| e.0) } else { None };
+    (rank, std::cmp::Reverse(wait), rank == 2 && eta.is_none(), eta, job.id.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::units::Secs;
     use crate::tui::fixture::demo_view;
 
     #[test]
@@ -147,6 +180,36 @@ mod tests {
     }
 
     #[test]
+    fn by_default_the_jobs_that_wait_are_on_top_longest_wait_first() {
+        let mut view = demo_view();
+        // Node names that sort wrongly as text: the order must not use them.
+        for (i, job) in view.jobs.iter_mut().enumerate() {
+            job.node = job.node.as_ref().map(|_| if i % 2 == 0 { "e102".to_string() } else { "e41".to_string() });
+        }
+        let order = JobOrder::default();
+        assert_eq!(order.sort_label(), None, "the default needs no label");
+        let rows: Vec<&JobRow> = order.rows(&view).into_iter().map(|i| &view.jobs[i]).collect();
+        let rank = |j: &JobRow| match j.phase {
+            Phase::Queued => 0,
+            Phase::Checkpointing | Phase::Preempted => 1,
+            Phase::Placed | Phase::Running => 2,
+            Phase::Done | Phase::Failed => 3,
+        };
+        assert!(rows.windows(2).all(|w| rank(w[0]) <= rank(w[1])), "waiting, then in motion, then running");
+        let queued: Vec<i64> = rows.iter().filter(|j| j.phase == Phase::Queued).map(|j| j.wait.0).collect();
+        assert!(queued.len() >= 3 && queued.windows(2).all(|w| w[0] >= w[1]), "longest current wait first: {queued:?}");
+        let etas: Vec<i64> = rows.iter().filter(|j| j.phase == Phase::Running).filter_map(|j| j.eta.map(|e| e.0)).collect();
+        assert!(etas.windows(2).all(|w| w[0] <= w[1]), "running: soonest to finish first: {etas:?}");
+        // Sorting by wait: a queued job's wait now before a running job's past wait.
+        let mut past = view.clone();
+        past.jobs.iter_mut().filter(|j| j.phase == Phase::Running).for_each(|j| j.wait = Secs(99_999));
+        let by_wait = JobOrder { sort: SortKey::Wait, ..JobOrder::default() };
+        let first = &past.jobs[by_wait.rows(&past)[0]];
+        assert_eq!(first.phase, Phase::Queued, "{first:?}");
+        assert_eq!(SortKey::parse("queue"), Some(SortKey::Queue), "the old name still works");
+    }
+
+    #[test]
     fn sorting_by_cost_puts_the_dearest_first_and_s_flips_it() {
         let view = demo_view();
         let mut order = JobOrder { sort: SortKey::Cost, ..JobOrder::default() };
@@ -160,7 +223,7 @@ mod tests {
         let names: Vec<&str> = by_name.rows(&view).iter().map(|i| view.jobs[*i].name.as_str()).collect();
         assert!(names.windows(2).all(|w| w[0] <= w[1]));
         by_name.sort = by_name.sort.next();
-        assert_eq!(by_name.sort, SortKey::Queue, "the cycle comes back to the engine's order");
+        assert_eq!(by_name.sort, SortKey::Attention, "the cycle comes back to the default order");
         assert_eq!(SortKey::parse("ETA"), Some(SortKey::Eta));
     }
 }

@@ -65,6 +65,13 @@ impl<K: PartialEq + Clone> Follow<K> {
         Some(self.at.min(keys.len() - 1))
     }
 
+    /// The selected item when it is no longer in `keys` (it ended, or a
+    /// filter hides it): the selection then stands on a neighbour the
+    /// operator did not choose, and must say so.
+    pub fn left(&self, keys: &[K]) -> Option<&K> {
+        self.key.as_ref().filter(|k| !keys.contains(k))
+    }
+
     fn move_to(&mut self, keys: &[K], index: isize) {
         if keys.is_empty() {
             return;
@@ -84,6 +91,16 @@ impl<K: PartialEq + Clone> Follow<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_selection_whose_item_left_says_so_until_it_moves() {
+        let mut f = Follow::default();
+        f.move_by(&[1, 2, 3], 1);
+        assert_eq!((f.position(&[1, 2, 3]), f.left(&[1, 2, 3])), (Some(1), None));
+        assert_eq!((f.position(&[3, 1]), f.left(&[3, 1])), (Some(1), Some(&2)), "on a neighbour, and it says which left");
+        f.move_by(&[3, 1], 0);
+        assert_eq!(f.left(&[3, 1]), None, "moving picks the row under the cursor");
+    }
 
     #[test]
     fn scrolling_is_sticky() {

@@ -295,7 +295,11 @@ fn top_big(view: &View, ctx: &DrawContext, stale: bool, area: Rect, buf: &mut Bu
 
     let info_x = x + clock_w + 3;
     let mut info = vec![
-        Line::from(vec![Span::styled(" gpuroom ", t.brand), Span::styled(" wall", t.dim)]),
+        Line::from(if ctx.shows_simulation(view) {
+            vec![Span::styled(" gpuroom ", t.brand), Span::styled(" SIMULATED", t.warn)]
+        } else {
+            vec![Span::styled(" gpuroom ", t.brand), Span::styled(" wall", t.dim)]
+        }),
         Line::from(Span::styled(view.at.map(|at| at.format("%a %Y-%m-%d").to_string()).unwrap_or_else(|| "no data yet".into()), aged(t.text, stale))),
         Line::from(Span::styled(view.at.map(|at| format!("{} UTC", fmt::time_of_day(at))).unwrap_or_default(), t.dim)),
         Line::from(Span::styled(fmt::trunc(&ctx.source, 28), t.text)),
@@ -350,7 +354,11 @@ fn top_small(view: &View, ctx: &DrawContext, stale: bool, area: Rect, buf: &mut 
         None => Span::styled(" no data yet", t.dim),
     };
     let sep = || Span::styled(" · ", t.dim);
-    let mut groups = vec![vec![clock], vec![sep(), age_span(ctx, stale)], vec![sep(), Span::styled(ctx.source.clone(), t.text)]];
+    let mut groups = vec![vec![clock]];
+    if ctx.shows_simulation(view) {
+        groups.push(vec![sep(), Span::styled("SIMULATED", t.warn)]);
+    }
+    groups.extend([vec![sep(), age_span(ctx, stale)], vec![sep(), Span::styled(ctx.source.clone(), t.text)]]);
     if let Some(at) = view.at {
         groups.push(vec![sep(), Span::styled(at.format("%a %Y-%m-%d").to_string(), aged(t.dim, stale))]);
     }
@@ -463,8 +471,10 @@ fn page_body(view: &View, page: &Page, ctx: &DrawContext, stale: bool, area: Rec
             PaneId::Fleet => panes::fleet::render(view, &FleetUi::default(), props, r, buf),
             PaneId::Memory => panes::memory::render(view, props, r, buf),
             PaneId::Queue => {
+                // The console's default order: the jobs that wait on top.
                 let window = Cell::new(Window::default());
-                panes::queue::render(view, &QueueUi::plain(&window), props, r, buf)
+                let rows = super::job_order::JobOrder::default().rows(view);
+                panes::queue::render(view, &QueueUi { rows: Some(&rows), ..QueueUi::plain(&window) }, props, r, buf)
             }
             PaneId::Market => panes::market::render(view, props, r, buf),
             PaneId::Budget => panes::budget::render(view, props, r, buf),
@@ -702,6 +712,18 @@ mod tests {
         calm.alarms.clear();
         let shown = text(&screen(120, 40, 0, &calm, &ctx()));
         assert!(shown.contains("✓ no active alarms") && !shown.contains("▲ ALARM"));
+    }
+
+    #[test]
+    fn a_wall_on_a_simulated_engine_says_simulated_at_every_size() {
+        let mut view = demo_view();
+        view.world = Some("sim".into());
+        for (w, h) in [(63, 15), (80, 24), (120, 40), (200, 60)] {
+            let shown = text(&screen(w, h, 0, &view, &ctx()));
+            assert!(shown.contains("SIMULATED"), "{w}x{h}: {shown}");
+        }
+        view.world = Some("live".into());
+        assert!(!text(&screen(120, 40, 0, &view, &ctx())).contains("SIMULATED"));
     }
 
     #[test]

@@ -15,6 +15,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
 use super::shared::{Col, PaneProps, fit_columns, frame, header_line, table_line, widest};
+use crate::domain::ids::JobId;
 use crate::domain::job::Phase;
 use crate::domain::units::Secs;
 use crate::room::View;
@@ -34,12 +35,14 @@ pub struct QueueUi<'a> {
     /// The active filter and sort, for the title (empty / `None` when off).
     pub filter: &'a str,
     pub sort: Option<String>,
+    /// The job the operator had selected, when it has left the rows shown.
+    pub left: Option<JobId>,
 }
 
 impl<'a> QueueUi<'a> {
     /// Every job in the engine's order, nothing selected.
     pub fn plain(window: &'a Cell<Window>) -> QueueUi<'a> {
-        QueueUi { selected: None, window, rows: None, filter: "", sort: None }
+        QueueUi { selected: None, window, rows: None, filter: "", sort: None, left: None }
     }
 }
 
@@ -53,6 +56,9 @@ pub fn render(view: &View, ui: &QueueUi<'_>, props: PaneProps<'_>, area: Rect, b
     }
     if let Some(sort) = &ui.sort {
         extra.push(Span::styled(format!(" {sort} "), t.key));
+    }
+    if let Some(gone) = ui.left {
+        extra.push(Span::styled(format!(" ▷ {gone} left "), t.warn));
     }
     if let Some(i) = ui.selected {
         extra.push(Span::styled(format!(" {}/{shown} ", i + 1), t.dim));
@@ -147,23 +153,27 @@ fn any_reason(jobs: &[JobRow]) -> bool {
 
 fn job_columns(jobs: &[JobRow]) -> Vec<Col> {
     let cost_w = widest(jobs.iter().map(|j| j.cost.to_string()).collect::<Vec<_>>().iter().map(String::as_str), 4, 12);
+    // With jobs waiting, how long and for what outrank a running job's
+    // progress and ETA: a narrow pane (80×24) keeps WAIT and WAITS FOR.
+    let waiting = any_reason(jobs);
+    let (wait, running) = if waiting { (1, 3) } else { (3, 1) };
     let mut cols = vec![
         Col::left(" ", 1, 0),
         Col::left("ID", widest(jobs.iter().map(|j| j.id.to_string()).collect::<Vec<_>>().iter().map(String::as_str), 2, 8), 0),
-        Col::flex("NAME", 10, 28, 0),
+        Col::flex("NAME", 9, 28, 0),
         Col::left("TENANT", widest(jobs.iter().map(|j| j.tenant.as_str()), 6, 10), 5),
         Col::left("STATE", 10, 1),
-        Col::right("GPU", 3, 2),
+        Col::right("GPU", 3, if waiting { 3 } else { 2 }),
         Col::left("NODE", widest(jobs.iter().filter_map(|j| j.node.as_deref()), 4, 8), 4),
         Col::left("PROGRESS", 8, 6),
-        Col::right("%", 4, 1),
-        Col::right("WAIT", 6, 3),
-        Col::right("ETA", 6, 2),
+        Col::right("%", 4, running),
+        Col::right("WAIT", 6, wait),
+        Col::right("ETA", 6, if waiting { 3 } else { 2 }),
         Col::right("COST", cost_w, 4),
     ];
-    if any_reason(jobs) {
+    if waiting {
         // Why a queued job waits: quota, budget, capacity on its way (with its ETA), no spot capacity.
-        cols.insert(7, Col::left("WAITS FOR", 10, 4));
+        cols.insert(7, Col::left("WAITS FOR", 10, 1));
     }
     cols
 }

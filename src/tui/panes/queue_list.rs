@@ -44,6 +44,12 @@ impl QueueList {
         self.selected_row(view, &rows).map(|p| view.jobs[rows[p]].id)
     }
 
+    /// The job the operator selected when it is no longer among the rows
+    /// shown (it ended, or the filter hides it).
+    pub fn left_job(&self, view: &View, rows: &[usize]) -> Option<JobId> {
+        self.jobs.left(&job_keys(view, rows)).copied()
+    }
+
     /// The scroll window the pane writes while drawing.
     pub fn window(&self) -> &Cell<Window> {
         &self.window
@@ -67,6 +73,10 @@ impl KeyPane for QueueList {
         }
         if !matches!(act, Act::Preempt | Act::Requeue | Act::Cancel | Act::Migrate) {
             return None;
+        }
+        // Never act on a row the operator did not pick: the job they chose is gone.
+        if let Some(gone) = self.left_job(view, &order.rows(view)) {
+            return Some(Request::hint(format!("{gone} left the table (it ended, or the filter hides it): move the cursor to pick a job")));
         }
         let Some(job) = self.selected_job(view, order) else { return Some(Request::hint("no job selected")) };
         Some(match act {
