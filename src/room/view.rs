@@ -316,6 +316,9 @@ pub struct BudgetRow {
     /// The operator's approval of an overrun this month, if any.
     #[serde(default)]
     pub approval: Option<ApprovalView>,
+    /// What "limited" means for its queued work: wait, or spot only.
+    #[serde(default)]
+    pub at_limit: crate::cost::budget::AtLimit,
     /// Total cost (instance time and services) per 1,000 requests and per
     /// 1,000,000 tokens, over the tenant's jobs that reported them.
     #[serde(default)]

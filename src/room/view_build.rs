@@ -481,6 +481,7 @@ impl Room {
                 limit_at: at(policy.limit_pct),
                 block_at: at(policy.block_pct),
                 approval,
+                at_limit: policy.at_limit,
                 per_1k_requests: per(requests, 1_000),
                 per_1m_tokens: per(tokens, 1_000_000),
                 all_time: self.costs.books.tenants.get(tenant).map_or(Micros::ZERO, |b| b.all_time),

@@ -147,6 +147,30 @@ fn when_the_selected_job_leaves_an_action_key_says_so_and_acts_on_nothing() {
 }
 
 #[test]
+fn the_pool_picker_starts_on_the_cheapest_pool_that_fits_now() {
+    let mut view = demo_view();
+    // Room everywhere, so that price decides.
+    for p in &mut view.pools {
+        p.gpus_free_one_node = p.gpus_free_one_node.max(1);
+    }
+    let small = view.jobs.iter().find(|j| j.phase == Phase::Running && j.gpus == 1).expect("a one-GPU job");
+    let Mode::PickPool { options, cursor, .. } = Mode::pick_pool(small.id, &view) else { unreachable!() };
+    let per_gpu = |t: &crate::domain::job::PoolTarget| {
+        let p = view.pools.iter().find(|p| &p.target == t).unwrap();
+        (p.gpus_free_one_node >= 1).then(|| p.price.map(|x| x.0 / i64::from((p.gpus_total / p.nodes_total.max(1)).max(1)))).flatten()
+    };
+    let fitting: Vec<i64> = options.iter().filter_map(per_gpu).collect();
+    assert!(fitting.len() >= 2, "the demo has a choice: {options:?}");
+    assert_eq!(per_gpu(&options[cursor]), fitting.iter().min().copied(), "{options:?} cursor {cursor}");
+    assert!(cursor > 0 || per_gpu(&options[0]) == fitting.iter().min().copied());
+    // A job that fits nowhere: the list's own order, from the top.
+    let view = demo_view();
+    let big = view.jobs.iter().find(|j| j.gpus == 8 && j.phase == Phase::Running).unwrap();
+    let Mode::PickPool { cursor, .. } = Mode::pick_pool(big.id, &view) else { unreachable!() };
+    assert_eq!(cursor, 0);
+}
+
+#[test]
 fn selection_follows_the_job_and_survives_an_empty_view() {
     let view = demo_view();
     let mut app = App::with_focus(PaneId::Queue);
@@ -229,9 +253,11 @@ fn migrate_picks_a_pool_other_than_the_current_one() {
         press(&mut app, &view, KeyCode::Down);
     }
     press(&mut app, &view, KeyCode::Char('m'));
-    let Mode::PickPool { options, .. } = &app.mode else { panic!("{:?}", app.mode) };
+    let Mode::PickPool { options, cursor, .. } = &app.mode else { panic!("{:?}", app.mode) };
     assert_eq!(options.len(), view.pools.len() - 1, "the job's own pool is not offered");
-    let second = options[1].clone();
+    let gpus = view.jobs.iter().find(|j| j.id == id).map_or(1, |j| u32::from(j.gpus));
+    assert_eq!(*cursor, crate::tui::modes::best_pool(options, gpus, &view).unwrap_or(0), "the cursor starts on the cheapest pool that fits");
+    let second = options[(*cursor + 1).min(options.len() - 1)].clone();
     press(&mut app, &view, KeyCode::Down);
     press(&mut app, &view, KeyCode::Enter);
     assert!(matches!(&app.mode, Mode::Confirm(c) if c.action == Action::Migrate { job: id, to: second.clone() }));

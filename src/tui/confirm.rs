@@ -8,6 +8,8 @@
 
 use super::confirm_slurm;
 pub use super::confirm_slurm::Confirm;
+use crate::cost::budget::{AtLimit, BudgetLevel};
+use crate::domain::cluster::BillingMode;
 use crate::domain::event::Action;
 use crate::domain::job::Phase;
 use crate::domain::units::Secs;
@@ -46,6 +48,28 @@ fn save_time(job: &JobRow) -> String {
     }
 }
 
+/// What the tenant's budget does to a job sent back to the queue (`to_spot`:
+/// whether the pool it is sent to is spot, when it is sent to one), or
+/// `None` when the budget lets it run as before.
+fn budget_wait(job: &JobRow, view: &View, to_spot: Option<bool>) -> Option<String> {
+    let b = view.budgets.iter().find(|b| b.tenant == job.tenant)?;
+    let who = &job.tenant;
+    match b.level {
+        BudgetLevel::Blocked => Some(format!(
+            "{who} is past {} of its {} budget: it will NOT run again until an operator approves an overrun (budget pane, a).",
+            b.block_at, b.budget
+        )),
+        BudgetLevel::Limited => Some(match (b.at_limit, to_spot) {
+            (AtLimit::Queue, _) => format!("{who} is over its {} budget: it will wait in the queue for an approved overrun (or the new month).", b.budget),
+            (AtLimit::Spot, Some(false)) => {
+                format!("{who} is over its {} budget: only spot may run its work, so in this pool it waits for an approval.", b.budget)
+            }
+            (AtLimit::Spot, _) => format!("{who} is over its {} budget: it may run again on spot capacity only.", b.budget),
+        }),
+        BudgetLevel::Ok | BudgetLevel::Notify => None,
+    }
+}
+
 pub fn describe(action: Action, view: &View) -> Confirm {
     let title_job = |verb: &str| match job(view, &action) {
         Some(j) => format!("{verb} {} {} ({})?", j.id, j.name, j.tenant),
@@ -60,6 +84,7 @@ pub fn describe(action: Action, view: &View) -> Confirm {
                 c.lines.push(format!("1. It writes {}, at {:.0}% done.", save_time(j), j.progress * 100.0));
                 c.lines.push(format!("2. Then it stops and frees {}.", placement(j)));
                 c.lines.push("3. It goes back to the queue and resumes from that checkpoint when placed.".into());
+                c.lines.extend(budget_wait(j, view, None));
                 c.lines.push(format!("Nothing computed is lost; it has cost {} so far.", j.cost));
                 if j.phase == Phase::Queued {
                     c.warning = Some("It is queued, not running: the engine will refuse this.".into());
@@ -72,6 +97,7 @@ pub fn describe(action: Action, view: &View) -> Confirm {
             if let Some(j) = job(view, &action) {
                 c.lines.push(format!("1. It stops now, WITHOUT saving, and frees {}.", placement(j)));
                 c.lines.push("2. It goes back to the queue and restarts from its last checkpoint.".into());
+                c.lines.extend(budget_wait(j, view, None));
                 c.warning = Some(format!("Lost: {}.", unsaved(j, view)));
             }
         }
@@ -99,6 +125,7 @@ pub fn describe(action: Action, view: &View) -> Confirm {
                     c.lines.push(format!("2. It waits in the queue for room in {to}, and only there."));
                     c.lines.push("3. It resumes from that checkpoint on the new node.".into());
                 }
+                c.lines.extend(budget_wait(j, view, pool.map(|p| p.target.billing == BillingMode::Spot)));
                 if let Some(p) = pool {
                     let price = p.price.map(|x| format!(", {x} per node")).unwrap_or_default();
                     c.lines.push(format!(
@@ -197,6 +224,29 @@ mod tests {
         assert!(c.warning.as_deref().unwrap().starts_with("Lost: "), "{c:?}");
         let queued = view.jobs.iter().find(|j| j.phase == Phase::Queued).unwrap();
         assert!(describe(Action::Preempt { job: queued.id }, &view).warning.is_some(), "a queued job cannot be preempted");
+    }
+
+    #[test]
+    fn requeue_and_migrate_say_that_an_over_budget_job_waits_for_an_approval() {
+        let mut view = demo_view();
+        let running = view.jobs.iter().find(|j| j.phase == Phase::Running).unwrap().clone();
+        let row = view.budgets.iter_mut().find(|b| b.tenant == running.tenant).unwrap();
+        row.level = BudgetLevel::Ok;
+        let calm = describe(Action::Requeue { job: running.id }, &view);
+        assert!(!calm.lines.iter().any(|l| l.contains("budget")), "{calm:?}");
+        for (level, at_limit, needle) in [
+            (BudgetLevel::Blocked, AtLimit::Queue, "will NOT run again until an operator approves"),
+            (BudgetLevel::Limited, AtLimit::Queue, "wait in the queue for an approved overrun"),
+            (BudgetLevel::Limited, AtLimit::Spot, "on spot capacity only"),
+        ] {
+            let row = view.budgets.iter_mut().find(|b| b.tenant == running.tenant).unwrap();
+            (row.level, row.at_limit) = (level, at_limit);
+            let c = describe(Action::Requeue { job: running.id }, &view);
+            assert!(c.lines.iter().any(|l| l.contains(needle)), "{level:?}: {c:?}");
+        }
+        let stable = view.pools.iter().find(|p| p.target.billing != BillingMode::Spot).unwrap().target.clone();
+        let c = describe(Action::Migrate { job: running.id, to: stable }, &view);
+        assert!(c.lines.iter().any(|l| l.contains("only spot may run its work")), "{c:?}");
     }
 
     #[test]

@@ -196,6 +196,7 @@ fn pool_picker(job: crate::domain::ids::JobId, options: &[PoolTarget], cursor: u
     if options.is_empty() {
         lines.push(Line::from(Span::styled("no other pool in the fleet", t.dim)));
     }
+    let best = super::modes::best_pool(options, needs, view);
     // Keep the cursor in view on a short screen.
     let room = (area.height as usize).saturating_sub(6).max(1);
     let first = cursor.saturating_sub(room.saturating_sub(1));
@@ -214,7 +215,8 @@ fn pool_picker(job: crate::domain::ids::JobId, options: &[PoolTarget], cursor: u
             )
         });
         let mark = if fits { "  " } else { "▲ " };
-        let text = fmt::trunc(&format!("{} {mark}{detail}", fmt::left(&pool_token(target), 30)), text_w.saturating_sub(2));
+        let best = if best == Some(i) { " · cheapest that fits now" } else { "" };
+        let text = fmt::trunc(&format!("{} {mark}{detail}{best}", fmt::left(&pool_token(target), 30)), text_w.saturating_sub(2));
         let style = if i == cursor {
             t.selected
         } else if fits {

@@ -71,12 +71,15 @@ impl Mode {
         Mode::Approve(Box::new(ApproveForm { tenant: tenant.to_string(), ..ApproveForm::default() }))
     }
 
-    /// The pools a job can be sent to: every pool but the one it runs in.
+    /// The pools a job can be sent to: every pool but the one it runs in,
+    /// the cursor on the best (`best_pool`).
     pub fn pick_pool(job: JobId, view: &View) -> Mode {
         let here = view.jobs.iter().find(|j| j.id == job).and_then(|j| j.node.clone());
         let current: Option<PoolTarget> = here.and_then(|name| view.nodes.iter().find(|n| n.name == name)).map(|n| n.pool());
-        let options = view.pools.iter().map(|p| p.target.clone()).filter(|t| Some(t) != current.as_ref()).collect();
-        Mode::PickPool { job, options, cursor: 0 }
+        let options: Vec<PoolTarget> = view.pools.iter().map(|p| p.target.clone()).filter(|t| Some(t) != current.as_ref()).collect();
+        let gpus = view.jobs.iter().find(|j| j.id == job).map_or(1, |j| u32::from(j.gpus));
+        let cursor = best_pool(&options, gpus, view).unwrap_or(0);
+        Mode::PickPool { job, options, cursor }
     }
 }
 
@@ -196,4 +199,18 @@ pub fn on_key(mode: Mode, key: KeyEvent, view: &View, selected: impl FnOnce() ->
             (Mode::PickPool { job, options, cursor }, Request::Nothing)
         }
     }
+}
+
+/// Of `options`, the cheapest per GPU among the pools with room for `gpus`
+/// on one node now; `None` when none has (then the list's order stands).
+pub fn best_pool(options: &[PoolTarget], gpus: u32, view: &View) -> Option<usize> {
+    let per_gpu = |target: &PoolTarget| {
+        let pool = view.pools.iter().find(|p| &p.target == target)?;
+        if pool.gpus_free_one_node < gpus {
+            return None;
+        }
+        let per_node = (pool.gpus_total / pool.nodes_total.max(1)).max(1);
+        Some(pool.price?.0 / i64::from(per_node))
+    };
+    options.iter().enumerate().filter_map(|(i, t)| per_gpu(t).map(|p| (p, i))).min().map(|(_, i)| i)
 }

@@ -343,6 +343,7 @@ fn total_row(b: &[BudgetRow]) -> BudgetRow {
         limit_at: b.iter().map(|r| r.limit_at).sum(),
         block_at: b.iter().map(|r| r.block_at).sum(),
         approval: None,
+        at_limit: Default::default(),
         per_1k_requests: None,
         per_1m_tokens: None,
         all_time: b.iter().map(|r| r.all_time).sum(),
