@@ -94,7 +94,7 @@ pub fn attach(path: &Path, actor: Option<Actor>) -> anyhow::Result<AttachedConso
         Some(_) => {
             let (actions, actions_rx) = mpsc::channel(16);
             let (outcomes_tx, outcomes) = mpsc::channel(16);
-            (Some(OperatorLink { actions, outcomes }), Some(Orders { actions: actions_rx, outcomes: outcomes_tx, waiting: HashMap::new() }))
+            (Some(OperatorLink { actions, outcomes, speed: None }), Some(Orders { actions: actions_rx, outcomes: outcomes_tx, waiting: HashMap::new() }))
         }
         None => (None, None),
     };

@@ -103,13 +103,16 @@ struct Wiring {
     stop: oneshot::Sender<()>,
 }
 
-fn wire(first: View, reports: Option<mpsc::Receiver<crate::sources::report::Report>>) -> Wiring {
+/// `speed`: the simulated speed, where this console runs the simulation
+/// (then `+` and `-` change it).
+fn wire(first: View, reports: Option<mpsc::Receiver<crate::sources::report::Report>>, speed: Option<f64>) -> Wiring {
     let (views_tx, views) = watch::channel(Arc::new(first));
     let (stop, stopped) = oneshot::channel::<()>();
     let (actions_tx, actions) = mpsc::channel::<Action>(16);
     let (outcomes, outcomes_rx) = mpsc::channel(16);
-    let links = Links { views: Some(views_tx), actions, outcomes, reports, stopped };
-    Wiring { links, views, operator: OperatorLink { actions: actions_tx, outcomes: outcomes_rx }, stop }
+    let (speed_tx, speed_rx) = speed.map(watch::channel).unzip();
+    let links = Links { views: Some(views_tx), actions, outcomes, reports, speed: speed_rx, stopped };
+    Wiring { links, views, operator: OperatorLink { actions: actions_tx, outcomes: outcomes_rx, speed: speed_tx }, stop }
 }
 
 /// `gpuroom`: the console on the simulated cluster.
@@ -158,13 +161,14 @@ pub fn run_sim_console(opts: &ConsoleOptions) -> Result<()> {
     }
     // Short: the header gives the source a narrow slot. The log's path is printed on exit.
     let recording = if engine.store.is_some() { " REC" } else { "" };
-    let (mut ctx, actor, screen, theme_error) = setup(opts, format!("SIM ×{} seed {}{recording}", opts.speed, opts.world.seed), true);
+    let (mut ctx, actor, screen, theme_error) = setup(opts, format!("SIM seed {}{recording}", opts.world.seed), true);
     ctx.simulated = true;
+    ctx.speed = Some(opts.speed);
     ctx.log_path = log_path.as_deref().map(super::runs::shown);
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let pace = Pace::Factor(opts.speed);
     let (runner, _) = runtime.block_on(async move {
-        let wiring = wire(engine.room.view(), None);
+        let wiring = wire(engine.room.view(), None, Some(opts.speed));
         let runner = SimRunner::new(engine, pace, None);
         let loop_ = tokio::spawn(finishing(driver::drive(runner, wiring.links, actor, Some(duty))));
         let console = crate::tui::run_console(wiring.views, ctx, Some(wiring.operator), super::whatif::console_link(log_path.clone()), screen).await;
@@ -276,7 +280,7 @@ pub fn run_live_console(opts: &ConsoleOptions, live_opts: &LiveOptions) -> Resul
         let pools = config.sources.aws.as_ref().map(|a| a.pools.clone()).unwrap_or_default();
         let mut live = live.with_cloud(adapters.cloud.clone(), &pools).map_err(anyhow::Error::msg)?;
         live.begin(chrono::Utc::now(), jobs.as_ref())?;
-        let wiring = wire(live.engine.room.view(), Some(adapters.reports));
+        let wiring = wire(live.engine.room.view(), Some(adapters.reports), None);
         let loop_ = tokio::spawn(finishing(driver::drive(LiveRunner::new(live), wiring.links, actor, duty)));
         let console = crate::tui::run_console(wiring.views, ctx, Some(wiring.operator), super::whatif::console_link(log_path.clone()), screen).await;
         let _ = wiring.stop.send(());

@@ -52,6 +52,9 @@ pub trait Runner {
     fn period(&self) -> Duration {
         Duration::from_millis(250)
     }
+    /// The console asks for another simulated speed (a paced simulation
+    /// takes it; a live world has none).
+    fn set_speed(&mut self, _factor: f64) {}
 }
 
 /// The most wall-clock time one batch of the simulated world may take.
@@ -133,6 +136,19 @@ impl Runner for SimRunner {
             Pace::Max(_) => Duration::from_millis(2),
         }
     }
+
+    /// From now on, `factor` simulated seconds per wall-clock second: the
+    /// pace restarts from where the engine is, so the clock never jumps.
+    fn set_speed(&mut self, factor: f64) {
+        if let Pace::Factor(_) = self.pace
+            && factor.is_finite()
+            && factor > 0.0
+        {
+            self.sim0 = self.engine.room.now().unwrap_or(self.sim0);
+            self.wall0 = Instant::now();
+            self.pace = Pace::Factor(factor);
+        }
+    }
 }
 
 /// What the loop shares with the console (if any) and whoever stops it.
@@ -144,8 +160,20 @@ pub struct Links {
     pub outcomes: mpsc::Sender<Result<String, String>>,
     /// Live sources' reports; `None` for a simulated world.
     pub reports: Option<mpsc::Receiver<Report>>,
+    /// The simulated speed the console asks for; `None` where it has no say.
+    pub speed: Option<watch::Receiver<f64>>,
     /// Fires when the console closes or the process is told to stop.
     pub stopped: oneshot::Receiver<()>,
+}
+
+async fn next_speed(speed: &mut Option<watch::Receiver<f64>>) -> Option<f64> {
+    match speed.as_mut() {
+        Some(rx) => {
+            rx.changed().await.ok()?;
+            Some(*rx.borrow_and_update())
+        }
+        None => std::future::pending().await,
+    }
 }
 
 async fn next_report(reports: &mut Option<mpsc::Receiver<Report>>) -> Option<Report> {
@@ -187,6 +215,7 @@ pub async fn drive<R: Runner>(mut runner: R, mut links: Links, actor: Actor, mut
                     break;
                 }
             }
+            Some(factor) = next_speed(&mut links.speed) => runner.set_speed(factor),
             Some(report) = next_report(&mut links.reports) => match runner.report(report) {
                 Ok(()) => {}
                 // Its events wait in the world for the next batch.

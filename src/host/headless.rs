@@ -112,7 +112,7 @@ pub fn run_engine(world: &WorldChoice, policy: &Policy, db: &Path, pace: Pace, u
         // No console: no views of its own; actions come over its socket.
         let (_actions_tx, actions) = mpsc::channel(1);
         let (outcomes, _outcomes_rx) = mpsc::channel(1);
-        let links = Links { views: None, actions, outcomes, reports: None, stopped };
+        let links = Links { views: None, actions, outcomes, reports: None, speed: None, stopped };
         let runner = Reporting { inner: SimRunner::new(engine, pace, end), last: Instant::now() };
         let actor = crate::operator::actor_from_env(Role::Viewer);
         driver::drive(runner, links, actor, Some(duty)).await

@@ -38,6 +38,8 @@ pub enum Control {
     Quit,
     /// Operator actions for the engine, in order (confirmed where they must be).
     Send(Vec<Action>),
+    /// Run the simulated engine at this many simulated seconds per second.
+    Speed(f64),
     /// A what-if comparison for the host's thread: configuration files and disciplines.
     WhatIf(Vec<String>),
 }
@@ -55,6 +57,12 @@ pub struct App {
     pub(super) owns_engine: bool,
     /// The display is frozen on the view it showed (the engine goes on).
     pub(super) paused: bool,
+    /// The first line of `?` shown, where the help is longer than the
+    /// screen; drawing clamps it to the help's length.
+    pub(super) help_scroll: std::cell::Cell<usize>,
+    /// The simulated speed of the engine this console runs; `None` where
+    /// the speed is not this console's to change (attached, live, wall).
+    pub(super) speed: Option<f64>,
     /// Order and filter of the job table. The App's, not the queue's: the
     /// command bar, the filter mode and Esc from any pane change it.
     pub(super) order: JobOrder,
@@ -73,6 +81,30 @@ pub struct App {
     pub(super) slurm: SlurmList,
     /// The what-if pane over the console: progress, then the comparison.
     pub(super) whatif: WhatIfPane,
+}
+
+/// How far a key scrolls the help overlay, if it is a movement key.
+fn help_step(code: KeyCode) -> Option<commands::Step> {
+    use commands::Step;
+    Some(match code {
+        KeyCode::Down | KeyCode::Char('j') => Step::Line(1),
+        KeyCode::Up | KeyCode::Char('k') => Step::Line(-1),
+        KeyCode::PageDown => Step::Page(1),
+        KeyCode::PageUp => Step::Page(-1),
+        KeyCode::Home | KeyCode::Char('g') => Step::End(-1),
+        KeyCode::End | KeyCode::Char('G') => Step::End(1),
+        _ => return None,
+    })
+}
+
+/// The speeds `+` and `-` move between (what `--speed` accepts).
+pub const MAX_SPEED: f64 = 100_000.0;
+pub const MIN_SPEED: f64 = 0.25;
+
+/// `60`, `7.5`, `0.25`: a speed without needless decimals.
+pub fn speed_text(speed: f64) -> String {
+    let text = format!("{speed:.2}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 impl From<&App> for KeyContext {
@@ -126,6 +158,28 @@ impl App {
     /// The console of a process that runs the engine: `q` asks before stopping it.
     pub fn owning_engine() -> App {
         App { owns_engine: true, ..App::default() }
+    }
+
+    /// The console that runs a simulated engine at `speed`: `+` and `-` change it.
+    pub fn owning_simulation(speed: f64) -> App {
+        App { speed: Some(speed), ..App::owning_engine() }
+    }
+
+    /// Twice or half the simulated speed, within what `--speed` takes.
+    fn change_speed(&mut self, faster: bool) -> Control {
+        let Some(speed) = self.speed else {
+            self.status = Some(Status::hint("the speed is the engine's: only the console that runs a simulation changes it"));
+            return Control::Continue;
+        };
+        let next = if faster { (speed * 2.0).min(MAX_SPEED) } else { (speed / 2.0).max(MIN_SPEED) };
+        if next == speed {
+            let edge = if faster { "fastest" } else { "slowest" };
+            self.status = Some(Status::hint(format!("already at the {edge} speed, ×{}", speed_text(speed))));
+            return Control::Continue;
+        }
+        self.speed = Some(next);
+        self.status = Some(Status::hint(format!("speed ×{} (was ×{})", speed_text(next), speed_text(speed))));
+        Control::Speed(next)
     }
 
     /// What the key table needs to know to judge which commands apply.
@@ -189,6 +243,14 @@ impl App {
             return self.apply(request, view);
         }
         self.status = None;
+        // Over the help only its own scrolling moves (clamped to its length when drawn).
+        if self.help
+            && let Some(step) = help_step(key.code)
+        {
+            let first = (self.help_scroll.get() as isize).saturating_add(step.delta(1, 10)).clamp(0, 10_000);
+            self.help_scroll.set(first as usize);
+            return Control::Continue;
+        }
         let Some(command) = commands::lookup(&key, self.keys()) else { return Control::Continue };
         if self.help && !matches!(command.act, Act::Help | Act::Close | Act::Quit) {
             return Control::Continue;
@@ -203,12 +265,14 @@ impl App {
                 Request::Nothing
             }
             Act::Quit => Request::Quit,
+            Act::Faster | Act::Slower => return self.change_speed(command.act == Act::Faster),
             Act::Pause => {
                 self.paused = !self.paused;
                 Request::hint(if self.paused { "display paused: the engine goes on (Space resumes)" } else { "display live again" })
             }
             Act::Help => {
                 self.help = !self.help;
+                self.help_scroll.set(0);
                 Request::Nothing
             }
             Act::Close => self.close(view),

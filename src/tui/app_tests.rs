@@ -56,6 +56,32 @@ fn quitting_the_console_that_runs_the_engine_asks_first() {
     assert_eq!(press(&mut app, &view, KeyCode::Char('q')), Control::Quit, "q q quits");
 }
 
+/// Issue 35, item 7: speed keys change the simulated speed, on the console
+/// that runs the simulation only.
+#[test]
+fn plus_and_minus_change_the_simulated_speed_where_this_console_runs_it() {
+    let view = demo_view();
+    let mut app = App::owning_simulation(60.0);
+    assert_eq!(press(&mut app, &view, KeyCode::Char('+')), Control::Speed(120.0));
+    assert_eq!(press(&mut app, &view, KeyCode::Char('=')), Control::Speed(240.0), "= is + without Shift");
+    assert!(app.status.as_ref().is_some_and(|s| s.text == "speed ×240 (was ×120)"), "{:?}", app.status);
+    for expected in [120.0, 60.0, 30.0, 15.0, 7.5, 3.75, 1.875, 0.9375, 0.46875, 0.25] {
+        assert_eq!(press(&mut app, &view, KeyCode::Char('-')), Control::Speed(expected));
+    }
+    assert_eq!(press(&mut app, &view, KeyCode::Char('-')), Control::Continue, "not slower than ×0.25");
+    assert!(app.status.as_ref().is_some_and(|s| s.text.contains("slowest")), "{:?}", app.status);
+    let mut fast = App::owning_simulation(80_000.0);
+    assert_eq!(press(&mut fast, &view, KeyCode::Char('+')), Control::Speed(100_000.0), "capped where --speed is");
+    assert_eq!(press(&mut fast, &view, KeyCode::Char('+')), Control::Continue);
+    // Attached, live, or over a dialog: no say in the engine's speed.
+    for mut other in [App::owning_engine(), App::new()] {
+        assert_eq!(press(&mut other, &view, KeyCode::Char('+')), Control::Continue);
+        assert!(other.status.as_ref().is_some_and(|s| s.text.contains("only the console that runs a simulation")), "{:?}", other.status);
+    }
+    let mut wall = App::read_only();
+    assert_eq!(press(&mut wall, &view, KeyCode::Char('+')), Control::Continue);
+}
+
 #[test]
 fn the_quit_dialog_names_what_stops() {
     let view = demo_view();

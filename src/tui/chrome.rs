@@ -68,7 +68,12 @@ pub fn header(view: &View, ctx: &DrawContext, t: &Theme, area: Rect, buf: &mut B
     if ctx.shows_simulation(view) {
         items.push(Item::new("SIMULATED".into(), "SIM".into(), t.header.patch(t.warn), 0));
     }
-    items.extend([Item::new(ctx.source.clone(), fmt::trunc(&ctx.source, 14), t.header, 6), Item::new(format!("{clock} UTC"), clock.clone(), t.header, 1)]);
+    items.push(Item::new(ctx.source.clone(), fmt::trunc(&ctx.source, 14), t.header, 6));
+    if let Some(speed) = ctx.speed {
+        let speed = super::app::speed_text(speed);
+        items.push(Item::new(format!("×{speed} (+/-)"), format!("×{speed}"), t.header, 2));
+    }
+    items.push(Item::new(format!("{clock} UTC"), clock.clone(), t.header, 1));
     if own_gpus_shown(view) {
         items.push(Item::new(format!("GPUs {}/{} busy", c.gpus_busy, c.gpus_total), format!("{}/{} GPU", c.gpus_busy, c.gpus_total), t.header, 3));
         items.push(Item::new(format!("queue {}", view.queue.depth), format!("Q {}", view.queue.depth), t.header, 4));

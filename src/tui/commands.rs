@@ -50,6 +50,9 @@ pub enum Act {
     Slurm(SlurmKey),
     /// Freeze the display (the engine goes on), or let it move again.
     Pause,
+    /// Run the simulated engine this console owns twice as fast, or half.
+    Faster,
+    Slower,
 }
 
 impl Act {
@@ -366,6 +369,15 @@ pub const COMMANDS: &[Command] = &[
         scope: Scope::Global,
         bindings: &[key(KeyCode::Char(' '))],
     },
+    Command {
+        act: Act::Faster,
+        keys: "+",
+        desc: "simulated speed ×2 (on the console that runs the simulation)",
+        hint: None,
+        scope: Scope::Global,
+        bindings: &[key(KeyCode::Char('+')), key(KeyCode::Char('='))],
+    },
+    Command { act: Act::Slower, keys: "-", desc: "simulated speed ÷2", hint: None, scope: Scope::Global, bindings: &[key(KeyCode::Char('-'))] },
     Command {
         act: Act::Close,
         keys: "Esc",

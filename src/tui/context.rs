@@ -30,6 +30,9 @@ pub struct DrawContext {
     pub simulated: bool,
     /// The event log this console's engine writes or reads, for `?`.
     pub log_path: Option<String>,
+    /// The simulated speed of the engine this console runs (the header
+    /// says `×60`; `+` and `-` change it); `None` elsewhere.
+    pub speed: Option<f64>,
 }
 
 impl DrawContext {
@@ -52,6 +55,7 @@ impl DrawContext {
             paused: false,
             simulated: false,
             log_path: None,
+            speed: None,
         }
     }
 }

@@ -298,6 +298,27 @@ mod tests {
     }
 
     #[test]
+    fn help_scrolls_at_80x24_to_its_last_line() {
+        let view = demo_view();
+        let mut app = App::new();
+        app.on_key(KeyEvent::new(KeyCode::Char('?'), KeyModifiers::NONE), &view);
+        let top = text(&screen(80, 24, &app, &view, &ctx()));
+        assert!(top.contains("Keys in Fleet") && top.contains("↓ more"), "{top}");
+        assert!(!top.contains("Slurm: gpuroom's advice"), "the legend's end is below");
+        app.on_key(KeyEvent::new(KeyCode::End, KeyModifiers::NONE), &view);
+        let end = text(&screen(80, 24, &app, &view, &ctx()));
+        assert!(end.contains("Slurm: gpuroom's advice") && end.contains("(end)"), "{end}");
+        assert!(!end.contains("Keys in Fleet"), "scrolled past the top");
+        // Up from the end moves at once (the scroll is clamped when drawn).
+        app.on_key(KeyEvent::new(KeyCode::Up, KeyModifiers::NONE), &view);
+        let up = text(&screen(80, 24, &app, &view, &ctx()));
+        assert!(up.contains("↓ more"), "{up}");
+        // A tall screen shows all of it without scrolling.
+        let tall = text(&screen(120, 60, &app, &view, &ctx()));
+        assert!(tall.contains("Keys in Fleet") && tall.contains("Slurm: gpuroom's advice") && !tall.contains("scroll"), "{tall}");
+    }
+
+    #[test]
     fn help_says_where_the_log_is() {
         let view = demo_view();
         let mut app = App::new();

@@ -48,14 +48,22 @@ pub fn render(app: &App, log: Option<&str>, t: &Theme, area: Rect, buf: &mut Buf
         let lead = if i == 0 { format!("  {} ", fmt::left(":cmds", key_w)) } else { " ".repeat(key_w + 3) };
         lines.push(Line::from(vec![Span::styled(lead, t.key), Span::styled(part, t.text)]));
     }
-    let room = area.height.saturating_sub(2) as usize;
-    if lines.len() + 2 + LEGEND.len() <= room {
-        lines.push(Line::from(""));
-        lines.push(Line::from(Span::styled("Legend", t.heading)));
-        for (glyph, meaning) in LEGEND {
-            lines.push(Line::from(vec![Span::styled(format!("  {} ", fmt::left(glyph, key_w)), t.figure), Span::styled(*meaning, t.text)]));
-        }
+    // The legend always, below the keys: on a short screen the overlay scrolls.
+    lines.push(Line::from(""));
+    lines.push(Line::from(Span::styled("Legend", t.heading)));
+    for (glyph, meaning) in LEGEND {
+        lines.push(Line::from(vec![Span::styled(format!("  {} ", fmt::left(glyph, key_w)), t.figure), Span::styled(*meaning, t.text)]));
     }
-    let bottom = Line::from(Span::styled(" Esc or ? closes ", t.dim));
+    let room = area.height.saturating_sub(2) as usize;
+    let total = lines.len();
+    let bottom = if total <= room {
+        Line::from(Span::styled(" Esc or ? closes ", t.dim))
+    } else {
+        let first = app.help_scroll.get().min(total - room);
+        app.help_scroll.set(first);
+        lines = lines.into_iter().skip(first).take(room).collect();
+        let more = if first + room < total { "↓ more" } else { "end" };
+        Line::from(Span::styled(format!(" {}–{} of {total}, ↑↓ PgUp PgDn scroll ({more}) · Esc or ? closes ", first + 1, first + room), t.dim))
+    };
     super::dialog::popup("Help", lines, bottom, area.width, t, area, buf);
 }

@@ -37,6 +37,8 @@ use crate::room::View;
 pub struct OperatorLink {
     pub actions: mpsc::Sender<Action>,
     pub outcomes: mpsc::Receiver<Result<String, String>>,
+    /// The simulated speed, where this console runs the simulation.
+    pub speed: Option<watch::Sender<f64>>,
 }
 
 /// What the terminal shows.
@@ -194,7 +196,7 @@ where
     let Links { operator: mut link, whatif: mut whatif_link } = links;
     let mut app = match screen {
         Screen::Wall => App::read_only(),
-        Screen::Console if ctx.owns_engine => App::owning_engine(),
+        Screen::Console if ctx.owns_engine => ctx.speed.map_or_else(App::owning_engine, App::owning_simulation),
         Screen::Console => App::new(),
     };
     let mut wall = WallState::default();
@@ -254,6 +256,10 @@ where
                         match control {
                             Control::Quit => return Ok(()),
                             Control::Send(actions) => send(&link, actions, &mut app),
+                            Control::Speed(speed) => match link.as_ref().and_then(|l| l.speed.as_ref()) {
+                                Some(tx) if tx.send(speed).is_ok() => ctx.speed = Some(speed),
+                                _ => app.status = Some(Status::refused("the engine did not take the new speed (it has stopped)")),
+                            },
                             Control::WhatIf(words) => ask_whatif(&whatif_link, words, &mut app),
                             Control::Continue => {}
                         }
@@ -420,7 +426,7 @@ mod tests {
         let (tx, rx) = mpsc::channel(8);
         let (actions, mut engine_side) = mpsc::channel(4);
         let (answers, outcomes) = mpsc::channel(4);
-        let link = OperatorLink { actions, outcomes };
+        let link = OperatorLink { actions, outcomes, speed: None };
         let mut terminal = Terminal::new(TestBackend::new(120, 40)).unwrap();
         let engine = async {
             for c in ['3', 'p', 'y'] {
@@ -494,7 +500,7 @@ mod tests {
         for c in ['3', 'p', 'y', 'r', 'y', ':', 'X', 'y', 'q'] {
             tx.send(key(c)).await.unwrap();
         }
-        let link = OperatorLink { actions, outcomes };
+        let link = OperatorLink { actions, outcomes, speed: None };
         event_loop(&mut terminal, views, rx, ctx(), Links { operator: Some(link), whatif: None }, Screen::Wall, |_, _| Ok(())).await.unwrap();
         assert!(engine_side.try_recv().is_err(), "no action left the wall");
         let screen: String = terminal.backend().buffer().content.iter().map(|c| c.symbol()).collect();
