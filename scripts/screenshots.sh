@@ -29,6 +29,11 @@ shot pane-memory-fragmentation --pane memory --config fixtures/config/fragmentat
 # and in the pane, with the cleared ones nobody read yet (◌).
 shot alarms-storm-120x40 --hours 7 --pane alarms
 shot alarms-storm-80x24 --hours 7 --width 80 --height 24
+# Enter on a job: the longest-waiting one (why it waits, pool by pool; on
+# the paging fixture, whose recsys budget is cut so that its work waits),
+# and one running on spot (its max price, risk and checkpoint).
+shot job-detail-waiting --dialog detail-waiting --hours 12 --sim-config fixtures/sim/paging.toml
+shot job-detail-spot --dialog detail-spot --hours 7
 shot dialog-preempt --dialog preempt
 shot dialog-migrate --dialog migrate
 shot dialog-approve --dialog approve

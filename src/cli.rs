@@ -371,8 +371,8 @@ pub enum Command {
         /// The wall display instead of the console, at this page (0-based).
         #[arg(long, value_name = "PAGE")]
         wall: Option<usize>,
-        /// Open a dialog over the console: preempt, requeue, migrate, approve, command, whatif or quit
-        /// (the what-if pane with the warm-up re-run under every discipline).
+        /// Open a dialog over the console: preempt, requeue, migrate, approve, command, whatif (the what-if pane with the
+        /// warm-up re-run under every discipline), quit, or a job's detail (detail-waiting, detail-spot).
         #[arg(long, value_name = "DIALOG", conflicts_with = "wall")]
         dialog: Option<String>,
         #[command(flatten)]

@@ -161,7 +161,7 @@ pub fn run_sim_console(opts: &ConsoleOptions) -> Result<()> {
     }
     // Short: the header gives the source a narrow slot. The log's path is printed on exit.
     let recording = if engine.store.is_some() { " REC" } else { "" };
-    let (mut ctx, actor, screen, theme_error) = setup(opts, format!("SIM seed {}{recording}", opts.world.seed), true);
+    let (mut ctx, actor, screen, theme_error) = setup(opts, format!("seed {}{recording}", opts.world.seed), true);
     ctx.simulated = true;
     ctx.speed = Some(opts.speed);
     ctx.log_path = log_path.as_deref().map(super::runs::shown);

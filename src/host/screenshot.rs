@@ -37,8 +37,19 @@ fn app_for(view: &View, shot: &Shot) -> Result<App> {
     let press = |app: &mut App, c: KeyCode| {
         let _ = app.on_key(KeyEvent::new(c, KeyModifiers::NONE), view);
     };
+    // The queue puts waiting jobs first: walk down to the first job that
+    // matches (a running one for the job actions), if there is one.
+    let select = |app: &mut App, wanted: &dyn Fn(&crate::room::view::JobRow) -> bool| {
+        for _ in 0..view.jobs.len() {
+            if app.selected_job(view).and_then(|id| view.jobs.iter().find(|j| j.id == id)).is_some_and(wanted) {
+                return;
+            }
+            let _ = app.on_key(KeyEvent::new(KeyCode::Down, KeyModifiers::NONE), view);
+        }
+    };
     let on_running = |app: &mut App| {
         app.show(PaneId::Queue, false);
+        select(app, &|j| j.phase == crate::domain::job::Phase::Running);
     };
     match dialog.as_str() {
         "preempt" | "requeue" | "migrate" => {
@@ -67,12 +78,20 @@ fn app_for(view: &View, shot: &Shot) -> Result<App> {
         }
         // Filled in by `run_screenshot` once the comparison is made.
         "whatif" => {}
+        // `Enter` on a job: the longest-waiting one, or one running on spot.
+        "detail-waiting" | "detail-spot" => {
+            app.show(PaneId::Queue, true);
+            if dialog == "detail-spot" {
+                select(&mut app, &|j| view.spot_jobs.iter().any(|s| s.id == j.id));
+            }
+            press(&mut app, KeyCode::Enter);
+        }
         // The console that runs the engine asks before q stops it.
         "quit" => {
             app = App::owning_engine();
             press(&mut app, KeyCode::Char('q'));
         }
-        other => bail!("unknown dialog {other:?} (preempt, requeue, migrate, approve, command, whatif, quit)"),
+        other => bail!("unknown dialog {other:?} (preempt, requeue, migrate, approve, command, whatif, quit, detail-waiting, detail-spot)"),
     }
     Ok(app)
 }
@@ -111,7 +130,9 @@ pub fn run_screenshot(world: &WorldChoice, policy: &Policy, out: &Path, shot: &S
         engine.run_until(start + settings::hours(shot.hours)?)?;
         (engine.room.view(), None)
     };
-    let mut ctx = crate::tui::DrawContext::new(format!("SIM ×60 seed {}", world.seed));
+    // As the console that runs the simulation draws it (SIMULATED, seed, ×60).
+    let mut ctx = crate::tui::DrawContext::new(format!("seed {}", world.seed));
+    ctx.speed = Some(60.0);
     ctx.data_age = Some(Duration::from_millis(400));
     ctx.simulated = true;
     ctx.theme = crate::tui::theme_file::load(&shot.theme)?;

@@ -184,6 +184,10 @@ pub struct TenantQueue {
     pub oldest_wait: Option<Secs>,
 }
 
+fn any_pool() -> crate::domain::job::PoolPreference {
+    crate::domain::job::PoolPreference::Any
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct JobRow {
     pub id: JobId,
@@ -215,6 +219,9 @@ pub struct JobRow {
     /// The pool an operator sent it to, until it is placed there.
     #[serde(default)]
     pub target: Option<crate::domain::job::PoolTarget>,
+    /// Which capacity it may run on (spot only, never spot, any).
+    #[serde(default = "any_pool")]
+    pub pool: crate::domain::job::PoolPreference,
     /// Share of the job computed since its last checkpoint: what a stop
     /// without saving would lose.
     #[serde(default)]

@@ -248,6 +248,7 @@ impl Room {
                 borrowed: borrowed.contains(&job.spec.id),
                 escalated: job.escalated,
                 target: job.target.as_deref().cloned(),
+                pool: job.spec.pool,
                 unsaved: if job.spec.steps_total == 0 {
                     0.0
                 } else {

@@ -313,6 +313,14 @@ pub const COMMANDS: &[Command] = &[
         bindings: &[key(KeyCode::Enter)],
     },
     Command {
+        act: Act::Enter,
+        keys: "Enter",
+        desc: "the selected job's detail (history, waits, checkpoint, price) / back with Esc",
+        hint: Some(("Enter", "detail")),
+        scope: Scope::Queue,
+        bindings: &[key(KeyCode::Enter)],
+    },
+    Command {
         act: Act::ApproveCapacity,
         keys: "a",
         desc: "approve the oldest capacity proposal",

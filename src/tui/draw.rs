@@ -44,6 +44,7 @@ pub fn draw_buffer(app: &App, view: &View, ctx: &DrawContext, area: Rect, buf: &
         match id {
             PaneId::Fleet => panes::fleet::render(view, &app.fleet, props, r, buf),
             PaneId::Memory => panes::memory::render(view, props, r, buf),
+            PaneId::Queue if let Some(id) = app.queue.detail(view, &app.order) => panes::job_detail::render(view, id, props, r, buf),
             PaneId::Queue => {
                 let rows = app.job_rows(view);
                 let ui = QueueUi {
@@ -316,6 +317,38 @@ mod tests {
         // A tall screen shows all of it without scrolling.
         let tall = text(&screen(120, 60, &app, &view, &ctx()));
         assert!(tall.contains("Keys in Fleet") && tall.contains("Slurm: gpuroom's advice") && !tall.contains("scroll"), "{tall}");
+    }
+
+    #[test]
+    fn enter_on_a_job_opens_its_detail_and_esc_comes_back() {
+        let view = demo_view();
+        let mut app = App::with_focus(PaneId::Queue);
+        app.zoom = true;
+        let key = |app: &mut App, code| app.on_key(KeyEvent::new(code, KeyModifiers::NONE), &view);
+        // The first row is the longest-waiting queued job.
+        key(&mut app, KeyCode::Enter);
+        let queued = app.selected_job(&view).unwrap();
+        let shown = text(&screen(120, 40, &app, &view, &ctx()));
+        let row = view.jobs.iter().find(|j| j.id == queued).unwrap();
+        for needle in
+            [format!("{} {}", row.id, row.name), "waits for".into(), "no fit".into(), "needs 8 on one node".into(), "history".into(), "Esc back".into()]
+        {
+            assert!(shown.contains(&needle), "{needle:?} missing:\n{shown}");
+        }
+        insta::assert_snapshot!("job_detail_queued_120x40", screen(120, 40, &app, &view, &ctx()).backend());
+        // ↓ moves to the next job, still in detail: down to a running spot job.
+        let spot = view.spot_jobs.first().map(|s| s.id).unwrap();
+        while app.selected_job(&view) != Some(spot) {
+            key(&mut app, KeyCode::Down);
+        }
+        let shown = text(&screen(120, 40, &app, &view, &ctx()));
+        for needle in ["max price", "vs market", "headroom", "risk", "%/min", "saved", "so far"] {
+            assert!(shown.contains(needle), "{needle:?} missing:\n{shown}");
+        }
+        insta::assert_snapshot!("job_detail_spot_120x40", screen(120, 40, &app, &view, &ctx()).backend());
+        key(&mut app, KeyCode::Esc);
+        let back = text(&screen(120, 40, &app, &view, &ctx()));
+        assert!(back.contains("WAITS FOR") && !back.contains("Esc back"), "{back}");
     }
 
     #[test]

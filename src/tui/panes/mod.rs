@@ -16,6 +16,7 @@ pub(crate) mod fleet_detail;
 mod fleet_grid;
 mod fleet_parts;
 pub mod fleet_ui;
+pub mod job_detail;
 pub mod keys;
 pub mod market;
 pub mod memory;

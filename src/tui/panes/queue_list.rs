@@ -23,6 +23,8 @@ use crate::tui::selection::{Follow, Window};
 #[derive(Clone, Debug, Default)]
 pub struct QueueList {
     jobs: Follow<JobId>,
+    /// The pane shows the selected job's detail (`Enter`; `Esc` back).
+    detail: bool,
     /// The table's rows on screen, written while drawing.
     window: Cell<Window>,
 }
@@ -50,6 +52,16 @@ impl QueueList {
         self.jobs.left(&job_keys(view, rows)).copied()
     }
 
+    /// The job whose detail the pane shows, if it is open.
+    pub fn detail(&self, view: &View, order: &JobOrder) -> Option<JobId> {
+        if !self.detail {
+            return None;
+        }
+        let rows = order.rows(view);
+        // The job the operator opened, even once it has left the table.
+        self.left_job(view, &rows).or_else(|| self.selected_job(view, order))
+    }
+
     /// The scroll window the pane writes while drawing.
     pub fn window(&self) -> &Cell<Window> {
         &self.window
@@ -71,8 +83,18 @@ impl KeyPane for QueueList {
             self.jobs.move_by(&keys, step.delta(1, self.page()));
             return Some(Request::Nothing);
         }
-        if !matches!(act, Act::Preempt | Act::Requeue | Act::Cancel | Act::Migrate) {
-            return None;
+        match act {
+            Act::Enter if self.selected_job(view, order).is_some() && self.left_job(view, &order.rows(view)).is_none() => {
+                self.detail = true;
+                return Some(Request::Nothing);
+            }
+            Act::Enter => return Some(Request::hint("no job selected")),
+            Act::Close if self.detail => {
+                self.detail = false;
+                return Some(Request::Nothing);
+            }
+            Act::Preempt | Act::Requeue | Act::Cancel | Act::Migrate => {}
+            _ => return None,
         }
         // Never act on a row the operator did not pick: the job they chose is gone.
         if let Some(gone) = self.left_job(view, &order.rows(view)) {
