@@ -1,5 +1,10 @@
 //! Where everything goes, from 80×24 (or less: never refused) to 300×100.
 //!
+//! Wide layout (≥ 180 wide, body ≥ 40 rows): two columns, each split on
+//! its own — fleet, queue, budget on the left; memory, market, alarms & log
+//! on the right — so that the queue takes every row the fleet and the
+//! budgets do not need, and the alarms & log pane at least a third of the
+//! height instead of the budget band's few rows.
 //! Full layout (≥ 100 wide, body ≥ 28 rows): fleet | memory on top, queue |
 //! market in the middle, budget | log at the bottom. Compact: the same three
 //! bands with budget alone at the bottom (the newest alarm stays in the strip
@@ -101,6 +106,9 @@ pub fn compute(area: Rect, app: &App, view: &View) -> Areas {
         }
         return a;
     }
+    if area.width >= 180 && body.height >= 40 {
+        return wide(a, body, app, view);
+    }
     let full = area.width >= 100 && body.height >= 28;
     let (top, bottom) = if full {
         let fleet = nodes + 3;
@@ -136,6 +144,27 @@ pub fn compute(area: Rect, app: &App, view: &View) -> Areas {
         a.log = Some(b);
     } else {
         a.budget = b;
+    }
+    a
+}
+
+/// Two columns, each split on its own (see the module's doc).
+fn wide(mut a: Areas, body: Rect, app: &App, view: &View) -> Areas {
+    let up = view.nodes.iter().filter(|n| n.up).count();
+    let shared = view.nodes.iter().filter(|n| n.up).flat_map(|n| &n.gpus).filter(|g| !g.exclusive && !g.jobs.is_empty()).count();
+    let top = band((view.nodes.len() + 3).max(up + shared + 3), 5, body.height, 0.35);
+    let budget = band(view.budgets.len() + 5, 5, body.height, 0.25);
+    // The alarms & log pane: a third of the body at least; the market
+    // what its pools want, within what is left.
+    let log_min = body.height / 3;
+    let market_want = (view.market.len() * 9 + 2).min(u16::MAX as usize) as u16;
+    let market = market_want.clamp(5, body.height.saturating_sub(top + log_min).max(5));
+    let [left, right] = split(body, 62);
+    [a.fleet, a.queue, a.budget] = left.layout(&Layout::vertical([Constraint::Length(top), Constraint::Fill(1), Constraint::Length(budget)]));
+    let [memory, market, log] = right.layout(&Layout::vertical([Constraint::Length(top), Constraint::Length(market), Constraint::Fill(1)]));
+    (a.memory, a.market, a.log) = (memory, market, Some(log));
+    if (view.slurm.is_some() || app.focus == PaneId::Slurm) && app.focus != PaneId::Queue {
+        a.slurm = Some(std::mem::take(&mut a.queue));
     }
     a
 }
@@ -220,6 +249,27 @@ mod tests {
             assert!(a.pane(id).height >= 3 && a.pane(id).width == 50, "{id:?}: {:?}", a.pane(id));
         }
         assert_eq!(compute(area, &App::new(), &demo_view()).slurm, None);
+    }
+
+    /// Issue 35, item 11: at 200×60 the alarms & log pane and the queue get
+    /// the rows that the fleet's empty columns and the budget band took.
+    #[test]
+    fn wide_screens_give_the_log_a_third_and_the_queue_the_rest_of_its_column() {
+        let view = demo_view();
+        for (w, h) in [(200, 60), (300, 100)] {
+            let area = Rect::new(0, 0, w, h);
+            let a = compute(area, &App::new(), &view);
+            no_overlaps(area, &a, &format!("{w}x{h}"));
+            let body = h - 3;
+            let log = a.log.unwrap();
+            assert!(log.height >= body / 3, "{w}x{h}: the log has {} of {body} rows", log.height);
+            assert_eq!(a.queue.height, body - a.fleet.height - a.budget.height, "{w}x{h}: the queue takes the rest of its column");
+            assert_eq!((a.queue.x, a.queue.width), (a.fleet.x, a.fleet.width), "one column");
+            // Before: the budget and log band had 8 rows at 200x60.
+            assert!(log.height > 8 && a.queue.height >= 30, "{w}x{h}: {a:?}");
+        }
+        let narrower = compute(Rect::new(0, 0, 160, 48), &App::new(), &view);
+        assert_eq!(narrower.log.unwrap().y, narrower.budget.y, "below 180 wide, the three bands as before");
     }
 
     #[test]
