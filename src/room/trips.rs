@@ -104,7 +104,9 @@ impl Tripwires<'_> {
     }
 
     /// A pool refused a launch (or never answered): enough in a row are an
-    /// alarm, standing until the pool launches again.
+    /// alarm. It holds while the refusals go on and clears when the pool
+    /// launches again, or `event_hold` after the last refusal (the room has
+    /// stopped asking that pool), then waits unread.
     pub fn launch_refused(&mut self, at: At, pool: &str, why: &str, effects: &mut Vec<Effect>) {
         let pool = clean(pool);
         let count = self.trips.refusals.entry(pool.clone()).or_default();
@@ -113,12 +115,8 @@ impl Tripwires<'_> {
         if self.rules.launch_refusals == 0 || count < self.rules.launch_refusals {
             return;
         }
-        let id = format!("launch:{pool}");
         let text = format!("{pool} refused {count} launches in a row (last: {})", clean(why));
-        match self.journal.alarms.get_mut(&id).filter(|a| a.is_active()) {
-            Some(alarm) => alarm.text = text,
-            None => self.journal.raise(at, id, text, effects),
-        }
+        self.raise_or_update(at, &format!("launch:{pool}"), text, effects);
     }
 
     /// A pool launched: its refusals are forgotten and its alarm clears.
@@ -201,6 +199,14 @@ mod tests {
         assert!(room.1.alarms[id].text.contains("refused 3 launches in a row (last: InsufficientInstanceCapacity)"));
         wires(&rules, &mut room).launch_answered(t(9), "p4d spot us-east-1a", &mut fx);
         assert!(!room.1.is_active(id) && room.1.alarms.contains_key(id), "cleared, listed until read");
+        // Refusals that stop (the room no longer asks that pool): it clears itself.
+        for i in 10..13 {
+            wires(&rules, &mut room).launch_refused(t(i), "p3 spot us-west-2c", "ICE", &mut fx);
+        }
+        room.1.expire(t(12 + 899), &mut fx);
+        assert!(room.1.is_active("launch:p3 spot us-west-2c"));
+        room.1.expire(t(12 + 900), &mut fx);
+        assert!(!room.1.is_active("launch:p3 spot us-west-2c"));
     }
 
     #[test]
