@@ -68,15 +68,8 @@ impl Tripwires<'_> {
     /// A node was lost: counted; enough of them inside the window are a storm.
     pub fn node_lost(&mut self, at: At, name: &str, effects: &mut Vec<Effect>) {
         let rules = self.rules;
-        let losses = &mut self.trips.losses;
-        losses.push_back((at, clean(name)));
-        forget_before(losses, at, rules.storm_window);
-        let count = losses.len();
-        if rules.storm_nodes == 0 || count < rules.storm_nodes as usize {
-            return;
-        }
-        let names = listed(losses.iter().map(|(_, n)| n.as_str()));
-        let text = format!("storm: {count} nodes lost within {} ({names})", rules.storm_window);
+        let Some(names) = count_in(&mut self.trips.losses, at, clean(name), rules.storm_window, rules.storm_nodes) else { return };
+        let text = format!("storm: {} nodes lost within {} ({})", names.len(), rules.storm_window, listed(names.iter()));
         self.raise_or_update(at, STORM_ALARM, text, effects);
     }
 
@@ -91,15 +84,8 @@ impl Tripwires<'_> {
     /// A job failed on its own (not cancelled): enough inside the window are a burst.
     pub fn job_failed(&mut self, at: At, job: JobId, effects: &mut Vec<Effect>) {
         let rules = self.rules;
-        let failures = &mut self.trips.failures;
-        failures.push_back((at, job));
-        forget_before(failures, at, rules.failure_window);
-        let count = failures.len();
-        if rules.failure_burst == 0 || count < rules.failure_burst as usize {
-            return;
-        }
-        let jobs = listed(failures.iter().map(|(_, j)| j.to_string()));
-        let text = format!("{count} jobs failed within {} ({jobs})", rules.failure_window);
+        let Some(jobs) = count_in(&mut self.trips.failures, at, job, rules.failure_window, rules.failure_burst) else { return };
+        let text = format!("{} jobs failed within {} ({})", jobs.len(), rules.failure_window, listed(jobs.iter().map(JobId::to_string)));
         self.raise_or_update(at, FAILURES_ALARM, text, effects);
     }
 
@@ -141,10 +127,14 @@ impl Tripwires<'_> {
     }
 }
 
-fn forget_before<T>(window: &mut VecDeque<(At, T)>, at: At, span: Secs) {
+/// Counts `item` at `at` in a window `span` long; the items in it when they
+/// are `threshold` or more (0 turns the rule off).
+fn count_in<T: Clone>(window: &mut VecDeque<(At, T)>, at: At, item: T, span: Secs, threshold: u32) -> Option<Vec<T>> {
+    window.push_back((at, item));
     while window.front().is_some_and(|(t, _)| at - *t > span.delta()) {
         window.pop_front();
     }
+    (threshold > 0 && window.len() >= threshold as usize).then(|| window.iter().map(|(_, x)| x.clone()).collect())
 }
 
 /// The first few names, and how many more.
