@@ -77,8 +77,9 @@ fn setup(opts: &ConsoleOptions, source: String, owns_engine: bool) -> (DrawConte
         None => None,
     };
     if let Some(e) = &theme_error {
-        eprintln!("gpuroom: theme not used, falling back to {}: {}", ctx.theme.name, for_terminal(&e.to_string()));
-        std::thread::sleep(Duration::from_secs(2));
+        // On the console's status line (and again on exit): a message on
+        // stderr would vanish behind the alternate screen.
+        ctx.first_words = Some(format!("theme not used, falling back to {}: {}", ctx.theme.name, for_terminal(&e.to_string())));
     }
     (ctx, actor, screen, theme_error)
 }

@@ -407,6 +407,7 @@ impl App {
                 return Control::WhatIf(words);
             }
             Intent::Help => self.help = true,
+            Intent::Usage(text) => self.status = Some(Status::hint(text)),
             Intent::Quit => return Control::Quit,
         }
         Control::Continue

@@ -66,7 +66,34 @@ pub enum Intent {
     /// files and disciplines (none: every discipline).
     WhatIf(Vec<String>),
     Help,
+    /// `help CMD`: that command's syntax, said on the status line.
+    Usage(String),
     Quit,
+}
+
+/// The syntax of each command, for `:help CMD`.
+pub fn usage(command: &str) -> Option<&'static str> {
+    Some(match command {
+        "preempt" => "preempt [JOB] — save, stop and requeue the job (the selected one without JOB)",
+        "requeue" => "requeue [JOB] — stop without saving and requeue from its last checkpoint",
+        "migrate" => "migrate [JOB] [POOL] — move it to POOL (od|spot|res/TYPE/ZONE); without POOL, pick one",
+        "cancel" => "cancel [JOB] — stop it for good, never queued again",
+        "approve" => "approve TENANT [+AMOUNT] [for 6h | until DATE] REASON — e.g. approve nlp +50 for 6h paper deadline; TENANT alone opens the form",
+        "ack" => "ack [all|ALARM] — acknowledge one alarm, or all (cleared unread ones leave the list)",
+        "discipline" => "discipline fifo|priority|drf|mlfq — switch the queue's discipline",
+        "filter" => "filter WORDS — show the jobs matching every word (id, name, tenant, project, model, state, node)",
+        "sort" => "sort [waiting|engine|wait|cost|gpus|progress|eta|tenant|name] [asc|desc]",
+        "slurm" => {
+            "slurm [JOBID] preempt|requeue|suspend|resume|cancel|hold|release|signal [SIG]|migrate partition=P [exclude=N1,N2] — on the job named or selected"
+        }
+        "capacity" => "capacity approve [N] — approve capacity proposal N (the oldest without N)",
+        "pane" => "pane fleet|memory|queue|market|budget|alarms|slurm — focus that pane",
+        "help" => "help [CMD] — the keys and commands, or one command's syntax",
+        "quit" => "quit — leave the console (asks first where it runs the engine)",
+        "fleet" | "queue" => "fleet, queue — focus that pane",
+        "whatif" => "whatif [CONFIG.toml ...] [DISCIPLINE ...] — this run again under other settings, side by side",
+        _ => return None,
+    })
 }
 
 /// The words of a pool in commands: `od/p3.8xlarge/us-east-1a`.
@@ -274,7 +301,12 @@ pub fn parse_in(line: &str, view: &View, selected: Option<JobId>, slurm_selected
         Some("fleet") => Ok(Intent::Focus(PaneId::Fleet)),
         Some("queue") => Ok(Intent::Focus(PaneId::Queue)),
         Some("whatif") => Ok(Intent::WhatIf(args.iter().map(|a| a.to_string()).collect())),
-        Some("help") => Ok(Intent::Help),
+        Some("help") => match arg(0) {
+            None => Ok(Intent::Help),
+            Some(cmd) => usage(&cmd.to_lowercase())
+                .map(|u| Intent::Usage(format!(":{u}")))
+                .ok_or_else(|| format!("no command {cmd:?} (:help lists them: {})", COMMAND_NAMES.join(", "))),
+        },
         Some("quit") => Ok(Intent::Quit),
         _ => Err(format!("unknown command {head:?} (Tab completes: {})", COMMAND_NAMES.join(", "))),
     }
@@ -387,6 +419,20 @@ mod tests {
     use super::*;
     use crate::domain::job::Phase;
     use crate::tui::fixture::demo_view;
+
+    #[test]
+    fn help_with_a_command_gives_its_syntax_for_every_command() {
+        let view = demo_view();
+        for name in COMMAND_NAMES {
+            match parse(&format!("help {name}"), &view, None) {
+                Ok(Intent::Usage(text)) => assert!(text.starts_with(&format!(":{name}")) || name == "queue", "{name}: {text}"),
+                other => panic!("{name}: {other:?}"),
+            }
+        }
+        assert_eq!(parse("help", &view, None), Ok(Intent::Help));
+        let err = parse("help frobnicate", &view, None).unwrap_err();
+        assert!(err.contains("no command \"frobnicate\"") && err.contains("preempt"), "{err}");
+    }
 
     #[test]
     fn job_actions_default_to_the_selection_and_name_bad_ids() {

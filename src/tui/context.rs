@@ -33,6 +33,9 @@ pub struct DrawContext {
     /// The simulated speed of the engine this console runs (the header
     /// says `×60`; `+` and `-` change it); `None` elsewhere.
     pub speed: Option<f64>,
+    /// Said on the status line when the console opens (a theme file that
+    /// could not be used), until the first key.
+    pub first_words: Option<String>,
 }
 
 impl DrawContext {
@@ -56,6 +59,7 @@ impl DrawContext {
             simulated: false,
             log_path: None,
             speed: None,
+            first_words: None,
         }
     }
 }

@@ -25,6 +25,13 @@ const LEGEND: &[(&str, &str)] = &[
     ("╌", "max price across the price chart"),
     ("✓", "acknowledged alarm, approved overrun"),
     ("→OD", "job sent to another pool, waiting there"),
+    ("↑ → ↓", "spot price trend: rising, flat, falling (with $/h per hour)"),
+    ("frag mem", "free GPU memory outside each GPU's largest free block"),
+    ("frag gpu", "free whole GPUs not on the node with the most of them"),
+    ("F(M)", "free memory the usual job shapes cannot use (FGD): amber ≥10%, red ≥30%"),
+    ("lf", "largest free block of GPU memory (one name: largest free)"),
+    ("burn", "header: the fleet's $/h; budgets: what tenants are charged (the gap is idle)"),
+    ("%/min", "risk: chance of an interruption in the next minute"),
     ("[13 ··]", "Slurm node: the job on each GPU (its id's end), free"),
     ("⚑ ✗ →", "Slurm: gpuroom's advice, a command failed, on its way"),
 ];

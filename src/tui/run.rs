@@ -199,6 +199,10 @@ where
         Screen::Console if ctx.owns_engine => ctx.speed.map_or_else(App::owning_engine, App::owning_simulation),
         Screen::Console => App::new(),
     };
+    // Said on screen, not behind the alternate screen where nobody reads it.
+    if let Some(words) = ctx.first_words.take() {
+        app.status = Some(Status::refused(words));
+    }
     let mut wall = WallState::default();
     let mut wall_since = Instant::now();
     let mut view = views.borrow_and_update().clone();
@@ -343,6 +347,20 @@ mod tests {
         .unwrap();
         assert_eq!(frames.load(Ordering::Relaxed), 1, "one frame, bracketed");
         assert!(terminal.backend().buffer().content.iter().any(|c| c.symbol() == "▲"));
+    }
+
+    /// Issue 35, item 9: a bad theme's error is on screen, not lost behind
+    /// the alternate screen.
+    #[tokio::test]
+    async fn the_first_words_are_on_the_first_frame() {
+        let (_views_tx, views) = watch::channel(Arc::new(demo_view()));
+        let (tx, rx) = mpsc::channel(8);
+        let mut terminal = Terminal::new(TestBackend::new(100, 24)).unwrap();
+        tx.send(key('q')).await.unwrap();
+        let said = DrawContext { first_words: Some("theme not used, falling back to dark: t.toml:2:1: text: no colour \"mauve\"".into()), ..ctx() };
+        event_loop(&mut terminal, views, rx, said, Links { operator: None, whatif: None }, Screen::Console, |_, _| Ok(())).await.unwrap();
+        let shown: String = terminal.backend().buffer().content.iter().map(|c| c.symbol()).collect();
+        assert!(shown.contains("theme not used, falling back to dark: t.toml:2:1"), "{shown}");
     }
 
     #[tokio::test]

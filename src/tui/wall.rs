@@ -273,7 +273,7 @@ fn tiles(view: &View, t: &Theme, stale: bool) -> Vec<Tile> {
         tiles.push(Tile { big: format!("{}/{}", s.gpus_used, s.gpus), label: "Slurm GPUs busy".into(), style: t.figure, priority: if both { 2 } else { 1 } });
         tiles.push(Tile { big: s.pending.to_string(), label: "Slurm pending".into(), style: t.figure, priority: if both { 6 } else { 2 } });
     }
-    tiles.push(Tile { big: burn, label: "burn $/h".into(), style: t.figure, priority: 3 });
+    tiles.push(Tile { big: burn, label: "fleet burn $/h".into(), style: t.figure, priority: 3 });
     // A stale screen cannot vouch for "no alarms": what it knew is old.
     let tile = match (n, stale) {
         (0, true) => Tile { big: "-".into(), label: "alarms unknown".into(), style: t.warn, priority: 4 },
@@ -804,7 +804,7 @@ mod tests {
             assert!(small.contains(needle), "{needle:?} missing at 80x24\n{small}");
         }
         let big = text(&screen(120, 40, 0, &view, &ctx()));
-        for needle in ["Mon 2020-01-06", "03:00:00 UTC", "SIM seed 1 ×60", "data 0.4 s old", "GPUs busy", "queued", "burn $/h"] {
+        for needle in ["Mon 2020-01-06", "03:00:00 UTC", "SIM seed 1 ×60", "data 0.4 s old", "GPUs busy", "queued", "fleet burn $/h"] {
             assert!(big.contains(needle), "{needle:?} missing at 120x40\n{big}");
         }
         let empty = text(&screen(120, 40, 0, &View::default(), &DrawContext { data_age: None, ..ctx() }));
@@ -873,7 +873,7 @@ mod tests {
         let shown = text(&screen(120, 40, slurm_page, &view, &ctx()));
         assert!(shown.contains("gpuroom-ci") && shown.contains("llama-70b-sft"), "the Slurm pane is drawn:\n{shown}");
         assert!(
-            shown.contains("Slurm GPUs busy") && shown.contains(" GPUs busy ") && shown.contains("burn $/h"),
+            shown.contains("Slurm GPUs busy") && shown.contains(" GPUs busy ") && shown.contains("fleet burn $/h"),
             "both GPU counts and the burn in large type:\n{shown}"
         );
         let s = view.slurm.as_ref().map(|s| s.totals()).unwrap_or_default();

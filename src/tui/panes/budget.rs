@@ -105,7 +105,7 @@ pub fn render_selected(view: &View, selected: Option<usize>, props: PaneProps<'_
     let mut cols = vec![
         Col::left("TENANT", widest(b.iter().map(|r| r.tenant.as_str()), 6, 14), 0),
         Col::left("LEVEL", widest(b.iter().map(|r| level_cell(r).0).collect::<Vec<_>>().iter().map(String::as_str), 5, 12), 0),
-        Col::right("BURN", money_w(&|r| r.burn.to_string()), 1),
+        Col::right("CHARGED", money_w(&|r| r.burn.to_string()).max(7), 1),
         Col::right("MTD", money_w(&|r| r.month_to_date.to_string()), 0),
         Col::right("BUDGET", money_w(&|r| r.budget.to_string()), 2),
         Col::flex("", 10, 40, 3),

@@ -94,18 +94,19 @@ fn headroom_style(headroom: f64, t: &Theme) -> Style {
     if headroom < 0.0 { t.alarm } else { t.grade(-headroom, -0.10, f64::INFINITY) }
 }
 
-/// The pool's risk: `risk 1.4%/min  1 in 5m  long-run 0.20%` (`long`), or `risk 1.4%`.
+/// The pool's risk: `risk 1.4%/min  1 in 5m  long-run 0.20%/min` (`long`),
+/// or `risk 1.4%/min`: a rate always says its unit.
 fn hazard_groups<'a>(h: Option<&PoolHazard>, long: bool, t: &Theme) -> Vec<Vec<Span<'a>>> {
     let Some(h) = h else { return Vec::new() };
     let style = hazard_style(h.p, t);
     if !long {
-        return vec![vec![Span::styled(" risk ", t.dim), Span::styled(prob(h.p), style)]];
+        return vec![vec![Span::styled(" risk ", t.dim), Span::styled(format!("{}/min", prob(h.p)), style)]];
     }
     let recent = if h.recent_events > 0 { t.warn } else { t.dim };
     vec![
         vec![Span::styled("  risk ", t.dim), Span::styled(format!("{}/min", prob(h.p)), style)],
         vec![Span::styled(format!("  {} in 5m", h.recent_events), recent)],
-        vec![Span::styled(format!("  long-run {}", h.long_run.map(prob).unwrap_or_else(|| "—".into())), t.dim)],
+        vec![Span::styled(format!("  long-run {}", h.long_run.map(|p| format!("{}/min", prob(p))).unwrap_or_else(|| "—".into())), t.dim)],
     ]
 }
 
@@ -144,7 +145,7 @@ fn spot_jobs(jobs: &[SpotJobRow], t: &Theme, area: Rect, buf: &mut Buffer) {
         Col::right("COEF", 5, 5),
         Col::left("MODE", 4, 6),
         Col::right("CKPT", 7, 4),
-        Col::right("P/MIN", 5, 3),
+        Col::right("RISK/MIN", 8, 3),
     ];
     let widths = fit_columns(&cols, w);
     let mut y = u16::from(titled);
@@ -252,12 +253,16 @@ fn pool(at: Option<At>, m: &MarketRow, t: &Theme, area: Rect, buf: &mut Buffer) 
     };
     let over_span = |long: bool| Span::styled(if long { " ▲ OVER MAX: interrupting" } else { " ▲OVER" }, t.alarm);
     if h == 1 {
-        let mut groups = vec![vec![Span::styled(fmt::trunc(&ident, w), t.text)], vec![Span::raw(" "), price]];
-        groups.push(vec![Span::styled(format!(" {arrow}"), trend_style)]);
-        if over {
-            groups.push(vec![over_span(false)]);
-        }
-        put(buf, area, 0, fmt::fit_groups(groups, w));
+        // The arrow says its word ("→ flat") where it fits, else the arrow alone.
+        let one_row = |trend: String| {
+            let mut groups = vec![vec![Span::styled(fmt::trunc(&ident, w), t.text)], vec![Span::raw(" "), price.clone()]];
+            groups.push(vec![Span::styled(trend, trend_style)]);
+            if over {
+                groups.push(vec![over_span(false)]);
+            }
+            groups
+        };
+        put(buf, area, 0, first_fitting(vec![one_row(format!(" {arrow} {word}")), one_row(format!(" {arrow}"))], w));
         return;
     }
     let tall = h >= 5;
@@ -295,8 +300,10 @@ fn pool(at: Option<At>, m: &MarketRow, t: &Theme, area: Rect, buf: &mut Buffer) 
         };
         put(buf, area, 2, fmt::fit_groups(line, w));
     } else {
-        let mut full = vec![vec![price.clone()], vec![Span::styled(format!(" {arrow}{slope} {change}"), trend_style)]];
-        let mut short = vec![vec![price.clone()], vec![Span::styled(format!(" {arrow}{slope}"), trend_style)]];
+        let mut full = vec![vec![price.clone()], vec![Span::styled(format!(" {arrow} {word}{slope} {change}"), trend_style)]];
+        // Short: the slope with its unit where there is one, else the word.
+        let brief = if slope.is_empty() { format!(" {arrow} {word}") } else { format!(" {arrow}{slope}") };
+        let mut short = vec![vec![price.clone()], vec![Span::styled(brief, trend_style)]];
         if over {
             full.push(vec![over_span(false)]);
             short.push(vec![over_span(false)]);

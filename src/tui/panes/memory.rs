@@ -120,17 +120,21 @@ fn mib(m: u64) -> String {
 
 fn cluster_line<'a>(view: &View, t: &Theme, w: usize) -> Line<'a> {
     let f = &view.cluster.fragmentation;
-    fmt::fit_groups(
+    let groups = |largest: &'static str| {
         vec![
             vec![Span::styled("frag mem ", t.dim), Span::styled(fmt::pct(f.memory), t.grade(f.memory, 0.25, 0.5))],
             vec![Span::styled(" gpu ", t.dim), Span::styled(fmt::pct(f.gpus), t.grade(f.gpus, 0.25, 0.5))],
             vec![Span::styled(" F(M) ", t.dim), Span::styled(fmt::pct(f.workload), t.grade(f.workload, 0.1, 0.3))],
             vec![Span::styled("  free ", t.dim), Span::styled(mib(f.free_memory), t.figure)],
-            vec![Span::styled("  largest ", t.dim), Span::styled(f.largest_free_block.to_string(), t.figure)],
+            vec![Span::styled(largest, t.dim), Span::styled(f.largest_free_block.to_string(), t.figure)],
             vec![Span::styled(format!("  {} free GPUs", f.free_gpus), t.dim)],
-        ],
-        w,
-    )
+        ]
+    };
+    // One name for the figure: "largest free", as `lf` (the rows' and the
+    // legend's short form) where the line is tight.
+    let long = groups("  largest free ");
+    let width: usize = long.iter().flatten().map(Span::width).sum();
+    fmt::fit_groups(if width <= w { long } else { groups("  lf ") }, w)
 }
 
 /// The least inner height that spends a row on what fits nowhere.
