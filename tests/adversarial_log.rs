@@ -226,7 +226,7 @@ fn two_engines_upgrading_one_old_log_both_open_it() {
             opener.join().unwrap().unwrap_or_else(|e| panic!("round {round}: {e}"));
         }
         let version: String = sql(&path).query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0)).unwrap();
-        assert_eq!(version, "7");
+        assert_eq!(version, "8");
     }
 }
 

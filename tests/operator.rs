@@ -78,6 +78,44 @@ fn actions_are_audited_with_their_outcome_and_a_viewer_is_refused() {
     assert_eq!(replayed.job(job).unwrap().phase(), Phase::Checkpointing);
 }
 
+/// Issue 35, item 8: an audit row says when it happened by the wall clock
+/// beside the room's (simulated) time; a schema-7 log's rows have none, and
+/// its resumed engine writes it from then on.
+#[test]
+fn audit_rows_carry_the_wall_clock_beside_the_simulated_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ops.db");
+    let before = chrono::Utc::now() - TimeDelta::seconds(1);
+    let mut engine = engine(&path);
+    let job = running(&engine)[0];
+    engine.operate(&actor(Role::Operator), Action::Preempt { job }).unwrap().unwrap();
+    let simulated = engine.room().now().unwrap();
+    drop(engine);
+    let after = chrono::Utc::now() + TimeDelta::seconds(1);
+    let audit = Store::open_read_only(&path).unwrap().audit_records().unwrap();
+    let row = audit.last().unwrap();
+    assert_eq!(row.at, simulated, "the room's time, simulated");
+    let wall = row.wall.expect("the wall-clock time");
+    assert!(before <= wall && wall <= after, "{wall} not within {before}..{after}");
+    assert!((wall - row.at).num_days() > 365, "the two clocks differ by years here: {} vs {wall}", row.at);
+
+    // The same log as schema 7 wrote it: no wall column.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch("ALTER TABLE audit DROP COLUMN wall; UPDATE meta SET value = '7' WHERE key = 'schema_version';").unwrap();
+    drop(conn);
+    let old = Store::open_read_only(&path).unwrap().audit_records().unwrap();
+    assert_eq!(old.len(), audit.len());
+    assert!(old.iter().all(|r| r.wall.is_none()), "read as it is");
+    // Resumed, it is brought to schema 8 and new rows carry the wall clock.
+    let mut store = Store::open_for_writing(&path).unwrap();
+    let version: String =
+        rusqlite::Connection::open(&path).unwrap().query_row("SELECT value FROM meta WHERE key = 'schema_version'", [], |r| r.get(0)).unwrap();
+    assert_eq!(version, "8");
+    store.append_audit(simulated, &actor(Role::Viewer), &Action::Preempt { job }, &Err("read-only".into())).unwrap();
+    let rows = store.audit_records().unwrap();
+    assert!(rows[..old.len()].iter().all(|r| r.wall.is_none()) && rows.last().unwrap().wall.is_some(), "{rows:?}");
+}
+
 #[test]
 fn the_audit_table_refuses_edits() {
     let dir = tempfile::tempdir().unwrap();

@@ -204,7 +204,7 @@ fn a_version_5_log_is_read_as_it_is_and_resumed_as_the_current_version() {
     assert!(telemetry.len() > 100);
     {
         let mut store = Store::open_for_writing(&path).unwrap();
-        assert_eq!(version(&path), "7");
+        assert_eq!(version(&path), "8");
         // The migration ran in WAL mode: a kill inside it leaves no hot journal.
         assert!(!gpuroom::store::file::sibling(&path, "-journal").exists());
         let store_events = {

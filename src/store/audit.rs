@@ -6,6 +6,10 @@
 //! (it is the source of truth for replay); this table is the same trail in
 //! columns a person or a script can query without decoding JSON.
 //!
+//! Each row has the room's time (`at`: simulated in a simulation) and,
+//! from schema 8 on, the wall-clock time it was written (`wall`): who did
+//! what at 03:12 on the night, whatever the simulated clock said.
+//!
 //! Owns the audit SQL only.
 
 use rusqlite::params;
@@ -28,6 +32,8 @@ pub struct AuditRecord {
     pub outcome: String,
     /// What was done, or why it was refused.
     pub detail: String,
+    /// When it was written, by the wall clock (`None` in logs before schema 8).
+    pub wall: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 fn role_text(role: Role) -> &'static str {
@@ -38,6 +44,11 @@ fn role_text(role: Role) -> &'static str {
 }
 
 impl Store {
+    /// The wall-clock time for a new row, where the log has the column.
+    fn wall_now(&self) -> Option<String> {
+        self.walls_audit.then(|| chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+    }
+
     /// Records an operator action and what came of it (`Err` = refused, with the reason).
     pub fn append_audit(&mut self, at: At, actor: &Actor, action: &Action, outcome: &Result<String, String>) -> Result<(), StoreError> {
         let json = serde_json::to_string(action).map_err(|e| StoreError::Format { path: self.path.display().to_string(), message: e.to_string() })?;
@@ -47,8 +58,8 @@ impl Store {
         };
         self.conn
             .execute(
-                "INSERT INTO audit (at, user, origin, role, verb, action, outcome, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                params![at_text(at), actor.user, actor.origin, role_text(actor.role), action.verb(), json, outcome, detail],
+                "INSERT INTO audit (at, user, origin, role, verb, action, outcome, detail, wall) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                params![at_text(at), actor.user, actor.origin, role_text(actor.role), action.verb(), json, outcome, detail, self.wall_now()],
             )
             .map_err(|e| self.sql_err(e))?;
         Ok(())
@@ -58,8 +69,8 @@ impl Store {
     pub fn append_audit_unreadable(&mut self, at: At, actor: &Actor, reason: &str) -> Result<(), StoreError> {
         self.conn
             .execute(
-                "INSERT INTO audit (at, user, origin, role, verb, action, outcome, detail) VALUES (?1, ?2, ?3, ?4, 'unreadable', 'null', 'refused', ?5)",
-                params![at_text(at), actor.user, actor.origin, role_text(actor.role), reason],
+                "INSERT INTO audit (at, user, origin, role, verb, action, outcome, detail, wall) VALUES (?1, ?2, ?3, ?4, 'unreadable', 'null', 'refused', ?5, ?6)",
+                params![at_text(at), actor.user, actor.origin, role_text(actor.role), reason, self.wall_now()],
             )
             .map_err(|e| self.sql_err(e))?;
         Ok(())
@@ -70,8 +81,8 @@ impl Store {
     pub fn append_audit_note(&mut self, at: At, actor: &Actor, verb: &str, detail: &str) -> Result<(), StoreError> {
         self.conn
             .execute(
-                "INSERT INTO audit (at, user, origin, role, verb, action, outcome, detail) VALUES (?1, ?2, ?3, ?4, ?5, 'null', 'refused', ?6)",
-                params![at_text(at), actor.user, actor.origin, role_text(actor.role), verb, detail],
+                "INSERT INTO audit (at, user, origin, role, verb, action, outcome, detail, wall) VALUES (?1, ?2, ?3, ?4, ?5, 'null', 'refused', ?6, ?7)",
+                params![at_text(at), actor.user, actor.origin, role_text(actor.role), verb, detail, self.wall_now()],
             )
             .map_err(|e| self.sql_err(e))?;
         Ok(())
@@ -79,18 +90,28 @@ impl Store {
 
     /// Every audit row, oldest first.
     pub fn audit_records(&self) -> Result<Vec<AuditRecord>, StoreError> {
-        let mut stmt = self.conn.prepare("SELECT at, user, origin, role, verb, action, outcome, detail FROM audit ORDER BY id").map_err(|e| self.sql_err(e))?;
+        // Logs before schema 8 have no wall column: their rows read without one.
+        let wall = if self.walls_audit { "wall" } else { "NULL" };
+        let sql = format!("SELECT at, user, origin, role, verb, action, outcome, detail, {wall} FROM audit ORDER BY id");
+        let mut stmt = self.conn.prepare(&sql).map_err(|e| self.sql_err(e))?;
         let rows = stmt
-            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?, r.get::<_, String>(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?)))
+            .query_map([], |r| {
+                let head = (r.get::<_, String>(0)?, r.get(1)?, r.get(2)?, r.get::<_, String>(3)?);
+                Ok((head, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?, r.get::<_, Option<String>>(8)?))
+            })
             .map_err(|e| self.sql_err(e))?;
+        let time = |what: &str, text: &str| {
+            chrono::DateTime::parse_from_rfc3339(text)
+                .map(|t| t.with_timezone(&chrono::Utc))
+                .map_err(|e| StoreError::Format { path: self.path.display().to_string(), message: format!("audit {what} {text:?}: {e}") })
+        };
         let mut out = Vec::new();
         for row in rows {
-            let (at, user, origin, role, verb, action, outcome, detail) = row.map_err(|e| self.sql_err(e))?;
-            let at = chrono::DateTime::parse_from_rfc3339(&at)
-                .map_err(|e| StoreError::Format { path: self.path.display().to_string(), message: format!("audit time {at:?}: {e}") })?
-                .with_timezone(&chrono::Utc);
+            let ((at, user, origin, role), verb, action, outcome, detail, wall) = row.map_err(|e| self.sql_err(e))?;
+            let at = time("time", &at)?;
+            let wall = wall.map(|w| time("wall time", &w)).transpose()?;
             let role = if role == "viewer" { Role::Viewer } else { Role::Operator };
-            out.push(AuditRecord { at, user, origin, role, verb, action, outcome, detail });
+            out.push(AuditRecord { at, user, origin, role, verb, action, outcome, detail, wall });
         }
         Ok(out)
     }

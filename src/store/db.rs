@@ -108,6 +108,8 @@ pub struct Store {
     /// Whether the log has `events.sum` (schema 7 on): events are written
     /// with their checksum and every one that has it is verified on reading.
     pub(super) sums_events: bool,
+    /// Whether the log has `audit.wall` (schema 8 on).
+    pub(super) walls_audit: bool,
     pub(super) frames: FrameBases,
     /// The ledger's repeated words and the numbers they are filed under.
     pub(super) ledger_words: std::collections::HashMap<super::words::WordKey, i64>,
@@ -118,9 +120,10 @@ pub struct Store {
 fn migration_for(version: i64) -> Result<String, String> {
     Ok(match version {
         schema::SCHEMA_VERSION => String::new(),
-        6 => schema::MIGRATE_6_TO_7.to_string(),
-        5 => format!("{} {}", schema::migrate_5_to_6(), schema::MIGRATE_6_TO_7),
-        4 => format!("{} {} {}", schema::MIGRATE_4_TO_5, schema::migrate_5_to_6(), schema::MIGRATE_6_TO_7),
+        7 => schema::MIGRATE_7_TO_8.to_string(),
+        6 => format!("{} {}", schema::MIGRATE_6_TO_7, schema::MIGRATE_7_TO_8),
+        5 => format!("{} {} {}", schema::migrate_5_to_6(), schema::MIGRATE_6_TO_7, schema::MIGRATE_7_TO_8),
+        4 => format!("{} {} {} {}", schema::MIGRATE_4_TO_5, schema::migrate_5_to_6(), schema::MIGRATE_6_TO_7, schema::MIGRATE_7_TO_8),
         1..=3 => return Err(format!("schema version {version} was written by an older gpuroom and cannot be resumed (replay or view it instead)")),
         other => return Err(unknown_version(other)),
     })
@@ -187,6 +190,7 @@ impl Store {
         let mut store = Store::with_conn(conn, path, 1);
         store.packs_telemetry = true;
         store.sums_events = true;
+        store.walls_audit = true;
         store.pragmas()?;
         Ok(store)
     }
@@ -219,6 +223,7 @@ impl Store {
             note: None,
             packs_telemetry: false,
             sums_events: false,
+            walls_audit: false,
             frames: FrameBases::default(),
             ledger_words: Default::default(),
         }
@@ -251,6 +256,12 @@ impl Store {
         };
         match store.schema_version()? {
             schema::SCHEMA_VERSION => {
+                store.packs_telemetry = true;
+                store.sums_events = true;
+                store.walls_audit = true;
+                Ok(store)
+            }
+            7 => {
                 store.packs_telemetry = true;
                 store.sums_events = true;
                 Ok(store)
@@ -305,6 +316,7 @@ impl Store {
         store.migrate()?;
         store.packs_telemetry = true;
         store.sums_events = true;
+        store.walls_audit = true;
         // A log an older gpuroom shared by its mode: the group is kept in
         // meta, and the file made the owner's alone (see `file`).
         if let Some(group) = store.log_group()? {

@@ -17,7 +17,9 @@
 /// 7 gives each event a checksum (`events.sum`, CRC-32 of its columns; see
 /// `events::checksum`), verified on every read; an older log's events are
 /// read unchecked, and a resumed one checks the events written from then on.
-pub(super) const SCHEMA_VERSION: i64 = 7;
+/// 8 gives each audit row its wall-clock time (`audit.wall`) beside the
+/// room's time (`audit.at`, simulated in a simulation); older rows have none.
+pub(super) const SCHEMA_VERSION: i64 = 8;
 
 /// The event log itself: the run's metadata, events and snapshots.
 pub(super) const LOG: &str = "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -125,6 +127,12 @@ pub(super) const MIGRATE_6_TO_7: &str = "
 ALTER TABLE events ADD COLUMN sum INTEGER;
 UPDATE meta SET value = '7' WHERE key = 'schema_version';";
 
+/// A version-7 log resumed by this version: its audit rows from now on carry
+/// the wall-clock time.
+pub(super) const MIGRATE_7_TO_8: &str = "
+ALTER TABLE audit ADD COLUMN wall TEXT;
+UPDATE meta SET value = '8' WHERE key = 'schema_version';";
+
 /// A version-1 log has no ledger: reads see an empty temporary one.
 pub(super) fn legacy_ledger() -> String {
     format!("CREATE TEMP TABLE IF NOT EXISTS ledger {LEDGER_COLUMNS};")
@@ -133,7 +141,7 @@ pub(super) fn legacy_ledger() -> String {
 const AUDIT_COLUMNS: &str = "(
     id INTEGER PRIMARY KEY,
     at TEXT NOT NULL, user TEXT NOT NULL, origin TEXT NOT NULL, role TEXT NOT NULL,
-    verb TEXT NOT NULL, action TEXT NOT NULL, outcome TEXT NOT NULL, detail TEXT NOT NULL)";
+    verb TEXT NOT NULL, action TEXT NOT NULL, outcome TEXT NOT NULL, detail TEXT NOT NULL, wall TEXT)";
 
 pub(super) fn audit() -> String {
     format!(
