@@ -323,12 +323,18 @@ fn pool(at: Option<At>, m: &MarketRow, t: &Theme, area: Rect, buf: &mut Buffer) 
     let rows = h - top;
     let axis = tall && rows >= 3;
     let chart_area = Rect { y: area.y + top, height: rows - u16::from(axis), ..area };
-    chart(at, m, t, chart_area, tall, buf);
+    let base = chart(at, m, t, chart_area, tall, buf);
     if axis {
         let span = window(at, m).map(|(s, e)| Secs((e - s).num_seconds())).unwrap_or_default();
         let left = format!("-{span}");
-        let pad = w.saturating_sub(fmt::width(&left) + 3);
-        put(buf, area, h - 1, Line::from(Span::styled(format!("{left}{}now", " ".repeat(pad)), t.dim)));
+        // The bars start at the lowest price drawn, not at $0: say so where it fits.
+        let middle = base.filter(|b| b.0 > 0).map(|b| format!("  bars from {b}, not $0  ")).unwrap_or_default();
+        let middle = if fmt::width(&left) + fmt::width(&middle) + 3 <= w { middle } else { String::new() };
+        let pad = w.saturating_sub(fmt::width(&left) + fmt::width(&middle) + 3);
+        let (before, after) = (pad / 2, pad - pad / 2);
+        let text =
+            if middle.is_empty() { format!("{left}{}now", " ".repeat(pad)) } else { format!("{left}{}{middle}{}now", " ".repeat(before), " ".repeat(after)) };
+        put(buf, area, h - 1, Line::from(Span::styled(text, t.dim)));
     }
 }
 
@@ -358,8 +364,10 @@ fn price_at(m: &MarketRow, when: At) -> Option<MicrosPerHour> {
 
 /// A step chart of the history, one column per time slice, eighth blocks,
 /// with the lowest max price drawn as `╌` where the bars do not reach it.
-fn chart(at: Option<At>, m: &MarketRow, t: &Theme, area: Rect, labels: bool, buf: &mut Buffer) {
-    let Some((start, end)) = window(at, m) else { return };
+/// Draws the price chart; returns the price its bars start from (the
+/// lowest drawn, not $0, so that moves of a few cents show).
+fn chart(at: Option<At>, m: &MarketRow, t: &Theme, area: Rect, labels: bool, buf: &mut Buffer) -> Option<MicrosPerHour> {
+    let (start, end) = window(at, m)?;
     let cap = m.max_prices.iter().min().copied();
     let mut lo = m.history.iter().map(|(_, p)| p.0).min().unwrap_or(0);
     let mut hi = m.history.iter().map(|(_, p)| p.0).max().unwrap_or(0);
@@ -375,7 +383,7 @@ fn chart(at: Option<At>, m: &MarketRow, t: &Theme, area: Rect, labels: bool, buf
         if labels && h >= 2 && area.width >= 30 { fmt::width(&MicrosPerHour(hi).to_string()).max(fmt::width(&MicrosPerHour(lo).to_string())) + 1 } else { 0 };
     let cols = (area.width as usize).saturating_sub(label_w);
     if cols == 0 || h == 0 {
-        return;
+        return None;
     }
     let levels = (h * 8) as i64;
     let level = |v: i64| -> i64 { if hi == lo { levels / 2 } else { 1 + ((v - lo) as f64 / (hi - lo) as f64 * (levels - 1) as f64).round() as i64 } };
@@ -407,6 +415,7 @@ fn chart(at: Option<At>, m: &MarketRow, t: &Theme, area: Rect, labels: bool, buf
         let bottom = Rect { y: area.bottom() - 1, ..top };
         put(buf, bottom, 0, Line::from(Span::styled(MicrosPerHour(lo).to_string(), t.dim)));
     }
+    Some(MicrosPerHour(lo))
 }
 
 #[cfg(test)]
