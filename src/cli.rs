@@ -37,6 +37,10 @@ pub struct Cli {
     /// Do not record an event log.
     #[arg(long, conflicts_with = "db")]
     pub no_log: bool,
+    /// Only attach to the engine that runs on --db's log: never start a new run nor resume one
+    /// (refused, saying why, when no engine runs there).
+    #[arg(long, requires = "db", conflicts_with_all = ["no_log", "live"])]
+    pub attach: bool,
     /// Colour theme: a built-in name (dark, light, high-contrast, colour-blind, mono) or a
     /// theme file (see themes/). Default: dark, or mono when NO_COLOR is set. A bad file
     /// falls back to the default.

@@ -43,6 +43,7 @@ fn console_options(cli: &Cli) -> ConsoleOptions {
         warmup_hours: cli.warmup,
         db: cli.db.clone(),
         no_log: cli.no_log,
+        attach: cli.attach,
         theme: cli.theme.clone(),
         wall: cli.wall,
         stale_after: cli.stale_after,

@@ -33,7 +33,8 @@ fn a_storm_seen_at_x600_stays_listed_until_acknowledged() {
     let bin = env!("CARGO_BIN_EXE_gpuroom");
     let command = format!("USER=e2e-ana {bin} --seed 7 --speed 600 --db {}; echo \"gpuroom exited with $?\"; sleep 60", db.display());
     let tmux = Tmux::start("alarms", 200, 60, &command);
-    tmux.wait_for("the console", Duration::from_secs(30), |s| s.contains("Alarms & log"));
+    // A --db that named no file made a new run, and the console says so.
+    tmux.wait_for("the console and its new log", Duration::from_secs(30), |s| s.contains("Alarms & log") && s.contains("new log") && s.contains("run.db"));
 
     // A storm (several spot nodes lost within ten minutes) is an alarm, not a log line.
     let screen = tmux.wait_for("a spot storm's alarm", Duration::from_secs(90), |s| s.contains("storm:") && s.contains("nodes lost within"));

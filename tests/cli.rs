@@ -264,3 +264,29 @@ fn a_db_in_a_folder_that_does_not_exist_is_refused_and_nothing_is_made() {
     assert!(!out.status.success() && stderr(&out).contains("does not exist"), "{}", stderr(&out));
     assert!(!dir.path().join("typo").exists(), "no folder was made");
 }
+
+/// Issue 35, item 6: `--attach` never starts or resumes an engine: a log
+/// that does not exist, or one no engine runs on, is refused with why, and
+/// nothing is written.
+#[test]
+fn attach_refuses_a_missing_log_and_one_no_engine_runs_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let console = |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_gpuroom")).args(args).stdin(std::process::Stdio::null()).output().unwrap();
+    let missing = dir.path().join("room.db");
+    let out = console(&["--attach", "--db", missing.to_str().unwrap()]);
+    assert!(!out.status.success(), "attached to nothing");
+    assert!(stderr(&out).contains("no such log; --attach never starts a run"), "{}", stderr(&out));
+    assert!(!missing.exists(), "no log was made");
+    // A log whose engine has stopped: not resumed, not touched.
+    let done = dir.path().join("done.db");
+    assert!(gpuroom(&["sim", "--hours", "1", "--db", done.to_str().unwrap()]).status.success());
+    let before = std::fs::read(&done).unwrap();
+    let out = console(&["--attach", "--db", done.to_str().unwrap()]);
+    assert!(!out.status.success() && stderr(&out).contains("no engine runs on this log now; --attach never resumes one"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&done).unwrap(), before, "the log is as it was");
+    // It needs a log, and it is the console's.
+    let out = console(&["--attach"]);
+    assert!(!out.status.success() && stderr(&out).contains("--db"), "{}", stderr(&out));
+    let out = gpuroom(&["--attach", "sim", "--hours", "1"]);
+    assert!(!out.status.success() && stderr(&out).contains("--attach"), "{}", stderr(&out));
+}

@@ -49,12 +49,13 @@ fn consoles_attach_to_one_engine_and_only_operators_can_act() {
     let said = String::from_utf8_lossy(&second.stderr);
     assert!(!second.status.success() && said.contains("already owned by the engine pid"), "{said}");
 
-    // An operator's console attaches and preempts through the engine's socket.
+    // An operator's console attaches (`--attach`: only to a running engine)
+    // and preempts through the engine's socket.
     let console = Tmux::start(
         "attached",
         200,
         60,
-        &format!("USER=e2e-bob SUDO_USER= SSH_CONNECTION= {BIN} --db {}; echo \"gpuroom exited with $?\"; sleep 60", db.display()),
+        &format!("USER=e2e-bob SUDO_USER= SSH_CONNECTION= {BIN} --attach --db {}; echo \"gpuroom exited with $?\"; sleep 60", db.display()),
     );
     console.wait_for("the attached console", Duration::from_secs(30), |s| s.contains("ATTACHED pid") && s.contains("running"));
     // The job furthest from its end first, so that it is still running

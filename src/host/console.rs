@@ -41,6 +41,8 @@ pub struct ConsoleOptions {
     /// `None` with `no_log`: record nothing.
     pub db: Option<PathBuf>,
     pub no_log: bool,
+    /// Only attach to an engine running on `db`: never start or resume one.
+    pub attach: bool,
     pub theme: Option<String>,
     pub wall: bool,
     pub stale_after: u64,
@@ -79,7 +81,7 @@ fn setup(opts: &ConsoleOptions, source: String, owns_engine: bool) -> (DrawConte
     if let Some(e) = &theme_error {
         // On the console's status line (and again on exit): a message on
         // stderr would vanish behind the alternate screen.
-        ctx.first_words = Some(format!("theme not used, falling back to {}: {}", ctx.theme.name, for_terminal(&e.to_string())));
+        ctx.first_words = Some(crate::tui::Status::refused(format!("theme not used, falling back to {}: {}", ctx.theme.name, for_terminal(&e.to_string()))));
     }
     (ctx, actor, screen, theme_error)
 }
@@ -137,8 +139,21 @@ pub fn run_sim_console(opts: &ConsoleOptions) -> Result<()> {
             None => bail!("--wall needs a log to read (--db FILE)"),
         };
     }
+    // Asked to attach: an engine must be running there; nothing is started or resumed.
+    if opts.attach {
+        let Some(path) = log_path.as_deref() else { bail!("--attach needs the log to attach to (--db FILE)") };
+        let shown = super::runs::shown(path);
+        return match super::live_engine(path) {
+            Some(_) => run_attached(opts, path),
+            None if !path.exists() => {
+                bail!("{shown}: no such log; --attach never starts a run (without --attach, gpuroom --db {shown} starts a new one there)")
+            }
+            None => bail!("{shown}: no engine runs on this log now; --attach never resumes one (without --attach, gpuroom --db {shown} resumes it here)"),
+        };
+    }
     let warmup = settings::hours(opts.warmup_hours)?;
     let traces = Traces::embedded().context("parsing the embedded traces")?;
+    let new_log = log_path.as_deref().is_some_and(|p| !p.exists());
     let (mut engine, mut duty, resumed) = match log_path.as_deref() {
         None => (super::runs::build(&opts.world, &opts.policy, None, &traces)?, Duty::new(super::this_process()), None),
         Some(path) => match super::runs::open_sim_log(&opts.world, &opts.policy, path, &traces)? {
@@ -165,6 +180,15 @@ pub fn run_sim_console(opts: &ConsoleOptions) -> Result<()> {
     let (mut ctx, actor, screen, theme_error) = setup(opts, format!("seed {}{recording}", opts.world.seed), true);
     ctx.simulated = true;
     ctx.speed = Some(opts.speed);
+    // A --db that named no file made a new run: said on screen, so that a
+    // mistyped path is not taken for the cluster that was meant.
+    if let (true, None, Some(path)) = (new_log, &resumed, log_path.as_deref()) {
+        ctx.first_words = Some(crate::tui::Status::hint(format!(
+            "new log {}: a new simulated run (seed {}) that this console's engine records",
+            super::runs::shown(path),
+            opts.world.seed
+        )));
+    }
     ctx.log_path = log_path.as_deref().map(super::runs::shown);
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let pace = Pace::Factor(opts.speed);

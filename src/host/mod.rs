@@ -555,13 +555,8 @@ pub fn open_sim(path: &Path, new: NewSim<'_>, created_with: &str, access: &Acces
     }
     // A live engine is attached to through its socket: a member of the
     // log's group never opens the log, and the owner need not.
-    if let Some(engine) = engine_answering(path) {
+    if let Some(engine) = live_engine(path) {
         return Ok(Opened::Attach { engine });
-    }
-    if let Ok(Some(lease)) = Store::open_read_only(path).and_then(|s| s.lease())
-        && !lease.is_stale(now_ms(), &is_alive)
-    {
-        return Ok(Opened::Attach { engine: lease.holder });
     }
     let mut store = Store::open_for_writing(path).map_err(|e| owner_only_hint(path, e))?;
     let old = match store.acquire_lease(&me, now_ms(), &is_alive) {
@@ -586,6 +581,15 @@ pub fn open_sim(path: &Path, new: NewSim<'_>, created_with: &str, access: &Acces
 }
 
 /// The engine that answers on `path`'s socket, if one does.
+/// The engine that runs on the log at `path` now, if one does: it answers
+/// on the log's socket, or holds a lease that is not stale.
+pub fn live_engine(path: &Path) -> Option<LeaseHolder> {
+    engine_answering(path).or_else(|| {
+        let lease = Store::open_read_only(path).and_then(|s| s.lease()).ok().flatten()?;
+        (!lease.is_stale(now_ms(), &is_alive)).then_some(lease.holder)
+    })
+}
+
 pub fn engine_answering(path: &Path) -> Option<LeaseHolder> {
     let me = crate::operator::actor_from_env(Role::Viewer);
     client::Client::connect(path, &me, false).ok().map(|c| c.engine.clone())

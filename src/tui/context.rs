@@ -35,7 +35,7 @@ pub struct DrawContext {
     pub speed: Option<f64>,
     /// Said on the status line when the console opens (a theme file that
     /// could not be used), until the first key.
-    pub first_words: Option<String>,
+    pub first_words: Option<super::status::Status>,
 }
 
 impl DrawContext {

@@ -60,5 +60,6 @@ pub use context::DrawContext;
 pub use draw::{draw, draw_buffer};
 pub use pane_id::PaneId;
 pub use run::run_console;
+pub use status::Status;
 pub use svg::{buffer_to_svg, render_to_buffer};
 pub use theme::Theme;

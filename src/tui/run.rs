@@ -201,7 +201,7 @@ where
     };
     // Said on screen, not behind the alternate screen where nobody reads it.
     if let Some(words) = ctx.first_words.take() {
-        app.status = Some(Status::refused(words));
+        app.status = Some(words);
     }
     let mut wall = WallState::default();
     let mut wall_since = Instant::now();
@@ -357,7 +357,7 @@ mod tests {
         let (tx, rx) = mpsc::channel(8);
         let mut terminal = Terminal::new(TestBackend::new(100, 24)).unwrap();
         tx.send(key('q')).await.unwrap();
-        let said = DrawContext { first_words: Some("theme not used, falling back to dark: t.toml:2:1: text: no colour \"mauve\"".into()), ..ctx() };
+        let said = DrawContext { first_words: Some(Status::refused("theme not used, falling back to dark: t.toml:2:1: text: no colour \"mauve\"")), ..ctx() };
         event_loop(&mut terminal, views, rx, said, Links { operator: None, whatif: None }, Screen::Console, |_, _| Ok(())).await.unwrap();
         let shown: String = terminal.backend().buffer().content.iter().map(|c| c.symbol()).collect();
         assert!(shown.contains("theme not used, falling back to dark: t.toml:2:1"), "{shown}");
