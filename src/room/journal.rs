@@ -195,25 +195,40 @@ impl Journal {
     /// Raises (or re-raises, keeping who acknowledged it) an alarm, and logs
     /// it. An alarm that had cleared unread fires again as a new one.
     pub fn raise(&mut self, at: At, id: String, text: String, effects: &mut Vec<Effect>) {
-        self.raise_until(at, id, text, None, effects);
+        let severity = AlarmSeverity::of(&id);
+        self.raise_with(at, id, text, severity, None, effects);
     }
 
     /// Raises an alarm quieter (or louder) than its kind's severity.
     pub fn raise_as(&mut self, at: At, id: String, text: String, severity: AlarmSeverity, effects: &mut Vec<Effect>) {
-        self.raise_until(at, id.clone(), text, None, effects);
-        if let Some(alarm) = self.alarms.get_mut(&id) {
-            alarm.severity = severity;
-        }
+        self.raise_with(at, id, text, severity, None, effects);
     }
 
     /// Raises an alarm about an event, which clears itself at `clears_at`
     /// (and stays listed unread after that until acknowledged).
     pub fn raise_until(&mut self, at: At, id: String, text: String, clears_at: Option<At>, effects: &mut Vec<Effect>) {
+        let severity = AlarmSeverity::of(&id);
+        self.raise_with(at, id, text, severity, clears_at, effects);
+    }
+
+    fn raise_with(&mut self, at: At, id: String, text: String, severity: AlarmSeverity, clears_at: Option<At>, effects: &mut Vec<Effect>) {
         self.note(at, Severity::Alarm, text.clone());
         let acked = self.alarms.get(&id).filter(|a| a.is_active()).and_then(|a| a.acked.clone());
-        let severity = AlarmSeverity::of(&id);
         self.alarms.insert(id.clone(), Alarm { raised_at: at, text: text.clone(), acked, cleared_at: None, severity, clears_at });
         effects.push(Effect::AlarmRaised { id, text });
+    }
+
+    /// An alarm that grows in place while its cause goes on (a backlog, a
+    /// storm): raised once (one log line), then its text (and the time it
+    /// clears itself, for an event's) updated without a line each time.
+    pub fn raise_or_update(&mut self, at: At, id: &str, text: String, clears_at: Option<At>, effects: &mut Vec<Effect>) {
+        match self.alarms.get_mut(id).filter(|a| a.is_active()) {
+            Some(alarm) => {
+                alarm.text = text;
+                alarm.clears_at = clears_at;
+            }
+            None => self.raise_until(at, id.to_string(), text, clears_at, effects),
+        }
     }
 
     /// The alarm is active (raised, its condition not cleared).
@@ -243,11 +258,6 @@ impl Journal {
         for id in due {
             self.clear(at, &id, effects);
         }
-    }
-
-    /// The next time an event alarm clears itself, if any.
-    pub fn next_expiry(&self) -> Option<At> {
-        self.alarms.values().filter(|a| a.is_active()).filter_map(|a| a.clears_at).min()
     }
 
     fn forget_oldest_unread(&mut self) {

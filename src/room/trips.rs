@@ -116,14 +116,8 @@ impl Tripwires<'_> {
     /// A storm or a burst grows in place (one line in the log when it
     /// starts, not one per loss), and holds on while it lasts.
     fn raise_or_update(&mut self, at: At, id: &str, text: String, effects: &mut Vec<Effect>) {
-        let hold = Some(at + self.rules.event_hold.delta());
-        match self.journal.alarms.get_mut(id).filter(|a| a.is_active()) {
-            Some(alarm) => {
-                alarm.text = text;
-                alarm.clears_at = hold;
-            }
-            None => self.journal.raise_until(at, id.to_string(), text, hold, effects),
-        }
+        let hold = at + self.rules.event_hold.delta();
+        self.journal.raise_or_update(at, id, text, Some(hold), effects);
     }
 }
 

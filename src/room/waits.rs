@@ -88,11 +88,8 @@ impl Waits<'_> {
             1 => format!("{job_id} {name} waited {wait} (limit {limit} for {}): escalated{widened}", class.label()),
             n => format!("{}: {n} {} jobs waited past {limit}, oldest {job_id} {name} {wait}: escalated{widened}", clean(&tenant.0), class.label()),
         };
-        match journal.alarms.get_mut(&id).filter(|a| a.is_active()) {
-            // Already raised: the count and the oldest change in place, without a log line each time.
-            Some(alarm) => alarm.text = text,
-            None => journal.raise(at, id, text, effects),
-        }
+        // Already raised: the count and the oldest change in place, without a log line each time.
+        journal.raise_or_update(at, &id, text, None, effects);
     }
 }
 
