@@ -52,14 +52,22 @@ impl QueueList {
         self.jobs.left(&job_keys(view, rows)).copied()
     }
 
-    /// The job whose detail the pane shows, if it is open.
+    /// The job the operator picked among `keys` (the rows shown): `Err`
+    /// with it when it has left them, `Ok(None)` when there is none.
+    fn picked(&self, keys: &[JobId]) -> Result<Option<JobId>, JobId> {
+        match self.jobs.left(keys) {
+            Some(gone) => Err(*gone),
+            None => Ok(self.jobs.position(keys).map(|p| keys[p])),
+        }
+    }
+
+    /// The job whose detail the pane shows, if it is open: the one the
+    /// operator opened, even once it has left the table.
     pub fn detail(&self, view: &View, order: &JobOrder) -> Option<JobId> {
         if !self.detail {
             return None;
         }
-        let rows = order.rows(view);
-        // The job the operator opened, even once it has left the table.
-        self.left_job(view, &rows).or_else(|| self.selected_job(view, order))
+        self.picked(&job_keys(view, &order.rows(view))).unwrap_or_else(Some)
     }
 
     /// The scroll window the pane writes while drawing.
@@ -78,30 +86,33 @@ impl KeyPane for QueueList {
     /// is not the queue's.
     fn on_key(&mut self, input: KeyInput<'_>) -> Option<Request> {
         let KeyInput { act, order, view, .. } = input;
-        if let Some(step) = act.step() {
-            let keys = job_keys(view, &order.rows(view));
-            self.jobs.move_by(&keys, step.delta(1, self.page()));
-            return Some(Request::Nothing);
-        }
         match act {
-            Act::Enter if self.selected_job(view, order).is_some() && self.left_job(view, &order.rows(view)).is_none() => {
-                self.detail = true;
-                return Some(Request::Nothing);
-            }
-            Act::Enter => return Some(Request::hint("no job selected")),
             Act::Close if self.detail => {
                 self.detail = false;
                 return Some(Request::Nothing);
             }
-            Act::Preempt | Act::Requeue | Act::Cancel | Act::Migrate => {}
+            Act::Enter | Act::Preempt | Act::Requeue | Act::Cancel | Act::Migrate => {}
+            _ if act.step().is_some() => {}
             _ => return None,
         }
-        // Never act on a row the operator did not pick: the job they chose is gone.
-        if let Some(gone) = self.left_job(view, &order.rows(view)) {
-            return Some(Request::hint(format!("{gone} left the table (it ended, or the filter hides it): move the cursor to pick a job")));
+        let keys = job_keys(view, &order.rows(view));
+        if let Some(step) = act.step() {
+            self.jobs.move_by(&keys, step.delta(1, self.page()));
+            return Some(Request::Nothing);
         }
-        let Some(job) = self.selected_job(view, order) else { return Some(Request::hint("no job selected")) };
+        // Never act on a row the operator did not pick: the job they chose is gone.
+        let job = match self.picked(&keys) {
+            Ok(Some(job)) => job,
+            Ok(None) => return Some(Request::hint("no job selected")),
+            Err(gone) => {
+                return Some(Request::hint(format!("{gone} left the table (it ended, or the filter hides it): move the cursor to pick a job")));
+            }
+        };
         Some(match act {
+            Act::Enter => {
+                self.detail = true;
+                Request::Nothing
+            }
             Act::Preempt => Request::Propose(Action::Preempt { job }),
             Act::Requeue => Request::Propose(Action::Requeue { job }),
             Act::Cancel => Request::Propose(Action::Cancel { job }),
