@@ -83,20 +83,6 @@ pub struct App {
     pub(super) whatif: WhatIfPane,
 }
 
-/// How far a key scrolls the help overlay, if it is a movement key.
-fn help_step(code: KeyCode) -> Option<commands::Step> {
-    use commands::Step;
-    Some(match code {
-        KeyCode::Down | KeyCode::Char('j') => Step::Line(1),
-        KeyCode::Up | KeyCode::Char('k') => Step::Line(-1),
-        KeyCode::PageDown => Step::Page(1),
-        KeyCode::PageUp => Step::Page(-1),
-        KeyCode::Home | KeyCode::Char('g') => Step::End(-1),
-        KeyCode::End | KeyCode::Char('G') => Step::End(1),
-        _ => return None,
-    })
-}
-
 /// The speeds `+` and `-` move between (what `--speed` accepts).
 pub const MAX_SPEED: f64 = 100_000.0;
 pub const MIN_SPEED: f64 = 0.25;
@@ -243,16 +229,13 @@ impl App {
             return self.apply(request, view);
         }
         self.status = None;
-        // Over the help only its own scrolling moves (clamped to its length when drawn).
-        if self.help
-            && let Some(step) = help_step(key.code)
-        {
-            let first = (self.help_scroll.get() as isize).saturating_add(step.delta(1, 10)).clamp(0, 10_000);
-            self.help_scroll.set(first as usize);
-            return Control::Continue;
-        }
         let Some(command) = commands::lookup(&key, self.keys()) else { return Control::Continue };
         if self.help && !matches!(command.act, Act::Help | Act::Close | Act::Quit) {
+            // Over the help only its own scrolling moves (clamped to its length when drawn).
+            if let Some(step) = command.act.step() {
+                let first = (self.help_scroll.get() as isize).saturating_add(step.delta(1, 10)).clamp(0, 10_000);
+                self.help_scroll.set(first as usize);
+            }
             return Control::Continue;
         }
         // Over the panes, the what-if pane takes no pane's keys.

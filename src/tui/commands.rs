@@ -428,7 +428,8 @@ impl Command {
         let here = |pane: PaneId| keys.focus == pane && !keys.help;
         match self.scope {
             Scope::Global => true,
-            Scope::Lists => !keys.help && matches!(keys.focus, PaneId::Fleet | PaneId::Queue | PaneId::Budget | PaneId::Alarms | PaneId::Slurm),
+            // The help overlay is a list too: the movement keys scroll it.
+            Scope::Lists => keys.help || matches!(keys.focus, PaneId::Fleet | PaneId::Queue | PaneId::Budget | PaneId::Alarms | PaneId::Slurm),
             Scope::Queue => here(PaneId::Queue),
             Scope::Fleet => here(PaneId::Fleet),
             Scope::Budget => here(PaneId::Budget),
