@@ -31,6 +31,17 @@ impl BudgetLevel {
             BudgetLevel::Blocked => "blocked",
         }
     }
+
+    /// Whether a tenant at this level may start work, on spot (`on_spot`)
+    /// or not, when "limited" means `at_limit`: the scheduler's rule, and
+    /// what the console says of a waiting job.
+    pub fn allows(self, at_limit: AtLimit, on_spot: bool) -> bool {
+        match self {
+            BudgetLevel::Ok | BudgetLevel::Notify => true,
+            BudgetLevel::Limited => at_limit == AtLimit::Spot && on_spot,
+            BudgetLevel::Blocked => false,
+        }
+    }
 }
 
 /// What "limited" means for new work.

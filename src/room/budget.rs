@@ -148,11 +148,7 @@ impl Budgets {
         if !self.any_limited() {
             return true;
         }
-        match self.level(tenant) {
-            BudgetLevel::Ok | BudgetLevel::Notify => true,
-            BudgetLevel::Limited => at_limit == AtLimit::Spot && on_spot,
-            BudgetLevel::Blocked => false,
-        }
+        self.level(tenant).allows(at_limit, on_spot)
     }
 
     /// An operator approves a tenant's overrun. Returns the audit text.

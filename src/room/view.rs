@@ -96,6 +96,13 @@ pub struct PoolRow {
     pub price: Option<MicrosPerHour>,
 }
 
+impl PoolRow {
+    /// A job of `gpus` GPUs could start here now: one node has that many free.
+    pub fn fits(&self, gpus: u32) -> bool {
+        self.gpus_free_one_node >= gpus
+    }
+}
+
 /// How many audit entries the `View` carries.
 pub const AUDIT_SHOWN: usize = 20;
 

@@ -132,7 +132,7 @@ pub fn describe(action: Action, view: &View) -> Confirm {
                         "{to}: {} of {} node(s) up, {} GPU(s) free (at most {} on one node){price}.",
                         p.nodes_up, p.nodes_total, p.gpus_free, p.gpus_free_one_node
                     ));
-                    if p.gpus_free_one_node < u32::from(j.gpus) {
+                    if !p.fits(u32::from(j.gpus)) {
                         c.warning = Some(format!(
                             "It needs {} GPUs on one node and that pool has {} free on any node now: it will wait there.",
                             j.gpus, p.gpus_free_one_node

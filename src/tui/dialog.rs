@@ -202,8 +202,7 @@ fn pool_picker(job: crate::domain::ids::JobId, options: &[PoolTarget], cursor: u
     let first = cursor.saturating_sub(room.saturating_sub(1));
     for (i, target) in options.iter().enumerate().skip(first).take(room) {
         let pool = view.pools.iter().find(|p| &p.target == target);
-        let free = pool.map_or(0, |p| p.gpus_free_one_node);
-        let fits = free >= needs;
+        let fits = pool.is_some_and(|p| p.fits(needs));
         let detail = pool.map_or(String::new(), |p| {
             format!(
                 "{}/{} up, {} free (≤{} on a node){}",

@@ -206,7 +206,7 @@ pub fn on_key(mode: Mode, key: KeyEvent, view: &View, selected: impl FnOnce() ->
 pub fn best_pool(options: &[PoolTarget], gpus: u32, view: &View) -> Option<usize> {
     let per_gpu = |target: &PoolTarget| {
         let pool = view.pools.iter().find(|p| &p.target == target)?;
-        if pool.gpus_free_one_node < gpus {
+        if !pool.fits(gpus) {
             return None;
         }
         let per_node = (pool.gpus_total / pool.nodes_total.max(1)).max(1);

@@ -170,19 +170,21 @@ fn pool_answer(job: &JobRow, pool: &PoolRow, view: &View) -> (bool, String) {
     {
         return (false, format!("sent to {target}"));
     }
-    if let Some(b) = view.budgets.iter().find(|b| b.tenant == job.tenant) {
-        match (b.level, b.at_limit) {
-            (BudgetLevel::Blocked, _) => return (false, "budget blocked".into()),
-            (BudgetLevel::Limited, AtLimit::Queue) => return (false, "over budget".into()),
-            (BudgetLevel::Limited, AtLimit::Spot) if !spot => return (false, "over budget: spot only".into()),
-            _ => {}
-        }
+    if let Some(b) = view.budgets.iter().find(|b| b.tenant == job.tenant)
+        && !b.level.allows(b.at_limit, spot)
+    {
+        let why = match (b.level, b.at_limit) {
+            (BudgetLevel::Blocked, _) => "budget blocked",
+            (_, AtLimit::Spot) => "over budget: spot only",
+            (_, AtLimit::Queue) => "over budget",
+        };
+        return (false, why.into());
     }
     if pool.nodes_up == 0 {
         return (false, "no node up".into());
     }
     let needs = u32::from(job.gpus);
-    if pool.gpus_free_one_node < needs {
+    if !pool.fits(needs) {
         return (false, format!("needs {needs} on one node, ≤{} free", pool.gpus_free_one_node));
     }
     (true, format!("room now ({} free on a node)", pool.gpus_free_one_node))
