@@ -16,6 +16,9 @@ use super::ids::TenantId;
 use super::job::Tags;
 use super::units::{At, Secs};
 
+/// The `AdminComment` word of a job held for the room to admit.
+pub const ADMIT_MARK: &str = "gpuroom:admit";
+
 /// One reading of the whole cluster: everything squeue and sinfo said at once.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SlurmSnapshot {
@@ -122,12 +125,34 @@ pub struct SlurmJob {
     pub comment: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub wckey: String,
+    /// The GPU type it asked for (`--gres=gpu:l4:1`), when it named one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_type: Option<String>,
+    /// Its last checkpoint as the job acknowledged it: `saved=EPOCH` in its
+    /// comment, or the time of the marker file the adapter read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saved_at: Option<At>,
+    /// The site's note on the job (`AdminComment`): `gpuroom:admit` marks a
+    /// job held at submission for the room to place (`job_submit.lua`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub admin_comment: String,
+    /// Its working directory, where a marker file acknowledges a save; read
+    /// by the adapter only, never logged (the time it read is, as `saved_at`).
+    #[serde(skip)]
+    pub work_dir: String,
 }
 
 impl SlurmJob {
     /// Held by its user or an admin (`scontrol hold`): waits until released.
     pub fn held(&self) -> bool {
         self.state == SlurmState::Pending && self.reason.starts_with("JobHeld")
+    }
+
+    /// Held at submission until the room places it (the site's
+    /// `job_submit.lua` holds every GPU job with `AdminComment=gpuroom:admit`):
+    /// the room releases it with its priority and nodes in one update.
+    pub fn awaits_admission(&self) -> bool {
+        self.state == SlurmState::Pending && self.reason.starts_with("JobHeld") && self.admin_comment.split([',', ';', ' ']).any(|w| w == ADMIT_MARK)
     }
 
     /// Still to finish: pending, running, suspended or completing.
@@ -165,6 +190,37 @@ impl SlurmJob {
             tags.env = self.partition.clone();
         }
         tags
+    }
+
+    /// The comment's `key=value` words (separated by commas, semicolons or spaces).
+    fn comment_value(&self, wanted: &str) -> Option<&str> {
+        self.comment.split([',', ';', ' ']).filter_map(|p| p.split_once('=')).find(|(k, _)| k.trim().eq_ignore_ascii_case(wanted)).map(|(_, v)| v.trim())
+    }
+
+    /// Whether it may run where it can be taken away: not when its comment
+    /// says `ckpt=no` (or `checkpoint=no`), nor in a partition the site
+    /// declared for work that cannot be interrupted.
+    pub fn interruptible(&self, uninterruptible_partitions: &[String]) -> bool {
+        let says_no =
+            ["ckpt", "checkpoint"].iter().any(|k| self.comment_value(k).is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "no" | "false" | "0")));
+        let partitions = self.partitions();
+        let only_there = !partitions.is_empty() && partitions.iter().all(|p| uninterruptible_partitions.iter().any(|u| u == p));
+        !says_no && !only_there
+    }
+
+    /// The partitions it may run in: Slurm lists a pending job's several as `spot,od`.
+    pub fn partitions(&self) -> Vec<String> {
+        self.partition.split(',').map(str::trim).filter(|p| !p.is_empty()).map(str::to_string).collect()
+    }
+
+    /// Its last acknowledged checkpoint: the marker the adapter read, or
+    /// `saved=EPOCH` written into its comment by the job itself.
+    pub fn last_saved(&self) -> Option<At> {
+        let from_comment = self.comment_value("saved").and_then(|v| v.parse::<i64>().ok()).and_then(|s| chrono::DateTime::from_timestamp(s, 0));
+        match (self.saved_at, from_comment) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// The GPUs it holds on `node`, by index: Slurm's own list, or else (text
@@ -277,6 +333,65 @@ pub enum SlurmVerb {
         #[serde(default)]
         exclude: Vec<String>,
     },
+    /// The room's order and placement for a pending job, in one
+    /// `scontrol update`: its priority (its rank in the room's queue), and
+    /// where it may run. `None` leaves a field as it is; an empty list clears it.
+    Schedule(Box<Schedule>),
+}
+
+/// What the room sets on a pending Slurm job (see `SlurmVerb::Schedule`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Schedule {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<String>,
+    /// `ReqNodeList`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<Vec<String>>,
+    /// `ExcNodeList`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exclude: Option<Vec<String>>,
+    /// It was held for the room to admit: released once placed (Slurm
+    /// refuses a new priority on a held job, so the release comes between).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub release: bool,
+    /// `StartTime=now`: Slurm keeps a requeued job back for two minutes
+    /// once it has left its node; one the room moved may start at once.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub start_now: bool,
+}
+
+impl Schedule {
+    /// `scontrol update`'s words after `jobid=N` for where it may run.
+    pub fn routing(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(p) = &self.partition {
+            out.push(format!("partition={p}"));
+        }
+        if let Some(n) = &self.nodes {
+            out.push(format!("reqnodelist={}", n.join(",")));
+        }
+        if let Some(x) = &self.exclude {
+            out.push(format!("excnodelist={}", x.join(",")));
+        }
+        if self.start_now {
+            out.push("starttime=now".to_string());
+        }
+        out
+    }
+
+    /// Everything it sets, as words: the routing, the release, the priority.
+    pub fn settings(&self) -> Vec<String> {
+        let mut out = self.routing();
+        if self.release {
+            out.push("release".to_string());
+        }
+        if let Some(p) = self.priority {
+            out.push(format!("priority={p}"));
+        }
+        out
+    }
 }
 
 impl SlurmVerb {
@@ -292,6 +407,7 @@ impl SlurmVerb {
             SlurmVerb::Release => "release",
             SlurmVerb::Signal { .. } => "signal",
             SlurmVerb::Migrate { .. } => "migrate",
+            SlurmVerb::Schedule(_) => "schedule",
         }
     }
 
@@ -368,6 +484,7 @@ impl fmt::Display for SlurmVerb {
                 Ok(())
             }
             SlurmVerb::Signal { signal } => write!(f, "signal {signal}"),
+            SlurmVerb::Schedule(s) => write!(f, "schedule {}", s.settings().join(" ")),
             other => f.write_str(other.name()),
         }
     }
@@ -445,6 +562,18 @@ pub struct SlurmPolicy {
     /// job through gpuroom (`[[sources.slurm.operators]]`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub operators: Vec<SlurmOperator>,
+    /// The room is Slurm's policy (with control mode): it orders the pending
+    /// GPU jobs, chooses their nodes, and asks spot jobs to save at its risk
+    /// (`room::slurm_govern`, `room::slurm_saves`). Off in logs from before.
+    #[serde(default)]
+    pub govern: bool,
+    /// Partitions whose jobs must not be interrupted: never routed to spot.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub uninterruptible_partitions: Vec<String>,
+    /// Partitions of spot nodes, for nodes the room does not know by
+    /// `[[nodes]]` (those say their billing themselves).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spot_partitions: Vec<String>,
 }
 
 /// A user who may act on other users' Slurm jobs through gpuroom: gpuroom
@@ -520,6 +649,9 @@ impl Default for SlurmPolicy {
             checkpoint_signal: default_signal(),
             checkpoint_grace: default_grace(),
             operators: Vec::new(),
+            govern: false,
+            uninterruptible_partitions: Vec::new(),
+            spot_partitions: Vec::new(),
         }
     }
 }

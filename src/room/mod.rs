@@ -49,6 +49,10 @@ pub mod sched;
 pub mod slurm;
 pub mod slurm_acts;
 mod slurm_fleet;
+pub mod slurm_govern;
+#[cfg(test)]
+mod slurm_govern_tests;
+pub mod slurm_saves;
 #[cfg(test)]
 mod slurm_site_tests;
 #[cfg(test)]

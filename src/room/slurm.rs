@@ -40,6 +40,13 @@ pub struct SlurmMirror {
     /// What budgets and spot notices ask of Slurm jobs (see `room::slurm_acts`).
     #[serde(default)]
     pub acts: SlurmActs,
+    /// The room's own order and placement for the pending jobs, and how
+    /// Slurm followed it (`room::slurm_govern`).
+    #[serde(default)]
+    pub govern: super::slurm_govern::Governance,
+    /// Running jobs on spot nodes, as the room keeps saving them (`room::slurm_saves`).
+    #[serde(default)]
+    pub saves: BTreeMap<u64, super::slurm_saves::SaveNote>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -166,6 +173,8 @@ impl SlurmMirror {
             Err(format!("{what} failed: {message}"))
         };
         match &outcome {
+            // A reorder sends one per job moved: the audit keeps them, the log would drown.
+            Ok(_) if matches!(command.verb, SlurmVerb::Schedule(_)) => journal.clear(at, COMMAND_ALARM, effects),
             Ok(text) => {
                 journal.note(at, Severity::Action, format!("{}: {text}", clean(&command.by)));
                 journal.clear(at, COMMAND_ALARM, effects);
@@ -245,6 +254,7 @@ impl SlurmMirror {
                 }
                 matches!(state, SlurmState::Pending | SlurmState::Running | SlurmState::Suspended)
             }
+            SlurmVerb::Schedule(_) => *state == SlurmState::Pending,
             SlurmVerb::Preempt => false,
         };
         if !legal {

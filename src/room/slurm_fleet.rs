@@ -35,6 +35,8 @@ impl Room {
     pub(super) fn on_slurm(&mut self, at: At, snapshot: &SlurmSnapshot, effects: &mut Vec<Effect>) -> Result<(), String> {
         self.on_slurm_fleet(at, snapshot, effects);
         let (outcome, drained) = self.slurm_desk().on_snapshot(at, snapshot, effects);
+        self.govern_slurm(at, snapshot, effects);
+        self.save_slurm_jobs(at, snapshot, effects);
         for (node, deadline) in drained {
             if self.fleet.nodes.get(&node).is_some_and(|n| matches!(n.state, NodeState::Up)) {
                 self.settle_all(at);

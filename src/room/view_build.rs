@@ -48,7 +48,7 @@ impl Room {
         sort_alarms(&mut view.alarms);
         view.log = self.journal.log.iter().cloned().collect();
         view.sources = self.sources.iter().map(|(name, s)| SourceView { name: name.clone(), ok: s.ok, detail: s.detail.clone(), since: s.since }).collect();
-        view.slurm = slurm_view(&self.slurm, &self.config.slurm, &self.fleet.tenants);
+        view.slurm = slurm_view(&self.slurm, &self.config.slurm, &self.fleet.tenants, self.config.sched.discipline.name());
         view.capacity = self.capacity_view();
         view.audit = self
             .journal

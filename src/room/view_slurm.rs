@@ -32,6 +32,14 @@ pub struct SlurmView {
     pub jobs: Vec<SlurmJobRow>,
     pub accounts: Vec<SlurmAccountRow>,
     pub commands_in_flight: usize,
+    /// The room is Slurm's policy: its discipline's name ("drf").
+    #[serde(default)]
+    pub governs: Option<String>,
+    /// Starts Slurm made in the room's order, and those that broke it.
+    #[serde(default)]
+    pub followed: u64,
+    #[serde(default)]
+    pub out_of_order: u64,
 }
 
 /// The cluster at a glance, for the header and the wall.
@@ -108,6 +116,16 @@ pub struct SlurmJobRow {
     pub command: Option<String>,
     pub command_failed: bool,
     pub in_flight: bool,
+    /// Its place in the room's order (pending, governed).
+    #[serde(default)]
+    pub rank: Option<u32>,
+    /// Where the room sends it and why, or how it keeps it saved on spot.
+    #[serde(default)]
+    pub plan: Option<String>,
+    /// On spot and asked to save without ever answering, or on spot though
+    /// it cannot be interrupted: shown as an alarm.
+    #[serde(default)]
+    pub plan_alarm: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -134,24 +152,70 @@ fn placement(job: &SlurmJob) -> String {
         .join(" ")
 }
 
-fn order(job: &SlurmJob) -> (u8, String, std::cmp::Reverse<u64>, u64) {
-    let rank = match job.state {
+/// Running first (by node), then pending in the room's order where it
+/// governs (else Slurm's priority), then the rest.
+fn order(job: &SlurmJob, mirror: &SlurmMirror) -> (u8, String, u32, std::cmp::Reverse<u64>, u64) {
+    let group = match job.state {
         SlurmState::Running | SlurmState::Completing => 0,
         SlurmState::Suspended => 1,
         SlurmState::Pending => 2,
         _ => 3,
     };
     let node = job.nodes.first().cloned().unwrap_or_default();
-    (rank, node, std::cmp::Reverse(job.priority), job.id)
+    let rank = mirror.govern.plan.get(&job.id).map_or(u32::MAX, |p| p.rank);
+    (group, node, rank, std::cmp::Reverse(job.priority), job.id)
+}
+
+/// The room's plan for a job, in words: where it goes and why (pending), how
+/// it is kept saved on spot (running), whether Slurm started it in order.
+fn plan_words(mirror: &SlurmMirror, job: &SlurmJob, at: Option<At>, grace: Secs) -> (Option<String>, bool) {
+    if let Some(p) = mirror.govern.plan.get(&job.id) {
+        let whither = p.node.as_ref().map(|n| format!("→ {}: ", clean(n))).unwrap_or_default();
+        return (Some(format!("#{} {whither}{}", p.rank, p.why)), false);
+    }
+    let mut words = Vec::new();
+    let mut alarm = false;
+    if let (Some(s), Some(at)) = (mirror.saves.get(&job.id), at) {
+        if !s.interruptible {
+            words.push("on spot but cannot be interrupted".to_string());
+            alarm = true;
+        } else if s.not_checkpointing(at, grace) {
+            words.push(format!("not checkpointing (asked {})", s.unanswered.map(|u| u.format("%H:%M:%S").to_string()).unwrap_or_default()));
+            alarm = true;
+        } else {
+            let due = (s.next_due - at).num_seconds();
+            words.push(if due > 0 { format!("ckpt in {}", Secs(due)) } else { "ckpt due".to_string() });
+        }
+        words.push(match s.saved {
+            Some(saved) => format!("saved {} ago", Secs((at - saved).num_seconds().max(0))),
+            None => "never saved".to_string(),
+        });
+        words.push(format!("{} GPU·s at risk", s.at_risk(at)));
+        if let (Some(cap), Some(market)) = (s.cap, s.market) {
+            words.push(format!("cap {cap} vs {market}{}", if s.moving { ", moving off" } else { "" }));
+        }
+    }
+    if let Some(start) = mirror.govern.starts.iter().rev().find(|s| s.job == job.id)
+        && job.holds_gpus()
+    {
+        words.push(match &start.broke {
+            None => format!("started in order (#{})", start.rank),
+            Some(why) => {
+                alarm = true;
+                format!("out of order: {why}")
+            }
+        });
+    }
+    ((!words.is_empty()).then(|| words.join(" · ")), alarm)
 }
 
 /// The Slurm pane's view of the mirror, with the room's policy and tenants.
-pub fn slurm_view(mirror: &SlurmMirror, policy: &SlurmPolicy, tenants: &BTreeMap<TenantId, TenantSpec>) -> Option<SlurmView> {
+pub fn slurm_view(mirror: &SlurmMirror, policy: &SlurmPolicy, tenants: &BTreeMap<TenantId, TenantSpec>, discipline: &str) -> Option<SlurmView> {
     let snapshot = mirror.snapshot.as_ref()?;
     let at = mirror.seen_at;
     let secs_since = |t: Option<At>| Some(Secs((at? - t?).num_seconds().max(0)));
     let mut jobs: Vec<&SlurmJob> = snapshot.jobs.iter().collect();
-    jobs.sort_by_key(|j| order(j));
+    jobs.sort_by_key(|j| order(j, mirror));
     let rows = jobs
         .iter()
         .map(|j| {
@@ -164,7 +228,11 @@ pub fn slurm_view(mirror: &SlurmMirror, policy: &SlurmPolicy, tenants: &BTreeMap
                 };
                 format!("{} by {}: {how}", r.verb, clean(&r.by))
             });
+            let (plan, plan_alarm) = plan_words(mirror, j, at, policy.checkpoint_grace);
             SlurmJobRow {
+                rank: mirror.govern.plan.get(&j.id).map(|p| p.rank),
+                plan,
+                plan_alarm,
                 id: j.id,
                 name: clean(&j.name),
                 user: clean(&j.user),
@@ -262,5 +330,8 @@ pub fn slurm_view(mirror: &SlurmMirror, policy: &SlurmPolicy, tenants: &BTreeMap
         jobs: rows,
         accounts,
         commands_in_flight: mirror.in_flight.len(),
+        governs: policy.govern.then(|| discipline.to_string()),
+        followed: mirror.govern.followed,
+        out_of_order: mirror.govern.out_of_order,
     })
 }

@@ -12,6 +12,7 @@
 //! * `frag_gradient` — a node's expected fragmentation for the workload's
 //!   typical shapes, and placement where it grows least (FGD);
 //! * `slurm_advice` — the quota policy applied to a Slurm cluster's jobs.
+//! * `slurm_plan` — the room's order and placement for Slurm's pending GPU jobs.
 //!
 //! They never touch IO, the clock, the TUI or the `Room` itself: the `Room`
 //! calls them and applies the result.
@@ -25,6 +26,7 @@ pub mod placement;
 pub mod preempt;
 pub mod quota;
 pub mod slurm_advice;
+pub mod slurm_plan;
 
 pub use config::{FitPolicy, MaxWait, Resources, SchedConfig};
 pub use discipline::{Discipline, DisciplineKind, OrderContext};

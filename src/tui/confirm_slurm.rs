@@ -132,5 +132,14 @@ pub fn describe(id: u64, verb: &SlurmVerb, view: &View, c: &mut Confirm) {
                 c.warning = Some("Slurm saves nothing: what it computed since its own last checkpoint is lost.".into());
             }
         }
+        // Only the room's own policy sends it; no key asks for it.
+        SlurmVerb::Schedule(s) => {
+            c.title = title("Schedule");
+            c.yes = "schedule";
+            c.lines.push(format!("scontrol update jobid={id} {}.", s.settings().join(" ")));
+            if j.state != SlurmState::Pending {
+                refuse(c, "pending");
+            }
+        }
     }
 }

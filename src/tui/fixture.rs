@@ -303,6 +303,9 @@ pub fn slurm_cluster(at: Option<crate::domain::units::At>) -> SlurmView {
         jobs,
         accounts: vec![account("ext", None, 0, 1), account("nlp", Some(8), 1, 5), account("speech", Some(2), 2, 0), account("vision", Some(3), 4, 0)],
         commands_in_flight: 1,
+        governs: None,
+        followed: 0,
+        out_of_order: 0,
     }
 }
 

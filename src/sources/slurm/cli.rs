@@ -232,7 +232,33 @@ impl SlurmCli {
                 self.run("scancel", &["--verbose", "--batch", &flag, id], true).await.map(|_| format!("scancel --batch {flag} {id}"))
             }
             SlurmVerb::Migrate { partition, exclude } => self.migrate(id, partition.as_deref(), exclude).await,
+            SlurmVerb::Schedule(schedule) => self.schedule(id, schedule).await,
         }
+    }
+
+    /// The room's placement, then (a job held for admission) its release,
+    /// then its priority: Slurm refuses a new priority on a held job, and a
+    /// released job must already be where the room wants it.
+    async fn schedule(&self, id: &str, schedule: &crate::domain::slurm::Schedule) -> Result<String, SlurmError> {
+        let mut done = Vec::new();
+        let routing = schedule.routing();
+        if !routing.is_empty() {
+            let mut args = vec!["update".to_string(), format!("jobid={id}")];
+            args.extend(routing);
+            let words: Vec<&str> = args.iter().map(String::as_str).collect();
+            self.run("scontrol", &words, false).await?;
+            done.push(format!("scontrol {}", args.join(" ")));
+        }
+        if schedule.release {
+            self.run("scontrol", &["release", id], false).await?;
+            done.push(format!("release {id}"));
+        }
+        if let Some(p) = schedule.priority {
+            let priority = format!("priority={p}");
+            self.run("scontrol", &["update", &format!("jobid={id}"), &priority], false).await?;
+            done.push(format!("scontrol update jobid={id} {priority}"));
+        }
+        Ok(done.join(", "))
     }
 
     /// A running job is requeued held, changed, then released (so it cannot
@@ -249,7 +275,12 @@ impl SlurmCli {
         }
         if !exclude.is_empty() {
             update.push(format!("excnodelist={}", exclude.join(",")));
+            // A job pinned to a node (gpuroom's placement) must not stay pinned where it may no longer run.
+            if held {
+                update.push("reqnodelist=".to_string());
+            }
         }
+
         let args: Vec<&str> = update.iter().map(String::as_str).collect();
         let changed = self.run("scontrol", &args, false).await;
         if held {

@@ -127,6 +127,10 @@ fn job(source: &str, i: usize, j: &Value) -> Result<SlurmJob, ParseError> {
         excluded: expand_hostlist(&text(j.get("excluded_nodes"))).unwrap_or_default(),
         comment: text(j.get("comment")),
         wckey: text(j.get("wckey")),
+        gpu_type: [j.get("tres_per_job"), j.get("tres_per_node")].into_iter().find_map(|v| gres::parse(&text(v)).kind),
+        saved_at: None,
+        work_dir: text(j.get("current_working_directory")),
+        admin_comment: text(j.get("admin_comment")),
         state,
     })
 }

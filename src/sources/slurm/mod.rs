@@ -70,6 +70,19 @@ pub struct SlurmConfig {
     pub operators: Vec<crate::domain::slurm::SlurmOperator>,
     /// Power saving: what `gpuroom slurm-resume` launches for a CLOUD node (`power`).
     pub power: Option<power::PowerConfig>,
+    /// With `mode = "control"`: the room orders Slurm's pending GPU jobs,
+    /// chooses their nodes and asks spot jobs to save at its risk; in
+    /// advisory mode it shows what it would do. Off by default: it rewrites
+    /// every pending job's priority.
+    pub govern: bool,
+    /// Partitions whose jobs cannot be interrupted (never routed to spot).
+    pub uninterruptible_partitions: Vec<String>,
+    /// Partitions of spot nodes the `[[nodes]]` table does not name.
+    pub spot_partitions: Vec<String>,
+    /// How a job acknowledges a checkpoint: `"comment"` (it writes
+    /// `saved=EPOCH` into its own comment) or `"file:NAME"` (it touches NAME
+    /// in its working directory, read on the head node).
+    pub checkpoint_ack: String,
 }
 
 impl Default for SlurmConfig {
@@ -89,6 +102,10 @@ impl Default for SlurmConfig {
             account: Vec::new(),
             operators: Vec::new(),
             power: None,
+            govern: false,
+            uninterruptible_partitions: Vec::new(),
+            spot_partitions: Vec::new(),
+            checkpoint_ack: "comment".to_string(),
         }
     }
 }
@@ -102,6 +119,9 @@ impl SlurmConfig {
             checkpoint_signal: self.checkpoint_signal.clone(),
             checkpoint_grace: Secs(i64::try_from(self.checkpoint_grace_secs.min(86_400)).unwrap_or(60)),
             operators: self.operators.clone(),
+            govern: self.govern,
+            uninterruptible_partitions: self.uninterruptible_partitions.clone(),
+            spot_partitions: self.spot_partitions.clone(),
         }
     }
 
@@ -115,6 +135,7 @@ impl SlurmConfig {
     /// every engine reads its accounts before it starts).
     pub fn accounts(&self) -> Result<Vec<TenantSpec>, String> {
         crate::domain::slurm::SlurmVerb::signal(&self.checkpoint_signal).map_err(|e| format!("[sources.slurm] checkpoint_signal: {e}"))?;
+        self.checkpoint_marker()?;
         self.account
             .iter()
             .map(|a| {
@@ -128,6 +149,17 @@ impl SlurmConfig {
                 })
             })
             .collect()
+    }
+
+    /// The marker file's name when jobs acknowledge a save by one
+    /// (`checkpoint_ack = "file:NAME"`); `None` for the comment. A name
+    /// with a path in it is refused: the marker lives in the job's directory.
+    pub fn checkpoint_marker(&self) -> Result<Option<String>, String> {
+        match self.checkpoint_ack.split_once(':') {
+            None if self.checkpoint_ack == "comment" => Ok(None),
+            Some(("file", name)) if !name.is_empty() && !name.contains('/') && name != ".." => Ok(Some(name.to_string())),
+            _ => Err(format!("[sources.slurm] checkpoint_ack: {:?} is neither \"comment\" nor \"file:NAME\" (a file name, no '/')", self.checkpoint_ack)),
+        }
     }
 
     pub fn poll_every(&self) -> Duration {
@@ -146,6 +178,17 @@ mod tests {
         let ok = SlurmConfig { checkpoint_signal: "SIGTERM".into(), checkpoint_grace_secs: 10, ..SlurmConfig::default() };
         assert!(ok.accounts().is_ok());
         assert_eq!((ok.policy().checkpoint_signal.as_str(), ok.policy().checkpoint_grace.0), ("SIGTERM", 10));
+    }
+
+    #[test]
+    fn a_checkpoint_marker_is_the_comment_or_a_plain_file_name() {
+        let with = |ack: &str| SlurmConfig { checkpoint_ack: ack.into(), ..SlurmConfig::default() }.checkpoint_marker();
+        assert_eq!(with("comment"), Ok(None));
+        assert_eq!(with("file:.saved"), Ok(Some(".saved".into())));
+        for bad in ["file:", "file:../x", "file:/etc/passwd", "mtime", "file:.."] {
+            assert!(with(bad).unwrap_err().contains("checkpoint_ack"), "{bad}");
+        }
+        assert!(SlurmConfig { checkpoint_ack: "nope".into(), ..SlurmConfig::default() }.accounts().is_err());
     }
 
     #[test]

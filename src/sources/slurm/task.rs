@@ -21,16 +21,21 @@ pub fn spawn(config: SlurmConfig, reports: mpsc::Sender<Report>) -> mpsc::Sender
     let cli = Arc::new(config.cli());
     let poke = Arc::new(Notify::new());
     let (tx, rx) = mpsc::channel(256);
-    tokio::spawn(poll(cli.clone(), config.poll_every(), poke.clone(), reports.clone()));
+    // Checked when the engine read its accounts; a bad one reads as the comment.
+    let marker = config.checkpoint_marker().ok().flatten();
+    tokio::spawn(poll(cli.clone(), config.poll_every(), marker, poke.clone(), reports.clone()));
     tokio::spawn(execute(cli, rx, poke, reports));
     tx
 }
 
-async fn poll(cli: Arc<SlurmCli>, every: std::time::Duration, poke: Arc<Notify>, reports: mpsc::Sender<Report>) {
+async fn poll(cli: Arc<SlurmCli>, every: std::time::Duration, marker: Option<String>, poke: Arc<Notify>, reports: mpsc::Sender<Report>) {
     let mut healthy: Option<bool> = None;
     loop {
         let report = match cli.snapshot().await {
-            Ok(snapshot) => {
+            Ok(mut snapshot) => {
+                if let Some(name) = &marker {
+                    read_markers(&mut snapshot, name).await;
+                }
                 if healthy != Some(true) {
                     let how = if cli.uses_json() { "--json" } else { "parsable text" };
                     let detail = format!("Slurm {} cluster {} ({how})", snapshot.version, snapshot.cluster);
@@ -56,6 +61,18 @@ async fn poll(cli: Arc<SlurmCli>, every: std::time::Duration, poke: Arc<Notify>,
             return;
         }
         wait(&poke, every).await;
+    }
+}
+
+/// Each running job's marker file, if it has one: its modification time is
+/// the job's last acknowledged checkpoint. The directory is Slurm's word for
+/// the job's; a file that is missing or unreadable acknowledges nothing.
+async fn read_markers(snapshot: &mut crate::domain::slurm::SlurmSnapshot, name: &str) {
+    for job in snapshot.jobs.iter_mut().filter(|j| j.holds_gpus() && j.work_dir.starts_with('/')) {
+        let path = std::path::Path::new(&job.work_dir).join(name);
+        if let Ok(modified) = tokio::fs::symlink_metadata(&path).await.and_then(|m| m.modified()) {
+            job.saved_at = Some(chrono::DateTime::<chrono::Utc>::from(modified));
+        }
     }
 }
 

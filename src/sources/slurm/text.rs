@@ -105,6 +105,10 @@ pub fn jobs(source: &str, body: &str) -> Result<Vec<SlurmJob>, ParseError> {
             excluded: Vec::new(),
             comment: String::new(),
             wckey: String::new(),
+            gpu_type: gres::parse(f[6]).kind,
+            saved_at: None,
+            work_dir: String::new(),
+            admin_comment: String::new(),
             name: f[14].to_string(),
             state,
         });

@@ -147,6 +147,16 @@ fn header<'a>(view: &View, s: &SlurmView, t: &Theme, w: usize) -> Line<'a> {
     }
     groups.push((3, vec![Span::styled(" · Slurm ", t.dim), Span::styled(s.version.clone(), t.text)]));
     groups.push((1, vec![Span::styled(" · ", t.dim), mode]));
+    if let Some(discipline) = &s.governs {
+        // The room is Slurm's policy: which order, and whether Slurm kept it.
+        let mut g = vec![Span::styled(" · orders by ", t.dim), Span::styled(discipline.clone(), t.figure)];
+        let starts = s.followed + s.out_of_order;
+        if starts > 0 {
+            let style = if s.out_of_order > 0 { t.warn } else { t.ok };
+            g.push(Span::styled(format!(" · followed {}/{starts}", s.followed), style));
+        }
+        groups.push((1, g));
+    }
     groups.push((4, vec![Span::styled(" · preempt = ", t.dim), Span::styled(s.preempt_by.clone(), t.text)]));
     if s.stale.is_none()
         && let Some(age) = age
@@ -204,7 +214,9 @@ fn note<'a>(job: &SlurmJobRow, t: &Theme) -> Span<'a> {
     match (&job.command, &job.advice) {
         (Some(c), _) if job.in_flight => Span::styled(format!("→ {c}"), t.key),
         (Some(c), _) if job.command_failed => Span::styled(format!("✗ {c}"), t.alarm),
+        _ if job.plan_alarm => Span::styled(format!("✗ {}", job.plan.clone().unwrap_or_default()), t.alarm),
         (_, Some(a)) => Span::styled(format!("⚑ {a}"), t.warn),
+        _ if job.plan.is_some() => Span::styled(job.plan.clone().unwrap_or_default(), t.text),
         (Some(c), None) => Span::styled(format!("✓ {c}"), t.dim),
         (None, None) if !job.reason.is_empty() && job.reason != "None" => Span::styled(job.reason.clone(), t.dim),
         (None, None) => Span::raw(""),

@@ -1,0 +1,245 @@
+//! The room as Slurm's policy (`govern = true`): on each snapshot the room's
+//! discipline ranks Slurm's pending GPU jobs and its placement chooses their
+//! nodes (`sched::slurm_plan`); in control mode the ranks leave as Slurm
+//! priorities and the nodes as `ReqNodeList`/`Partition`/`ExcNodeList`, in
+//! one `scontrol update` per job and only where Slurm's copy differs, so
+//! Slurm's own scheduler and backfill start the work in the room's order on
+//! the room's nodes. Each start Slurm makes is checked against the order it
+//! was given: one that jumped a job the room had placed is flagged.
+//!
+//! Owns `Governance` (kept in the mirror); reads the fleet for the nodes'
+//! billing; sends through the mirror. An `impl Room`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use super::Room;
+use super::journal::Severity;
+use crate::domain::cluster::BillingMode;
+use crate::domain::event::Effect;
+use crate::domain::slurm::{Schedule, SlurmMode, SlurmSnapshot, SlurmState, SlurmVerb};
+use crate::domain::text::clean;
+use crate::domain::units::At;
+use crate::sched::slurm_plan::{self, PlanInput, SiteNode, Target};
+
+/// Who, in the room, moves running jobs (`room::slurm_saves`, `room::slurm_acts`).
+const MOVERS: [&str; 2] = ["max price", "spot notice"];
+
+/// Starts kept for the console and the bench (the newest).
+const STARTS_KEPT: usize = 200;
+
+/// What the room decided for Slurm's pending jobs and how Slurm followed.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Governance {
+    /// The room's order as of the newest snapshot, by job.
+    pub plan: BTreeMap<u64, PlanNote>,
+    /// What the room has set on each pending job (so it is neither sent
+    /// again nor undone when the room did not set it).
+    pub set: BTreeMap<u64, Schedule>,
+    /// The partitions each job asked for, where the room narrowed them: it
+    /// plans with what the job asked, not with what the room last chose.
+    pub asked: BTreeMap<u64, String>,
+    /// Starts Slurm made while the room governed, newest last.
+    pub starts: Vec<StartNote>,
+    pub followed: u64,
+    pub out_of_order: u64,
+}
+
+/// One pending job's place in the room's order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PlanNote {
+    pub rank: u32,
+    /// The node it goes to now, if it fits now.
+    pub node: Option<String>,
+    pub why: String,
+}
+
+/// A start Slurm made, against the room's order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StartNote {
+    pub at: At,
+    pub job: u64,
+    pub rank: u32,
+    pub node: String,
+    /// `None`: in the room's order, on a node the room allowed.
+    pub broke: Option<String>,
+}
+
+impl Room {
+    /// The Slurm nodes as placement sees them: their billing from the room's
+    /// node (the `[[nodes]]` table), else from `spot_partitions`.
+    fn site_nodes(&self, snapshot: &SlurmSnapshot) -> Vec<SiteNode> {
+        let policy = &self.config.slurm;
+        snapshot
+            .nodes
+            .iter()
+            .map(|n| {
+                let declared = n.node.and_then(|id| self.fleet.nodes.get(&id)).map(|node| node.spec.billing);
+                let billing =
+                    declared.unwrap_or(if n.partitions.iter().any(|p| policy.spot_partitions.contains(p)) { BillingMode::Spot } else { BillingMode::OnDemand });
+                SiteNode {
+                    name: n.name.clone(),
+                    partitions: n.partitions.clone(),
+                    gpus: n.gpus,
+                    free: n.gpus.saturating_sub(n.gpus_used),
+                    gpu_type: n.gpu_type.clone(),
+                    billing,
+                    usable: !n.unavailable() && !n.powered_down(),
+                }
+            })
+            .collect()
+    }
+
+    /// The room's order and placement for the newest snapshot: checked
+    /// against the starts Slurm made since the last one, then sent (control
+    /// mode) or shown (advisory).
+    pub(super) fn govern_slurm(&mut self, at: At, snapshot: &SlurmSnapshot, effects: &mut Vec<Effect>) {
+        if !self.config.slurm.govern {
+            return;
+        }
+        self.check_starts(at, snapshot);
+        let nodes = self.site_nodes(snapshot);
+        let input = PlanInput {
+            now: at,
+            discipline: self.config.sched.discipline,
+            sched: &self.config.sched,
+            tenants: &self.fleet.tenants,
+            nodes,
+            uninterruptible_partitions: &self.config.slurm.uninterruptible_partitions,
+            stopped_accounts: self.budgets.levels.iter().filter(|(_, l)| **l >= crate::cost::budget::BudgetLevel::Limited).map(|(t, _)| t.0.clone()).collect(),
+        };
+        let mut as_asked = snapshot.clone();
+        for job in &mut as_asked.jobs {
+            if let Some(asked) = self.slurm.govern.asked.get(&job.id) {
+                job.partition = asked.clone();
+            }
+        }
+        let plan = slurm_plan::plan(&as_asked, &input);
+        let ranked: BTreeSet<u64> = plan.iter().map(|p| p.job).collect();
+        // The band sits above every pending job the room does not rank.
+        let floor = snapshot.jobs.iter().filter(|j| j.state == SlurmState::Pending && !ranked.contains(&j.id)).map(|j| j.priority).max().unwrap_or(0);
+        let floor = u32::try_from(floor).unwrap_or(u32::MAX).min(slurm_plan::FIRST.saturating_sub(1));
+        let order: Vec<u64> = plan.iter().map(|p| p.job).collect();
+        let current: BTreeMap<u64, u64> = snapshot.jobs.iter().filter(|j| ranked.contains(&j.id)).map(|j| (j.id, j.priority)).collect();
+        let priorities = slurm_plan::priorities(&order, &current, floor);
+        let control = self.config.slurm.mode == SlurmMode::Control;
+        let by_id: BTreeMap<u64, &crate::domain::slurm::SlurmJob> = snapshot.jobs.iter().map(|j| (j.id, j)).collect();
+        let mut notes = BTreeMap::new();
+        for planned in &plan {
+            let Some(job) = by_id.get(&planned.job) else { continue };
+            let was = self.slurm.govern.set.get(&job.id).cloned().unwrap_or_default();
+            // A job the room moved off its node (a price or a notice) is not kept back.
+            let moved = self.slurm.last.get(&job.id).is_some_and(|r| {
+                matches!(r.verb, SlurmVerb::Migrate { .. } | SlurmVerb::Requeue) && MOVERS.contains(&r.by.as_str()) && matches!(r.outcome, Some(Ok(_)))
+            });
+            let start_now = moved && job.reason == "BeginTime" && !was.start_now;
+            let mut change = Schedule { priority: priorities.get(&job.id).copied(), release: job.awaits_admission(), start_now, ..Schedule::default() };
+            let node = match &planned.target {
+                Target::Node { node, partition } => {
+                    // Slurm picks the partition of the node asked from the job's list.
+                    if !job.partitions().contains(partition) {
+                        change.partition = Some(partition.clone());
+                    }
+                    if was.nodes.as_deref() != Some(std::slice::from_ref(node)) {
+                        change.nodes = Some(vec![node.clone()]);
+                    }
+                    Some(node.clone())
+                }
+                Target::Wait { partitions, exclude } => {
+                    if let Some(p) = partitions.as_ref().map(|p| p.join(",")).filter(|p| *p != job.partition) {
+                        change.partition = Some(p);
+                    }
+                    // A node the room chose stays chosen while the job may
+                    // still run there (it was taken meanwhile, or Slurm is
+                    // starting it as this snapshot was read); only a node it
+                    // may no longer use is taken back, and only one the room set.
+                    let usable = |name: &String| input.nodes.iter().any(|n| &n.name == name && n.usable) && !exclude.contains(name);
+                    if was.nodes.as_ref().is_some_and(|n| !n.is_empty() && !n.iter().all(usable)) {
+                        change.nodes = Some(Vec::new());
+                    }
+                    if !exclude.is_empty() && exclude.iter().any(|x| !job.excluded.contains(x)) {
+                        let mut all: Vec<String> = job.excluded.clone();
+                        all.extend(exclude.iter().filter(|x| !job.excluded.contains(x)).cloned());
+                        change.exclude = Some(all);
+                    }
+                    None
+                }
+            };
+            notes.insert(job.id, PlanNote { rank: planned.rank, node, why: clean(&planned.why) });
+            if change == Schedule::default() || !control {
+                continue;
+            }
+            let verb = SlurmVerb::Schedule(Box::new(change.clone()));
+            if self.slurm.may_send(job.id) && self.slurm.check_verb(&self.config.slurm, job.id, &verb).is_ok() {
+                self.slurm.send(at, job.id, verb, "order".to_string(), effects);
+                if change.partition.is_some() {
+                    self.slurm.govern.asked.entry(job.id).or_insert_with(|| job.partition.clone());
+                }
+                let set = self.slurm.govern.set.entry(job.id).or_default();
+                merge(set, change);
+            }
+        }
+        self.slurm.govern.plan = notes;
+        // What the room set on a job that no longer waits is Slurm's past.
+        let waiting = |id: &u64| by_id.get(id).is_some_and(|j| j.state == SlurmState::Pending);
+        self.slurm.govern.set.retain(|id, _| waiting(id));
+        self.slurm.govern.asked.retain(|id, _| waiting(id));
+    }
+
+    /// Each job that started since the last snapshot, against the order the
+    /// room gave: it broke the order when it took the node the room had
+    /// given a job ranked ahead of it that still waits, or runs on a node the
+    /// room did not choose for it. (A job ahead that waits while its own node
+    /// stays free is Slurm being a pass late, not a jump.)
+    fn check_starts(&mut self, at: At, snapshot: &SlurmSnapshot) {
+        let before = std::mem::take(&mut self.slurm.govern.plan);
+        if before.is_empty() {
+            return;
+        }
+        let pending: BTreeSet<u64> = snapshot.jobs.iter().filter(|j| j.state == SlurmState::Pending).map(|j| j.id).collect();
+        let mut started: Vec<(&crate::domain::slurm::SlurmJob, &PlanNote)> =
+            snapshot.jobs.iter().filter(|j| j.holds_gpus()).filter_map(|j| before.get(&j.id).map(|note| (j, note))).collect();
+        started.sort_by_key(|(_, note)| note.rank);
+        for (job, note) in started {
+            let node = job.nodes.first().cloned().unwrap_or_default();
+            let jumped = before
+                .iter()
+                .filter(|(id, n)| n.rank < note.rank && pending.contains(id) && n.node.as_ref().is_some_and(|x| job.nodes.contains(x)))
+                .min_by_key(|(_, n)| n.rank);
+            let broke = match (jumped, &note.node) {
+                (Some((id, ahead)), _) => Some(format!("started ahead of job {id} (rank {}, placed on {})", ahead.rank, ahead.node.as_deref().unwrap_or("-"))),
+                (None, Some(chosen)) if !job.nodes.contains(chosen) => Some(format!("on {}, not on the room's {chosen}", clean(&node))),
+                _ => None,
+            };
+            match &broke {
+                Some(why) => {
+                    self.slurm.govern.out_of_order += 1;
+                    let text = format!("slurm job {} {} (room rank {}): {why}", job.id, clean(&job.name), note.rank);
+                    self.journal.note(at, Severity::Warn, text);
+                }
+                None => self.slurm.govern.followed += 1,
+            }
+            self.slurm.govern.starts.push(StartNote { at, job: job.id, rank: note.rank, node: clean(&node), broke });
+        }
+        let excess = self.slurm.govern.starts.len().saturating_sub(STARTS_KEPT);
+        self.slurm.govern.starts.drain(..excess);
+    }
+}
+
+/// What was set before, updated by what was just sent.
+fn merge(set: &mut Schedule, change: Schedule) {
+    if change.priority.is_some() {
+        set.priority = change.priority;
+    }
+    if change.partition.is_some() {
+        set.partition = change.partition;
+    }
+    if change.nodes.is_some() {
+        set.nodes = change.nodes;
+    }
+    if change.exclude.is_some() {
+        set.exclude = change.exclude;
+    }
+    set.start_now |= change.start_now;
+}

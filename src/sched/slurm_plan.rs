@@ -1,0 +1,336 @@
+//! The room's order and placement for a Slurm cluster's pending GPU jobs:
+//! the same disciplines that order the room's own queue rank Slurm's pending
+//! jobs, and in that order each one that fits now is given a node by price
+//! tier (reserved, then spot, then on-demand) and the placement policy; one
+//! that cannot be interrupted never gets a spot node. The ranks become
+//! Slurm priorities (`priorities`): only jobs whose place in Slurm's order is
+//! wrong are renumbered, so a new job costs a command or two, not one per
+//! pending job.
+//!
+//! Pure: it reads a snapshot, the nodes' billing and the room's scheduling
+//! settings and returns the plan. Whether it is only shown or carried out is
+//! `room::slurm_govern`'s business.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::config::{FitPolicy, Resources, SchedConfig};
+use super::discipline::OrderContext;
+use crate::domain::cluster::BillingMode;
+use crate::domain::discipline::DisciplineKind;
+use crate::domain::event::TenantSpec;
+use crate::domain::ids::{JobId, TenantId};
+use crate::domain::job::{Job, JobClass, JobSpec, PoolPreference};
+use crate::domain::slurm::{SlurmJob, SlurmSnapshot, SlurmState};
+use crate::domain::units::{At, Mib};
+
+/// A Slurm node as placement sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SiteNode {
+    pub name: String,
+    pub partitions: Vec<String>,
+    pub gpus: u32,
+    pub free: u32,
+    pub gpu_type: Option<String>,
+    pub billing: BillingMode,
+    /// Up and taking work (not drained, down or powered off).
+    pub usable: bool,
+}
+
+/// What the plan is made with besides the snapshot.
+pub struct PlanInput<'a> {
+    pub now: At,
+    pub discipline: DisciplineKind,
+    pub sched: &'a SchedConfig,
+    pub tenants: &'a BTreeMap<TenantId, TenantSpec>,
+    pub nodes: Vec<SiteNode>,
+    pub uninterruptible_partitions: &'a [String],
+    /// Accounts whose pending jobs wait for their budget: not ordered.
+    pub stopped_accounts: BTreeSet<String>,
+}
+
+/// Where the room wants a pending job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// It fits now: on this node, in this partition.
+    Node { node: String, partition: String },
+    /// It waits; when capacity frees it may run in these partitions (`None`:
+    /// those it asked for), never on these nodes.
+    Wait { partitions: Option<Vec<String>>, exclude: Vec<String> },
+}
+
+/// One pending job in the room's order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Planned {
+    pub job: u64,
+    /// 1 for the first.
+    pub rank: u32,
+    pub target: Target,
+    pub why: String,
+}
+
+/// Pending jobs the room orders: waiting for GPUs, not held (a held job
+/// waits for a person or a budget, not for the queue) unless held for the
+/// room to admit it.
+pub fn ordered_here(job: &SlurmJob) -> bool {
+    job.state == SlurmState::Pending && job.gpus > 0 && (!job.held() || job.awaits_admission())
+}
+
+/// Jobs whose reason says only capacity or order stands in their way.
+fn waits_for_capacity(job: &SlurmJob) -> bool {
+    job.awaits_admission() || matches!(job.reason.as_str(), "Resources" | "Priority" | "None" | "ReqNodeNotAvail" | "BadConstraints" | "PartitionConfig" | "")
+}
+
+/// The tier's place in the order capacity is used: what is paid for anyway
+/// first, then the cheap and interruptible, then list price.
+fn tier(billing: BillingMode) -> u8 {
+    match billing {
+        BillingMode::Reserved => 0,
+        BillingMode::Spot => 1,
+        BillingMode::OnDemand => 2,
+    }
+}
+
+/// A Slurm job as a job of the room's queue, for the disciplines: its
+/// account is its tenant, `priority=N` in its comment its priority.
+fn as_job(job: &SlurmJob, now: At) -> Job {
+    let priority = job
+        .comment
+        .split([',', ';', ' '])
+        .filter_map(|p| p.split_once('='))
+        .find(|(k, _)| k.trim().eq_ignore_ascii_case("priority"))
+        .and_then(|(_, v)| v.trim().parse::<i32>().ok())
+        .unwrap_or(0);
+    let spec = JobSpec {
+        id: JobId::slurm(job.id),
+        name: job.name.clone(),
+        tags: job.tags(),
+        class: JobClass::Training,
+        gpus: u8::try_from(job.gpus).unwrap_or(u8::MAX),
+        gpu_mem: Mib(0),
+        exclusive: true,
+        steps_total: 1,
+        priority,
+        pool: PoolPreference::Any,
+        checkpoint_size: Mib(0),
+        cpus: 0,
+        host_mem: Mib(0),
+        est_runtime: job.time_limit,
+    };
+    let mut queued = Job::new(spec, job.submitted.unwrap_or(now));
+    queued.requeues = job.restarts;
+    queued
+}
+
+/// The pending GPU jobs in the room's discipline's order.
+pub fn rank(snapshot: &SlurmSnapshot, input: &PlanInput<'_>) -> Vec<u64> {
+    let jobs: Vec<Job> =
+        snapshot.jobs.iter().filter(|j| ordered_here(j) && !input.stopped_accounts.contains(&j.tags().tenant.0)).map(|j| as_job(j, input.now)).collect();
+    let mut held: BTreeMap<TenantId, Resources> = BTreeMap::new();
+    for job in snapshot.jobs.iter().filter(|j| j.holds_gpus()) {
+        held.entry(job.tags().tenant).or_default().add(Resources { gpus: f64::from(job.gpus), ..Resources::default() });
+    }
+    let capacity = Resources { gpus: input.nodes.iter().filter(|n| n.usable).map(|n| f64::from(n.gpus)).sum(), ..Resources::default() };
+    let ctx = OrderContext { now: input.now, config: input.sched, held: &held, capacity };
+    let mut order: Vec<&Job> = jobs.iter().collect();
+    input.discipline.discipline().order(&mut order, &ctx);
+    order.into_iter().filter_map(|j| j.spec.id.slurm_id()).collect()
+}
+
+/// Free GPUs a node's typical asks cannot use: for each GPU count the
+/// pending jobs ask (weighted by how many ask it), the free GPUs of a node
+/// with fewer than that many free (whole GPUs: FGD's measure without sharing).
+fn fragmented(free: u32, shapes: &BTreeMap<u32, u32>) -> u64 {
+    shapes.iter().filter(|(size, _)| free < **size).map(|(_, n)| u64::from(*n) * u64::from(free)).sum()
+}
+
+/// The room's plan: the order, and where each job that fits now goes.
+pub fn plan(snapshot: &SlurmSnapshot, input: &PlanInput<'_>) -> Vec<Planned> {
+    let order = rank(snapshot, input);
+    let by_id: BTreeMap<u64, &SlurmJob> = snapshot.jobs.iter().map(|j| (j.id, j)).collect();
+    let mut shapes: BTreeMap<u32, u32> = BTreeMap::new();
+    for id in &order {
+        if let Some(j) = by_id.get(id) {
+            *shapes.entry(j.gpus).or_default() += 1;
+        }
+    }
+    let mut free: BTreeMap<&str, u32> = input.nodes.iter().filter(|n| n.usable).map(|n| (n.name.as_str(), n.free)).collect();
+    let spot: BTreeSet<&str> = input.nodes.iter().filter(|n| n.billing == BillingMode::Spot).map(|n| n.name.as_str()).collect();
+    let stable_partitions: Vec<String> = {
+        let mut p: Vec<String> = input
+            .nodes
+            .iter()
+            .filter(|n| n.billing != BillingMode::Spot)
+            .flat_map(|n| n.partitions.iter().cloned())
+            .filter(|p| input.nodes.iter().filter(|n| n.partitions.contains(p)).all(|n| n.billing != BillingMode::Spot))
+            .collect();
+        p.sort();
+        p.dedup();
+        p
+    };
+    let mut out = Vec::with_capacity(order.len());
+    for (i, id) in order.iter().enumerate() {
+        let Some(job) = by_id.get(id) else { continue };
+        let rank = u32::try_from(i + 1).unwrap_or(u32::MAX);
+        let interruptible = job.interruptible(input.uninterruptible_partitions);
+        let asked = job.partitions();
+        // Work that cannot be interrupted asked only for spot partitions: it
+        // is moved to the stable ones rather than left where it must not run.
+        let asked_only_spot =
+            !asked.is_empty() && asked.iter().all(|p| input.nodes.iter().filter(|n| n.partitions.contains(p)).all(|n| n.billing == BillingMode::Spot));
+        let allowed: Vec<String> = if !interruptible && asked_only_spot { stable_partitions.clone() } else { asked.clone() };
+        let candidates = input.nodes.iter().filter(|n| {
+            n.usable
+                && (interruptible || n.billing != BillingMode::Spot)
+                && n.partitions.iter().any(|p| allowed.is_empty() || allowed.contains(p))
+                && job.gpu_type.as_ref().is_none_or(|t| n.gpu_type.as_ref() == Some(t))
+                && free.get(n.name.as_str()).copied().unwrap_or(0) >= job.gpus
+                && !job.excluded.contains(&n.name)
+        });
+        let chosen = if waits_for_capacity(job) {
+            candidates.min_by_key(|n| {
+                let f = free.get(n.name.as_str()).copied().unwrap_or(0);
+                let growth = match input.sched.fit {
+                    FitPolicy::Fragmentation => fragmented(f - job.gpus, &shapes) as i64 - fragmented(f, &shapes) as i64,
+                    _ => 0,
+                };
+                let left = if input.sched.fit == FitPolicy::FirstFit { 0 } else { f - job.gpus };
+                (tier(n.billing), growth, left, n.name.clone())
+            })
+        } else {
+            None
+        };
+        let exclude: Vec<String> = if interruptible { Vec::new() } else { spot.iter().map(|s| s.to_string()).collect() };
+        let (target, why) = match chosen {
+            Some(n) => {
+                if let Some(f) = free.get_mut(n.name.as_str()) {
+                    *f -= job.gpus;
+                }
+                let partition = n.partitions.iter().find(|p| allowed.is_empty() || allowed.contains(p)).cloned().unwrap_or_default();
+                let why = format!(
+                    "{} GPU(s) free on {} ({}){}",
+                    job.gpus,
+                    n.name,
+                    billing_word(n.billing),
+                    if interruptible { "" } else { "; cannot be interrupted" }
+                );
+                (Target::Node { node: n.name.clone(), partition }, why)
+            }
+            None => {
+                let why = if !waits_for_capacity(job) {
+                    format!("waits for {}", job.reason)
+                } else if !interruptible {
+                    "waits for a GPU off spot (cannot be interrupted)".to_string()
+                } else {
+                    "waits for GPUs".to_string()
+                };
+                let partitions = (allowed != asked).then_some(allowed);
+                (Target::Wait { partitions, exclude }, why)
+            }
+        };
+        out.push(Planned { job: *id, rank, target, why });
+    }
+    out
+}
+
+fn billing_word(billing: BillingMode) -> &'static str {
+    match billing {
+        BillingMode::Reserved => "reserved",
+        BillingMode::Spot => "spot",
+        BillingMode::OnDemand => "on-demand",
+    }
+}
+
+/// The room's band of Slurm priorities: above what Slurm gives a new job
+/// under `priority/basic` (it counts down from 4,294,901,760), so a job the
+/// room has not ranked yet never goes before one it has.
+pub const BAND_TOP: u32 = 4_294_967_000;
+/// Where a fresh order starts: the numbers above are for jobs that later
+/// jump ahead of the whole queue.
+pub const FIRST: u32 = BAND_TOP - 64 * GAP;
+/// Room left between ranks, so that a job ranked between two others takes a
+/// free number instead of moving every job after it.
+pub const GAP: u32 = 64;
+
+/// Priorities that make Slurm's order the room's: `order` is the room's
+/// ranking, `current` the priority each job has in Slurm now. The longest run
+/// of jobs already in the right relative order (within the band) keeps its
+/// numbers; every other job gets a free number between its neighbours, and
+/// only when there is none is the whole order renumbered. Returns the jobs
+/// whose priority must change, with the new one.
+pub fn priorities(order: &[u64], current: &BTreeMap<u64, u64>, floor: u32) -> BTreeMap<u64, u32> {
+    let in_band = |p: u64| p > u64::from(floor) && p <= u64::from(BAND_TOP);
+    let have: Vec<Option<u64>> = order.iter().map(|id| current.get(id).copied().filter(|p| in_band(*p))).collect();
+    let keep = longest_decreasing(&have);
+    let mut out = BTreeMap::new();
+    let mut assigned: Vec<u64> = vec![0; order.len()];
+    let mut i = 0;
+    while i < order.len() {
+        if keep.contains(&i) {
+            assigned[i] = have[i].unwrap_or(0);
+            i += 1;
+            continue;
+        }
+        // A run of jobs to place between the kept neighbours.
+        let start = i;
+        while i < order.len() && !keep.contains(&i) {
+            i += 1;
+        }
+        // Before the first kept job, the band's top is the limit; a fresh
+        // queue starts lower, leaving room for jobs that jump ahead later.
+        let above = if start == 0 { if i < order.len() { u64::from(BAND_TOP) + 1 } else { u64::from(FIRST) + u64::from(GAP) } } else { assigned[start - 1] };
+        let below = if i < order.len() { have[i].unwrap_or(u64::from(floor)) } else { u64::from(floor) };
+        let count = (i - start) as u64;
+        if above <= below || above - below <= count {
+            return renumber(order, current, floor);
+        }
+        let step = ((above - below) / (count + 1)).min(u64::from(GAP)).max(1);
+        for (k, slot) in (start..i).enumerate() {
+            let p = above - step * (k as u64 + 1);
+            if p <= below {
+                return renumber(order, current, floor);
+            }
+            assigned[slot] = p;
+            out.insert(order[slot], p as u32);
+        }
+    }
+    out
+}
+
+/// Every job a fresh number, `GAP` apart from `FIRST` down (closer when the
+/// band is too narrow for that).
+fn renumber(order: &[u64], current: &BTreeMap<u64, u64>, floor: u32) -> BTreeMap<u64, u32> {
+    let top = if u64::from(FIRST.saturating_sub(floor)) > order.len() as u64 { FIRST } else { BAND_TOP };
+    let span = u64::from(top - floor.min(top));
+    let step = (span / (order.len() as u64 + 1)).clamp(1, u64::from(GAP));
+    order.iter().enumerate().map(|(i, id)| (*id, (u64::from(top) - step * i as u64) as u32)).filter(|(id, p)| current.get(id) != Some(&u64::from(*p))).collect()
+}
+
+/// Positions of the longest strictly decreasing subsequence among the known
+/// priorities (patience sorting, O(n log n)).
+fn longest_decreasing(values: &[Option<u64>]) -> BTreeSet<usize> {
+    // Decreasing in value = increasing in negated value.
+    let mut tails: Vec<(i128, usize)> = Vec::new();
+    let mut parent: Vec<Option<usize>> = vec![None; values.len()];
+    for (i, v) in values.iter().enumerate() {
+        let Some(v) = v else { continue };
+        let key = -(*v as i128);
+        let pos = tails.partition_point(|(k, _)| *k < key);
+        parent[i] = if pos > 0 { Some(tails[pos - 1].1) } else { None };
+        if pos == tails.len() {
+            tails.push((key, i));
+        } else {
+            tails[pos] = (key, i);
+        }
+    }
+    let mut keep = BTreeSet::new();
+    let mut at = tails.last().map(|(_, i)| *i);
+    while let Some(i) = at {
+        keep.insert(i);
+        at = parent[i];
+    }
+    keep
+}
+
+#[cfg(test)]
+#[path = "slurm_plan_tests.rs"]
+mod tests;

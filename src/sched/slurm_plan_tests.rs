@@ -1,0 +1,165 @@
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::domain::slurm::SlurmJob;
+use crate::domain::testkit::t;
+
+fn node(name: &str, partition: &str, free: u32, billing: BillingMode, kind: &str) -> SiteNode {
+    SiteNode { name: name.into(), partitions: vec![partition.into()], gpus: 4, free, gpu_type: Some(kind.into()), billing, usable: true }
+}
+
+fn pending(id: u64, account: &str, gpus: u32, partition: &str, comment: &str, submitted: i64) -> SlurmJob {
+    SlurmJob {
+        id,
+        name: format!("j{id}"),
+        user: "u".into(),
+        account: account.into(),
+        partition: partition.into(),
+        state: SlurmState::Pending,
+        reason: "Resources".into(),
+        gpus,
+        submitted: Some(t(submitted)),
+        comment: comment.into(),
+        ..Default::default()
+    }
+}
+
+fn running(id: u64, account: &str, gpus: u32, node: &str) -> SlurmJob {
+    SlurmJob { state: SlurmState::Running, reason: "None".into(), nodes: vec![node.into()], ..pending(id, account, gpus, "spot", "", 0) }
+}
+
+fn site() -> Vec<SiteNode> {
+    vec![
+        node("n1", "spot", 4, BillingMode::Spot, "a10g"),
+        node("n2", "spot", 2, BillingMode::Spot, "a10g"),
+        node("n3", "od", 4, BillingMode::OnDemand, "a10g"),
+        node("n4", "od", 4, BillingMode::OnDemand, "l4"),
+    ]
+}
+
+fn plan_of(jobs: Vec<SlurmJob>, discipline: DisciplineKind, fit: FitPolicy) -> Vec<Planned> {
+    let snapshot = SlurmSnapshot { jobs, ..Default::default() };
+    let sched = SchedConfig { fit, ..SchedConfig::default() };
+    let tenants = BTreeMap::new();
+    let input = PlanInput {
+        now: t(100),
+        discipline,
+        sched: &sched,
+        tenants: &tenants,
+        nodes: site(),
+        uninterruptible_partitions: &[],
+        stopped_accounts: Default::default(),
+    };
+    plan(&snapshot, &input)
+}
+
+fn target(p: &[Planned], job: u64) -> Target {
+    p.iter().find(|x| x.job == job).unwrap().target.clone()
+}
+
+#[test]
+fn drf_puts_the_account_holding_least_first_and_fifo_keeps_arrival() {
+    let jobs =
+        vec![running(1, "a", 4, "n3"), pending(10, "a", 1, "spot,od", "", 1), pending(11, "a", 1, "spot,od", "", 2), pending(12, "b", 1, "spot,od", "", 3)];
+    let drf: Vec<u64> = plan_of(jobs.clone(), DisciplineKind::Drf, FitPolicy::BestFit).iter().map(|p| p.job).collect();
+    assert_eq!(drf, vec![12, 10, 11], "b holds nothing: it goes first");
+    let fifo: Vec<u64> = plan_of(jobs, DisciplineKind::Fifo, FitPolicy::BestFit).iter().map(|p| p.job).collect();
+    assert_eq!(fifo, vec![10, 11, 12]);
+}
+
+#[test]
+fn spot_comes_before_on_demand_and_the_fullest_spot_node_first() {
+    let p = plan_of(vec![pending(10, "a", 2, "spot,od", "", 1)], DisciplineKind::Fifo, FitPolicy::BestFit);
+    assert_eq!(target(&p, 10), Target::Node { node: "n2".into(), partition: "spot".into() });
+    let p = plan_of(vec![pending(10, "a", 3, "spot,od", "", 1)], DisciplineKind::Fifo, FitPolicy::BestFit);
+    assert_eq!(target(&p, 10), Target::Node { node: "n1".into(), partition: "spot".into() });
+}
+
+#[test]
+fn work_that_cannot_be_interrupted_never_gets_a_spot_node_even_if_it_asked_only_for_spot() {
+    let p = plan_of(vec![pending(10, "a", 2, "spot,od", "ckpt=no", 1)], DisciplineKind::Fifo, FitPolicy::BestFit);
+    assert_eq!(target(&p, 10), Target::Node { node: "n3".into(), partition: "od".into() });
+    assert!(p[0].why.contains("cannot be interrupted"), "{}", p[0].why);
+    // Nothing free off spot: it waits, moved to the stable partition, spot nodes excluded.
+    let mut jobs = vec![pending(10, "a", 4, "spot", "project=x;ckpt=no", 1)];
+    jobs.push(pending(9, "b", 4, "od", "", 0));
+    jobs.push(pending(8, "b", 4, "od", "", 0));
+    let p = plan_of(jobs, DisciplineKind::Fifo, FitPolicy::BestFit);
+    assert_eq!(target(&p, 10), Target::Wait { partitions: Some(vec!["od".into()]), exclude: vec!["n1".into(), "n2".into()] });
+}
+
+#[test]
+fn a_typed_ask_goes_only_to_its_type_and_a_job_ahead_takes_its_gpus_first() {
+    let p = plan_of(vec![pending(10, "a", 1, "od", "", 1)], DisciplineKind::Fifo, FitPolicy::BestFit);
+    assert_eq!(target(&p, 10), Target::Node { node: "n3".into(), partition: "od".into() });
+    let mut typed = pending(10, "a", 1, "od", "", 1);
+    typed.gpu_type = Some("l4".into());
+    let p = plan_of(vec![typed], DisciplineKind::Fifo, FitPolicy::BestFit);
+    assert_eq!(target(&p, 10), Target::Node { node: "n4".into(), partition: "od".into() });
+    let p = plan_of(
+        vec![pending(10, "a", 4, "od", "", 1), pending(11, "a", 4, "od", "", 2), pending(12, "a", 4, "od", "", 3)],
+        DisciplineKind::Fifo,
+        FitPolicy::BestFit,
+    );
+    assert!(matches!(target(&p, 10), Target::Node { .. }) && matches!(target(&p, 11), Target::Node { .. }));
+    assert!(matches!(target(&p, 12), Target::Wait { .. }), "two od nodes, three 4-GPU jobs");
+}
+
+#[test]
+fn fragmentation_keeps_a_whole_node_for_the_large_asks_waiting() {
+    // n1 4 free, n2 2 free; the queue asks 4s: a 2-GPU job on n1 would leave
+    // 2 that no 4-GPU job can use, on n2 it leaves nothing.
+    let jobs = vec![pending(10, "a", 2, "spot", "", 1), pending(11, "a", 4, "spot", "", 2), pending(12, "a", 4, "spot", "", 3)];
+    let p = plan_of(jobs, DisciplineKind::Fifo, FitPolicy::Fragmentation);
+    assert_eq!(target(&p, 10), Target::Node { node: "n2".into(), partition: "spot".into() });
+    assert_eq!(target(&p, 11), Target::Node { node: "n1".into(), partition: "spot".into() });
+}
+
+#[test]
+fn priorities_move_only_the_jobs_out_of_place() {
+    let top = u64::from(BAND_TOP);
+    let floor = 1000;
+    // A fresh queue: numbered from the top, GAP apart.
+    let fresh = priorities(&[1, 2, 3], &BTreeMap::new(), floor);
+    assert_eq!(fresh, BTreeMap::from([(1, FIRST), (2, FIRST - GAP), (3, FIRST - 2 * GAP)]));
+    // Already in order: nothing to send.
+    let current: BTreeMap<u64, u64> = fresh.iter().map(|(k, v)| (*k, u64::from(*v))).collect();
+    assert!(priorities(&[1, 2, 3], &current, floor).is_empty());
+    // A new job ranked second takes a number between 1 and 2; the others stay.
+    let moved = priorities(&[1, 4, 2, 3], &current, floor);
+    assert_eq!(moved.len(), 1);
+    let p4 = moved[&4];
+    assert!(p4 < FIRST && p4 > FIRST - GAP, "{p4}");
+    // 3 jumps to the front: only 3 moves.
+    let moved = priorities(&[3, 1, 2], &current, floor);
+    assert_eq!(moved.keys().copied().collect::<Vec<_>>(), vec![3]);
+    // No room left between neighbours: everything renumbered, and the result is in order.
+    let tight: BTreeMap<u64, u64> = BTreeMap::from([(1, top), (2, top - 1)]);
+    let moved = priorities(&[1, 5, 2], &tight, floor);
+    let mut all = tight.clone();
+    all.extend(moved.iter().map(|(k, v)| (*k, u64::from(*v))));
+    assert!(all[&1] > all[&5] && all[&5] > all[&2], "{all:?}");
+    // A priority below the floor (Slurm's own, or a job the room never ranked) is not kept.
+    let low: BTreeMap<u64, u64> = BTreeMap::from([(1, 10), (2, 5)]);
+    assert_eq!(priorities(&[1, 2], &low, floor).len(), 2);
+}
+
+#[test]
+fn priorities_keep_every_job_in_order_whatever_the_shuffle() {
+    // Deterministic shuffles of a queue after earlier numbering.
+    let floor = 4_294_000_000;
+    let mut current: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut order: Vec<u64> = (1..=40).collect();
+    for round in 0..30u64 {
+        order.rotate_left((round % 7) as usize);
+        order.swap((round * 3 % 40) as usize, (round * 11 % 40) as usize);
+        if round % 4 == 0 {
+            order.insert((round % 9) as usize, 100 + round);
+        }
+        let moved = priorities(&order, &current, floor);
+        current.extend(moved.iter().map(|(k, v)| (*k, u64::from(*v))));
+        let values: Vec<u64> = order.iter().map(|id| current[id]).collect();
+        assert!(values.windows(2).all(|w| w[0] > w[1]), "round {round}: {values:?}");
+        assert!(values.iter().all(|v| *v > u64::from(floor) && *v <= u64::from(BAND_TOP)));
+    }
+}

@@ -1,0 +1,264 @@
+//! The room as Slurm's policy on a real multi-node Slurm (`.ci/slurm-multi-up`:
+//! n1, n2 spot with 4 a10g each; n3 a10g and n4 l4 on demand; GPU jobs held
+//! at submission by its `job_submit.lua` until the room admits them):
+//!
+//! * order: with account a holding every GPU, b's job submitted last is
+//!   ranked first (DRF) and Slurm starts it first, on the room's node; each
+//!   start is checked against the order and none broke it;
+//! * routing: a job that cannot be interrupted (`ckpt=no`), submitted to
+//!   spot and on-demand, never runs on spot; a typed ask lands on its type;
+//! * checkpoints at the room's risk: a job on spot is signalled when the
+//!   room's interval falls due, acknowledges with `saved=EPOCH` in its
+//!   comment, and the room reads it back;
+//! * max price: the pool's price passing the job's cap saves it and moves
+//!   it off spot (requeued, spot nodes excluded) onto on-demand;
+//! * advisory mode sends nothing; every command is audited; the log
+//!   replays to the same room.
+//!
+//! The engine runs in real time on a real SQLite log. Skipped with a message
+//! without the multi-node cluster unless `GPUROOM_REQUIRE_SLURM` is set.
+
+#[path = "support/slurm.rs"]
+mod slurm_support;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use gpuroom::domain::event::Event;
+use gpuroom::domain::slurm::{SlurmJob, SlurmState};
+use gpuroom::domain::units::{MicrosPerHour, Secs};
+use gpuroom::live::Live;
+use gpuroom::live::catalogue::Catalogue;
+use gpuroom::live::config::SourcesConfig;
+use gpuroom::live::run::spawn_sources;
+use gpuroom::room::{Room, RoomConfig};
+use gpuroom::sched::DisciplineKind;
+use gpuroom::sources::report::Report;
+use gpuroom::store::{RunMeta, Store};
+use slurm_support::{jobs_now, slurm_command};
+
+/// One cluster: the tests take turns.
+static CLUSTER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The multi-node cluster's slurm.conf, or `None` (skipped, saying so)
+/// unless `GPUROOM_REQUIRE_SLURM` is set.
+fn multi_conf() -> Option<PathBuf> {
+    let required = std::env::var_os("GPUROOM_REQUIRE_SLURM").is_some();
+    match std::env::var_os("GPUROOM_SLURM_MULTI_CONF") {
+        Some(conf) => Some(PathBuf::from(conf)),
+        None => {
+            assert!(!required, "Slurm is required (GPUROOM_REQUIRE_SLURM is set) but GPUROOM_SLURM_MULTI_CONF is not");
+            eprintln!("SKIPPED: no multi-node Slurm; run .ci/slurm-multi-up DIR and set GPUROOM_SLURM_MULTI_CONF=DIR/slurm.conf");
+            None
+        }
+    }
+}
+
+struct Engine {
+    live: Live,
+    reports: tokio::sync::mpsc::Receiver<Report>,
+    _dir: tempfile::TempDir,
+}
+
+/// The engine as `gpuroom --live` runs it on the cluster, governing: DRF,
+/// spot nodes g5.12xlarge at the spot price, on-demand ones at list, the
+/// checkpoint interval bounded to 4–8 s and the grace to 2 s so that a test
+/// sees several in a minute.
+fn engine(conf: &Path, mode: &str) -> Engine {
+    let text = format!(
+        "[nvml]\nenabled = false\n\
+         [slurm]\nmode = {mode:?}\ngovern = true\npoll_secs = 1\ntimeout_secs = 20\nconf = {:?}\ncheckpoint_grace_secs = 2\n\
+         [[slurm.account]]\nid = \"a\"\nquota_gpus = 8\nborrow_limit_gpus = 16\nmonthly_budget = \"0\"\n\
+         [[slurm.account]]\nid = \"b\"\nquota_gpus = 8\nborrow_limit_gpus = 16\nmonthly_budget = \"0\"\n\
+         [[nodes]]\nhost = \"n*\"\npartition = \"spot\"\ninstance_type = \"g5.12xlarge\"\nzone = \"us-east-1a\"\nbilling = \"spot\"\n\
+         [[nodes]]\nhost = \"n*\"\npartition = \"od\"\ninstance_type = \"g5.12xlarge\"\nzone = \"us-east-1a\"\nbilling = \"on-demand\"\n",
+        conf.display().to_string()
+    );
+    let config: SourcesConfig = toml::from_str(&text).expect("a sources table");
+    let slurm = config.slurm.clone().unwrap();
+    let adapters = spawn_sources(&config, "head");
+    let mut room_config = RoomConfig { slurm: slurm.policy(), ..RoomConfig::default() };
+    room_config.sched.discipline = DisciplineKind::Drf;
+    room_config.checkpoint.min_interval = Secs(4);
+    room_config.checkpoint.max_interval = Secs(8);
+    let dir = tempfile::tempdir().unwrap();
+    let meta = RunMeta { room_config: room_config.clone(), source: "slurm govern test".into(), created_with: "test".into(), world: None };
+    let store = Store::create(&dir.path().join("run.db"), &meta).expect("a store");
+    let catalogue = Catalogue::new(config.instance_types.clone(), config.nodes.clone());
+    let mut live = Live::new(Room::new(room_config), Some(store), catalogue, "head".into(), chrono::Utc::now(), None)
+        .with_slurm(adapters.slurm.clone(), slurm.accounts().unwrap());
+    live.begin(chrono::Utc::now(), None).expect("begin");
+    // The spot pool's market: $2.40/h for the 4-GPU node.
+    live.report(chrono::Utc::now(), Report::Core(spot_price(2_400_000))).expect("a price");
+    Engine { live, reports: adapters.reports, _dir: dir }
+}
+
+fn spot_price(micros: i64) -> Event {
+    Event::PriceTick { zone: "us-east-1a".into(), instance_type: "g5.12xlarge".into(), price: MicrosPerHour(micros) }
+}
+
+impl Engine {
+    /// Applies reports as they come until `done` holds (or 90 s).
+    async fn until(&mut self, what: &str, done: impl Fn(&Live) -> bool) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
+        while !done(&self.live) {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "timed out waiting for {what}; slurm: {:#?}; log: {:#?}",
+                self.live.engine.room().view().slurm,
+                self.live.engine.room().view().log
+            );
+            match tokio::time::timeout(Duration::from_millis(200), self.reports.recv()).await {
+                Ok(Some(report)) => self.live.report(chrono::Utc::now(), report).expect("apply a report"),
+                Ok(None) => panic!("the adapters stopped"),
+                Err(_) => self.live.tick(chrono::Utc::now()).expect("tick"),
+            }
+        }
+    }
+
+    /// Applies reports for `secs` seconds.
+    async fn run_for(&mut self, secs: u64) {
+        let end = tokio::time::Instant::now() + Duration::from_secs(secs);
+        self.until("time to pass", |_| tokio::time::Instant::now() >= end).await;
+    }
+
+    fn audit(&self) -> Vec<gpuroom::store::audit::AuditRecord> {
+        self.live.engine.store().unwrap().audit_records().unwrap()
+    }
+}
+
+/// `sbatch` as account `account` with `gres` (`gpu:4`, `gpu:l4:1`) in
+/// `partitions`, with `extra` options (`--comment=ckpt=no`), running
+/// `script`; its id.
+fn sbatch(conf: &Path, name: &str, account: &str, gres: &str, partitions: &str, extra: &[&str], script: &str) -> u64 {
+    let gres = format!("--gres={gres}");
+    let mut args = vec!["--parsable", "-J", name, "-A", account, "-p", partitions, gres.as_str(), "-o", "/dev/null", "--requeue"];
+    args.extend_from_slice(extra);
+    args.extend(["--wrap", script]);
+    let out = slurm_command(conf, "sbatch", &args);
+    out.split(';').next().and_then(|id| id.parse().ok()).unwrap_or_else(|| panic!("sbatch said {out:?}"))
+}
+
+fn job(conf: &Path, id: u64) -> Option<SlurmJob> {
+    jobs_now(conf).into_iter().find(|j| j.id == id)
+}
+
+fn runs(conf: &Path, id: u64) -> Option<String> {
+    job(conf, id).filter(|j| j.state == SlurmState::Running).and_then(|j| j.nodes.first().cloned())
+}
+
+/// Cancels every job and waits until no GPU is held: each test starts idle.
+async fn clean(conf: &Path) {
+    let conf = conf.to_path_buf();
+    tokio::task::spawn_blocking(move || slurm_support::cancel_all(&conf)).await.expect("the cluster is cleaned");
+}
+
+const SLEEP: &str = "sleep 600";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slurm_starts_the_rooms_order_on_the_rooms_nodes_and_uninterruptible_work_never_on_spot() {
+    let Some(conf) = multi_conf() else { return };
+    let _turn = CLUSTER.lock().await;
+    clean(&conf).await;
+    let mut e = engine(&conf, "control");
+    // Account a takes every GPU: one 4-GPU job on each node.
+    let blockers: Vec<u64> =
+        ["n1", "n2", "n3", "n4"].iter().map(|n| sbatch(&conf, &format!("block-{n}"), "a", "gpu:4", "spot,od", &["-w", n], SLEEP)).collect();
+    e.until("the blockers running", |_| blockers.iter().all(|b| runs(&conf, *b).is_some())).await;
+    // a's two jobs first, then b's, which cannot be interrupted.
+    let a1 = sbatch(&conf, "a1", "a", "gpu:4", "spot,od", &["--comment=project=x"], SLEEP);
+    let a2 = sbatch(&conf, "a2", "a", "gpu:4", "spot,od", &[], SLEEP);
+    let b1 = sbatch(&conf, "b1", "b", "gpu:4", "spot,od", &["--comment=ckpt=no"], SLEEP);
+    // The room ranks b1 first (a holds everything), and Slurm's priorities say so.
+    e.until("Slurm's priorities in the room's order", |_| {
+        let (Some(x), Some(y), Some(z)) = (job(&conf, b1), job(&conf, a1), job(&conf, a2)) else { return false };
+        !x.held() && !y.held() && !z.held() && x.priority > y.priority && y.priority > z.priority
+    })
+    .await;
+    let b = job(&conf, b1).unwrap();
+    assert_eq!(b.excluded, vec!["n1".to_string(), "n2".to_string()], "spot is out of its reach: {b:#?}");
+    let view = e.live.engine.room().view().slurm.unwrap();
+    let rank = |id: u64| view.jobs.iter().find(|j| j.id == id).and_then(|j| j.rank);
+    assert_eq!((rank(b1), rank(a1), rank(a2)), (Some(1), Some(2), Some(3)));
+
+    // A spot node frees: b1 may not go there; a1 does.
+    slurm_command(&conf, "scancel", &[&blockers[0].to_string()]);
+    e.until("a1 on n1", |_| runs(&conf, a1).as_deref() == Some("n1")).await;
+    assert!(runs(&conf, b1).is_none(), "b1 cannot be interrupted: it must not take spot");
+    // An on-demand node frees: b1, ranked ahead of a2, takes it.
+    slurm_command(&conf, "scancel", &[&blockers[2].to_string()]);
+    e.until("b1 on n3", |_| runs(&conf, b1).as_deref() == Some("n3")).await;
+    assert!(runs(&conf, a2).is_none());
+    e.until("the starts checked", |l| l.engine.room().view().slurm.is_some_and(|s| s.followed >= 2)).await;
+    let view = e.live.engine.room().view().slurm.unwrap();
+    assert_eq!(view.out_of_order, 0, "{view:#?}");
+
+    // Every command is audited: the room's order went out as "order".
+    let audit = e.audit();
+    let order: Vec<_> = audit.iter().filter(|r| r.user == "gpuroom" && r.verb == "schedule").collect();
+    assert!(order.len() >= 3 && order.iter().all(|r| r.outcome == "done"), "{audit:#?}");
+    assert!(order.iter().any(|r| r.detail.contains(&format!("jobid={b1}")) && r.detail.contains("excnodelist=n1,n2")), "{order:#?}");
+    // The log alone rebuilds the room the console showed.
+    let live = e.live.engine.room().view();
+    let (replayed, _) = gpuroom::store::replay(e.live.engine.store().unwrap(), false).unwrap();
+    let again = replayed.view();
+    assert_eq!((again.slurm, again.nodes), (live.slurm, live.nodes), "replay gives the live room");
+    drop(e);
+    clean(&conf).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_typed_ask_lands_on_its_type_and_advisory_mode_sends_nothing() {
+    let Some(conf) = multi_conf() else { return };
+    let _turn = CLUSTER.lock().await;
+    clean(&conf).await;
+    let mut e = engine(&conf, "advisory");
+    let typed = sbatch(&conf, "typed", "a", "gpu:l4:1", "spot,od", &[], SLEEP);
+    e.until("the room's plan for it", |l| {
+        l.engine.room().view().slurm.is_some_and(|s| s.jobs.iter().any(|j| j.id == typed && j.plan.as_deref().is_some_and(|p| p.contains("→ n4"))))
+    })
+    .await;
+    e.run_for(3).await;
+    // Advisory: shown, never sent; the job stays held for admission.
+    assert!(e.audit().iter().all(|r| r.user != "gpuroom"), "{:#?}", e.audit());
+    assert!(job(&conf, typed).unwrap().held(), "nothing released it");
+    drop(e);
+    // In control mode the same job is admitted where the plan said.
+    let mut e = engine(&conf, "control");
+    e.until("the typed job on n4", |_| runs(&conf, typed).as_deref() == Some("n4")).await;
+    drop(e);
+    clean(&conf).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spot_job_saves_at_the_rooms_interval_and_moves_off_spot_when_the_market_passes_its_cap() {
+    let Some(conf) = multi_conf() else { return };
+    let _turn = CLUSTER.lock().await;
+    clean(&conf).await;
+    let mut e = engine(&conf, "control");
+    // It saves when told, and says so in its own comment.
+    let script = "trap 'scontrol update JobId=$SLURM_JOB_ID Comment=\"project=x;saved=$(date +%s)\"' USR1; for i in $(seq 600); do sleep 1; done";
+    let id = sbatch(&conf, "saver", "a", "gpu:2", "spot,od", &["--comment=project=x", "--time=30"], script);
+    e.until("it runs on spot", |_| runs(&conf, id).is_some_and(|n| n == "n1" || n == "n2")).await;
+    e.until("two acknowledged saves", |l| {
+        let signals = l.engine.store().unwrap().audit_records().unwrap().into_iter().filter(|r| r.verb == "signal" && r.outcome == "done").count();
+        signals >= 2
+            && l.engine.room().view().slurm.is_some_and(|s| s.jobs.iter().any(|j| j.id == id && j.plan.as_deref().is_some_and(|p| p.contains("saved "))))
+    })
+    .await;
+    let row = e.live.engine.room().view().slurm.unwrap().jobs.into_iter().find(|j| j.id == id).unwrap();
+    assert!(!row.plan_alarm, "{row:#?}");
+    assert!(job(&conf, id).unwrap().comment.contains("saved="));
+
+    // The spot price jumps tenfold: past any cap the curve gives.
+    e.live.report(chrono::Utc::now(), Report::Core(spot_price(24_000_000))).expect("a price");
+    e.until("it runs on demand", |_| runs(&conf, id).is_some_and(|n| n == "n3" || n == "n4")).await;
+    let moved = job(&conf, id).unwrap();
+    assert_eq!((moved.restarts, moved.excluded.clone()), (1, vec!["n1".to_string(), "n2".to_string()]), "{moved:#?}");
+    let audit = e.audit();
+    let by: Vec<(&str, &str)> = audit.iter().filter(|r| r.user == "gpuroom" && r.verb != "schedule").map(|r| (r.verb.as_str(), r.outcome.as_str())).collect();
+    assert!(by.windows(2).any(|w| w == [("signal", "done"), ("migrate", "done")]), "{audit:#?}");
+    assert!(e.live.engine.room().view().log.iter().any(|l| l.text.contains("above its max price")));
+    drop(e);
+    clean(&conf).await;
+}
