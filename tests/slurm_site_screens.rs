@@ -104,7 +104,16 @@ fn snapshot(minutes: i64) -> SlurmSnapshot {
             t0,
         ),
         job(4102, "vit-h-pretrain", "vision", "train", &[("train-st-p4d-1", &[4, 5])], "project=detr,model=vit-h", t0),
-        job(4107, "whisper-eval", "speech", "spot", &[("spot-dy-g5-1", &[0])], "project=asr,env=dev,model=whisper-l", t0),
+        // whisper-eval saves when asked (saved=EPOCH in its comment, a few minutes ago); detr-sweep-3 never does.
+        job(
+            4107,
+            "whisper-eval",
+            "speech",
+            "spot",
+            &[("spot-dy-g5-1", &[0])],
+            &format!("project=asr,env=dev,model=whisper-l,saved={}", (t0 + chrono::TimeDelta::minutes(minutes - minutes % 5)).timestamp()),
+            t0,
+        ),
         job(4108, "detr-sweep-3", "vision", "spot", &[("spot-dy-g5-1", &[2, 3])], "project=detr,model=detr-r101", t0),
     ];
     if minutes <= DRAINED_AT + 10 {
@@ -162,8 +171,9 @@ fn readings(hour: i64) -> Vec<GpuReading> {
     out
 }
 
-/// Eleven hours of the site, as the live engine would have applied them.
-fn site() -> Room {
+/// Eleven hours of the site, as the live engine would have applied them;
+/// `govern`: the room is Slurm's policy (DRF order, placement, saves).
+fn site(govern: bool) -> Room {
     let decls = vec![
         NodeDecl {
             host: "train-st-p4d-*".into(),
@@ -183,6 +193,8 @@ fn site() -> Room {
     let mut translator = Translator::new(Catalogue::new(Vec::new(), decls));
     let mut config = RoomConfig::default();
     config.slurm.mode = SlurmMode::Control;
+    config.slurm.govern = govern;
+    config.sched.discipline = gpuroom::sched::DisciplineKind::Drf;
     let mut room = Room::new(config);
     for (tenant, budget) in [("nlp", 9_000_000_000), ("vision", 1_500_000_000), ("speech", 400_000_000)] {
         let spec = TenantSpec { id: TenantId(tenant.into()), quota_gpus: 16, monthly_budget: Micros(budget), quota_gpu_mem: Mib(0), borrow_limit_gpus: 8 };
@@ -215,7 +227,7 @@ fn site() -> Room {
 
 #[test]
 fn the_site_room_shows_slurms_nodes_jobs_costs_and_the_spot_drain() {
-    let view: View = site().view();
+    let view: View = site(false).view();
     let names: Vec<(&str, &str)> = view.nodes.iter().map(|n| (n.name.as_str(), n.state.as_str())).collect();
     assert_eq!(names.len(), 5, "{names:?}");
     assert!(names.contains(&("train-st-p4d-2", "slurm allocated")) && names.contains(&("spot-dy-g5-3", "powered down")), "{names:?}");
@@ -237,7 +249,7 @@ fn the_site_room_shows_slurms_nodes_jobs_costs_and_the_spot_drain() {
 fn write_slurm_site_screenshots() {
     let dir = std::env::var("TUI_SHOTS").unwrap_or_else(|_| "/tmp/tui-shots".into());
     std::fs::create_dir_all(&dir).unwrap();
-    let view = site().view();
+    let view = site(false).view();
     let mut ctx = DrawContext::new("LIVE slurm research · dcgm ×4");
     ctx.data_age = Some(std::time::Duration::from_millis(700));
     let console = App::with_focus(PaneId::Fleet);
@@ -250,4 +262,28 @@ fn write_slurm_site_screenshots() {
         let buf = gpuroom::tui::render_to_buffer(&view, app, &ctx, w, h);
         std::fs::write(format!("{dir}/{name}.svg"), gpuroom::tui::buffer_to_svg(&buf)).unwrap();
     }
+    let governed = site(true).view();
+    let mut slurm = App::with_focus(PaneId::Slurm);
+    slurm.show(PaneId::Slurm, true);
+    for (name, w, h) in [("pane-slurm-governed-160x40", 160, 40), ("pane-slurm-governed-100x30", 100, 30)] {
+        let buf = gpuroom::tui::render_to_buffer(&governed, &slurm, &ctx, w, h);
+        std::fs::write(format!("{dir}/{name}.svg"), gpuroom::tui::buffer_to_svg(&buf)).unwrap();
+    }
+}
+
+#[test]
+fn the_governed_site_shows_the_rooms_order_the_nodes_and_each_spot_jobs_saves() {
+    let view = site(true).view();
+    let slurm = view.slurm.expect("the Slurm view");
+    assert_eq!(slurm.governs.as_deref(), Some("drf"));
+    let row = |id: u64| slurm.jobs.iter().find(|j| j.id == id).unwrap_or_else(|| panic!("job {id}"));
+    // Pending: ranked, with where they go or why they wait.
+    let ranks: Vec<Option<u32>> = [4120, 4121].iter().map(|id| row(*id).rank).collect();
+    assert!(ranks.iter().all(Option::is_some), "{ranks:?}");
+    assert!(row(4120).plan.as_deref().is_some_and(|p| p.starts_with('#')), "{:?}", row(4120).plan);
+    // On spot: one saving on the room's schedule, one that never answers.
+    let saving = row(4107).plan.clone().unwrap_or_default();
+    assert!(saving.contains("saved ") && saving.contains("cap ") && !row(4107).plan_alarm, "{saving}");
+    let silent = row(4108);
+    assert!(silent.plan_alarm && silent.plan.as_deref().unwrap_or_default().contains("not checkpointing"), "{silent:?}");
 }

@@ -52,6 +52,7 @@ mod slurm_fleet;
 pub mod slurm_govern;
 #[cfg(test)]
 mod slurm_govern_tests;
+pub mod slurm_notes;
 pub mod slurm_saves;
 #[cfg(test)]
 mod slurm_site_tests;

@@ -43,10 +43,10 @@ pub struct SlurmMirror {
     /// The room's own order and placement for the pending jobs, and how
     /// Slurm followed it (`room::slurm_govern`).
     #[serde(default)]
-    pub govern: super::slurm_govern::Governance,
+    pub govern: super::slurm_notes::Governance,
     /// Running jobs on spot nodes, as the room keeps saving them (`room::slurm_saves`).
     #[serde(default)]
-    pub saves: BTreeMap<u64, super::slurm_saves::SaveNote>,
+    pub saves: BTreeMap<u64, super::slurm_notes::SaveNote>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

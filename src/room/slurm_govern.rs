@@ -7,15 +7,14 @@
 //! the room's nodes. Each start Slurm makes is checked against the order it
 //! was given: one that jumped a job the room had placed is flagged.
 //!
-//! Owns `Governance` (kept in the mirror); reads the fleet for the nodes'
+//! Fills `Governance` (`room::slurm_notes`, kept in the mirror); reads the fleet for the nodes'
 //! billing; sends through the mirror. An `impl Room`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::{Deserialize, Serialize};
-
 use super::Room;
 use super::journal::Severity;
+use super::slurm_notes::{PlanNote, StartNote};
 use crate::domain::cluster::BillingMode;
 use crate::domain::event::Effect;
 use crate::domain::slurm::{Schedule, SlurmMode, SlurmSnapshot, SlurmState, SlurmVerb};
@@ -28,43 +27,6 @@ const MOVERS: [&str; 2] = ["max price", "spot notice"];
 
 /// Starts kept for the console and the bench (the newest).
 const STARTS_KEPT: usize = 200;
-
-/// What the room decided for Slurm's pending jobs and how Slurm followed.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Governance {
-    /// The room's order as of the newest snapshot, by job.
-    pub plan: BTreeMap<u64, PlanNote>,
-    /// What the room has set on each pending job (so it is neither sent
-    /// again nor undone when the room did not set it).
-    pub set: BTreeMap<u64, Schedule>,
-    /// The partitions each job asked for, where the room narrowed them: it
-    /// plans with what the job asked, not with what the room last chose.
-    pub asked: BTreeMap<u64, String>,
-    /// Starts Slurm made while the room governed, newest last.
-    pub starts: Vec<StartNote>,
-    pub followed: u64,
-    pub out_of_order: u64,
-}
-
-/// One pending job's place in the room's order.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PlanNote {
-    pub rank: u32,
-    /// The node it goes to now, if it fits now.
-    pub node: Option<String>,
-    pub why: String,
-}
-
-/// A start Slurm made, against the room's order.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct StartNote {
-    pub at: At,
-    pub job: u64,
-    pub rank: u32,
-    pub node: String,
-    /// `None`: in the room's order, on a node the room allowed.
-    pub broke: Option<String>,
-}
 
 impl Room {
     /// The Slurm nodes as placement sees them: their billing from the room's

@@ -10,64 +10,21 @@
 //! cap it is asked to save and then moved off that pool (requeued with the
 //! pool's nodes excluded). Control mode sends; advisory mode shows.
 //!
-//! Owns the mirror's `saves`; reads the fleet, market and hazard; sends
+//! Fills the mirror's `saves` (`room::slurm_notes::SaveNote`); reads the fleet, market and hazard; sends
 //! through the mirror and its follow-ups. An `impl Room`.
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
 use super::Room;
 use super::journal::Severity;
 use super::slurm::{AdviceNote, FollowUp};
+use super::slurm_notes::SaveNote;
 use crate::domain::cluster::BillingMode;
 use crate::domain::event::Effect;
 use crate::domain::slurm::{SlurmJob, SlurmMode, SlurmSnapshot, SlurmState, SlurmVerb};
 use crate::domain::text::clean;
 use crate::domain::units::{At, MicrosPerHour, Secs};
 use crate::market::bid::BidInput;
-
-/// A running Slurm job on a spot node, as the room keeps saving it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SaveNote {
-    pub node: String,
-    /// The room's node for it (its pool, price and age).
-    pub room_node: Option<crate::domain::ids::NodeId>,
-    pub gpus: u32,
-    pub started: At,
-    /// Next-minute interruption probability for its instance type, and the interval it gives.
-    pub p_next_minute: f64,
-    pub interval: Secs,
-    /// The last checkpoint signal the room sent it.
-    pub signalled: Option<At>,
-    /// The first signal it has not answered yet.
-    pub unanswered: Option<At>,
-    /// Its last acknowledged checkpoint.
-    pub saved: Option<At>,
-    pub next_due: At,
-    /// The market when it started (the bid curve's base), now, and its cap.
-    pub base: Option<MicrosPerHour>,
-    pub market: Option<MicrosPerHour>,
-    pub cap: Option<MicrosPerHour>,
-    /// It may be interrupted (`ckpt=no` or an uninterruptible partition: not).
-    pub interruptible: bool,
-    /// Asked to save and move off the pool because the market passed its cap.
-    #[serde(default)]
-    pub moving: bool,
-}
-
-impl SaveNote {
-    /// Asked to save at least one grace period ago and never answered.
-    pub fn not_checkpointing(&self, at: At, grace: Secs) -> bool {
-        self.unanswered.is_some_and(|u| at - u > grace.delta())
-    }
-
-    /// GPU-seconds computed since its last good checkpoint (or its start).
-    pub fn at_risk(&self, at: At) -> i64 {
-        let since = self.saved.unwrap_or(self.started).max(self.started);
-        (at - since).num_seconds().max(0) * i64::from(self.gpus)
-    }
-}
 
 impl Room {
     /// The checkpoint cadence and max price of every Slurm job on a spot node.

@@ -206,13 +206,7 @@ pub fn plan(snapshot: &SlurmSnapshot, input: &PlanInput<'_>) -> Vec<Planned> {
                     *f -= job.gpus;
                 }
                 let partition = n.partitions.iter().find(|p| allowed.is_empty() || allowed.contains(p)).cloned().unwrap_or_default();
-                let why = format!(
-                    "{} GPU(s) free on {} ({}){}",
-                    job.gpus,
-                    n.name,
-                    billing_word(n.billing),
-                    if interruptible { "" } else { "; cannot be interrupted" }
-                );
+                let why = format!("{} GPU(s) free ({}){}", job.gpus, billing_word(n.billing), if interruptible { "" } else { "; cannot be interrupted" });
                 (Target::Node { node: n.name.clone(), partition }, why)
             }
             None => {
