@@ -14,13 +14,14 @@ mod live_world;
 pub mod outcome;
 pub mod recorded;
 mod sim_world;
+mod slurm_site;
 pub mod table;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Instant;
 
-use crate::domain::event::Event;
+use crate::domain::event::{Effect, Event};
 use crate::domain::units::At;
 use crate::engine::World;
 use crate::room::{Room, RoomConfig};
@@ -68,8 +69,15 @@ pub enum WhatIfError {
 
 /// How a scenario is re-run: the exact simulated world, or the live model.
 enum Rerunner<'a> {
-    Exact { config: Box<SimConfig>, traces: Box<Traces>, seed: u64, controls: Vec<(At, Event)> },
+    Exact {
+        config: Box<SimConfig>,
+        traces: Box<Traces>,
+        seed: u64,
+        controls: Vec<(At, Event)>,
+    },
     Live(&'a recorded::Recorded),
+    /// A Slurm site on the live model, each re-run's waits by account kept.
+    Site(&'a slurm_site::Site),
 }
 
 impl Rerunner<'_> {
@@ -82,7 +90,7 @@ impl Rerunner<'_> {
                     Simulation::new(world.clone(), traces, *seed).map_err(|e| WhatIfError::Setup(format!("the simulated world of {}: {e}", scenario.name)))?;
                 rerun(sim_world::Rerun::new(sim, controls.clone()), &scenario.config, horizon, window, &mut at_share)
             }
-            Rerunner::Live(_) if scenario.fleet.is_some() => {
+            Rerunner::Live(_) | Rerunner::Site(_) if scenario.fleet.is_some() => {
                 return Err(WhatIfError::Setup(format!(
                     "{}: a live run's fleet is the one it had; another simulated cluster applies to simulated runs",
                     scenario.name
@@ -91,6 +99,15 @@ impl Rerunner<'_> {
             Rerunner::Live(recorded) => {
                 let world = live_world::Modeled::new(recorded.exogenous.clone(), recorded.jobs.clone(), recorded.typical_job_secs, first_at);
                 rerun(world, &scenario.config, horizon, window, &mut at_share)
+            }
+            Rerunner::Site(site) => {
+                let recorded = &site.recorded;
+                let world = live_world::Modeled::new(recorded.exogenous.clone(), recorded.jobs.clone(), recorded.typical_job_secs, first_at);
+                let mut waits = slurm_site::AccountWaits::new(window);
+                let outcome =
+                    rerun_watched(world, &scenario.config, horizon, window, &mut at_share, &mut |at, event, effects| waits.observe(at, event, effects));
+                site.keep_waits(&scenario.name, waits);
+                outcome
             }
         })
     }
@@ -216,7 +233,7 @@ fn compare_now(
     let mut board =
         Board { shares: vec![0.0; scenarios.len() + 1], stage: "reading the log".into(), done: (0..scenarios.len()).map(|_| None).collect(), progress };
     let wall = Instant::now();
-    let (recorded, exact) = match (&meta.world, model) {
+    let (read, exact) = match (&meta.world, model) {
         (Some(world), Model::Auto) => {
             let config = SimConfig::parse(&world.config_name, &world.config_toml)
                 .map_err(|e| WhatIfError::Setup(format!("{log_name}: the recorded simulated world: {e}")))?;
@@ -230,18 +247,37 @@ fn compare_now(
             })?;
             let exact = Rerunner::Exact { config: Box::new(config), traces: Box::new(traces), seed: world.seed, controls };
             let recorded = rerun_all(&exact, scenarios, span, window, &mut board, |report| recorded::read(store, window, false, report));
-            (recorded?, Some(world.seed))
+            (Read::Room(recorded?), Some(world.seed))
         }
         _ => {
-            let recorded = recorded::read(store, window, true, &mut |share| {
+            let mut read_share = |share: f64| {
                 board.shares[0] = share;
                 board.tell();
-            })?;
-            rerun_all(&Rerunner::Live(&recorded), scenarios, span, window, &mut board, |_| ());
-            (recorded, None)
+            };
+            let site = if slurm_site::has_room_jobs(store)? { None } else { slurm_site::read(store, &meta.room_config, window, first_at, &mut read_share)? };
+            match site {
+                Some(site) => {
+                    site.check().map_err(|why| WhatIfError::Setup(format!("{log_name}: {why}")))?;
+                    let reference = Scenario { name: slurm_site::REFERENCE.into(), config: slurm_site::reference_config(&meta.room_config), fleet: None };
+                    let rerunner = Rerunner::Site(&site);
+                    // A column under the reference policy is the measure; else it is
+                    // re-run on this thread while the columns run.
+                    let shared = scenarios.iter().position(|s| s.config == reference.config && s.fleet.is_none());
+                    let measured = rerun_all(&rerunner, scenarios, span, window, &mut board, |_| {
+                        shared.is_none().then(|| rerunner.run(&reference, first_at, horizon, window, &mut |_| {}))
+                    });
+                    (Read::Slurm { site: Box::new(site), reference: measured.transpose()?, shared }, None)
+                }
+                None => {
+                    let recorded = recorded::read(store, window, true, &mut read_share)?;
+                    rerun_all(&Rerunner::Live(&recorded), scenarios, span, window, &mut board, |_| ());
+                    (Read::Room(recorded), None)
+                }
+            }
         }
     };
     let read_secs = wall.elapsed().as_secs_f64();
+    let recorded = read.recorded();
     if recorded.in_window == 0 {
         return Err(no_events());
     }
@@ -250,10 +286,18 @@ fn compare_now(
         columns.push(column.ok_or_else(|| WhatIfError::Setup("a re-run stopped without an answer".into()))??);
     }
     let mut notes: Vec<String> = world_note.into_iter().collect();
-    let model_text = match exact {
-        Some(seed) => format!("the simulated world (seed {seed}) re-run exactly"),
-        None => {
-            notes.push(live_model_note(&recorded));
+    let model_text = match (exact, &read) {
+        (Some(seed), _) => format!("the simulated world (seed {seed}) re-run exactly"),
+        (None, Read::Slurm { site, reference, shared }) => {
+            let model = reference.as_ref().or_else(|| shared.and_then(|i| columns.get(i + 1)).map(|c| &c.outcome));
+            notes.extend(model.map(|model| slurm_site::model_error_note(&recorded.actual, model)));
+            let names: Vec<String> = columns.iter().skip(1).map(|c| c.name.clone()).collect();
+            notes.extend(site.waits_note(&names));
+            notes.extend(site.notes.iter().cloned());
+            slurm_site::MODEL.to_string()
+        }
+        (None, Read::Room(recorded)) => {
+            notes.push(live_model_note(recorded));
             "live model: the log's arrivals, prices and fleet replayed, jobs run at their observed rates (README › What if)".to_string()
         }
     };
@@ -271,6 +315,23 @@ fn compare_now(
         comparison.notes.push(why);
     }
     Ok(comparison)
+}
+
+/// The log as read: a run of the room's own, or a Slurm site with the
+/// re-run that measures the model's error (`None` when a column is it:
+/// `shared`, that column's index among the scenarios).
+enum Read {
+    Room(recorded::Recorded),
+    Slurm { site: Box<slurm_site::Site>, reference: Option<Outcome>, shared: Option<usize> },
+}
+
+impl Read {
+    fn recorded(&self) -> &recorded::Recorded {
+        match self {
+            Read::Room(recorded) => recorded,
+            Read::Slurm { site, .. } => &site.recorded,
+        }
+    }
 }
 
 /// Whether the simulated world the log's meta describes still produces the
@@ -300,13 +361,27 @@ fn world_differs(store: &Store, room: &RoomConfig, config: &SimConfig, traces: &
 /// The same loop as the engine's (`Engine::run_toward`), with no log and a
 /// scorer watching: the world to `horizon`, each event applied and its
 /// effects handed back.
-fn rerun<W: World>(mut world: W, config: &RoomConfig, horizon: At, window: Window, report: &mut dyn FnMut(At)) -> Outcome {
+fn rerun<W: World>(world: W, config: &RoomConfig, horizon: At, window: Window, report: &mut dyn FnMut(At)) -> Outcome {
+    rerun_watched(world, config, horizon, window, report, &mut |_, _, _| {})
+}
+
+/// `rerun`, with `watch` hearing each event applied and its effects (a
+/// Slurm site's waits by account).
+fn rerun_watched<W: World>(
+    mut world: W,
+    config: &RoomConfig,
+    horizon: At,
+    window: Window,
+    report: &mut dyn FnMut(At),
+    watch: &mut dyn FnMut(At, &Event, &[Effect]),
+) -> Outcome {
     let mut room = Room::new(config.clone());
     let mut scorer = outcome::Scorer::new(window);
     let mut applied: u64 = 0;
     while let Some((at, event)) = world.next_event(horizon) {
         let effects = room.apply(at, &event);
         scorer.observe(at, &event, &effects, room.stats());
+        watch(at, &event, &effects);
         world.handle(at, &effects);
         applied += 1;
         if applied.is_multiple_of(4096) {
