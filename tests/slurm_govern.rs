@@ -63,12 +63,14 @@ struct Engine {
 /// The engine as `gpuroom --live` runs it on the cluster, governing: DRF,
 /// spot nodes g5.12xlarge at the spot price, on-demand ones at list, the
 /// checkpoint interval bounded to 4–8 s and the grace to 2 s so that a test
-/// sees several in a minute.
+/// sees several in a minute. Account a owns the whole cluster (quota 16):
+/// when it fills every GPU it borrows nothing, so b's jobs wait for the
+/// room's order, not for a quota reclaim.
 fn engine(conf: &Path, mode: &str) -> Engine {
     let text = format!(
         "[nvml]\nenabled = false\n\
          [slurm]\nmode = {mode:?}\ngovern = true\npoll_secs = 1\ntimeout_secs = 20\nconf = {:?}\ncheckpoint_grace_secs = 2\n\
-         [[slurm.account]]\nid = \"a\"\nquota_gpus = 8\nborrow_limit_gpus = 16\nmonthly_budget = \"0\"\n\
+         [[slurm.account]]\nid = \"a\"\nquota_gpus = 16\nborrow_limit_gpus = 16\nmonthly_budget = \"0\"\n\
          [[slurm.account]]\nid = \"b\"\nquota_gpus = 8\nborrow_limit_gpus = 16\nmonthly_budget = \"0\"\n\
          [[nodes]]\nhost = \"n*\"\npartition = \"spot\"\ninstance_type = \"g5.12xlarge\"\nzone = \"us-east-1a\"\nbilling = \"spot\"\n\
          [[nodes]]\nhost = \"n*\"\npartition = \"od\"\ninstance_type = \"g5.12xlarge\"\nzone = \"us-east-1a\"\nbilling = \"on-demand\"\n",

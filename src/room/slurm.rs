@@ -116,9 +116,17 @@ pub struct Desk<'a> {
 impl Desk<'_> {
     /// A new snapshot mirrored, advised on, and acted on; returns the room
     /// nodes newly drained for a spot interruption, with their deadlines.
-    pub fn on_snapshot(&mut self, at: At, snapshot: &SlurmSnapshot, effects: &mut Vec<Effect>) -> (Result<(), String>, Vec<(crate::domain::ids::NodeId, At)>) {
+    /// `spot_nodes`: the Slurm nodes billed as spot (no job that cannot be
+    /// interrupted is preempted for there).
+    pub fn on_snapshot(
+        &mut self,
+        at: At,
+        snapshot: &SlurmSnapshot,
+        spot_nodes: &[String],
+        effects: &mut Vec<Effect>,
+    ) -> (Result<(), String>, Vec<(crate::domain::ids::NodeId, At)>) {
         let ctx = Ctx { policy: self.ctx.policy, tenants: self.ctx.tenants, journal: &mut *self.ctx.journal };
-        let outcome = self.mirror.on_snapshot(ctx, at, snapshot, effects);
+        let outcome = self.mirror.on_snapshot(ctx, at, snapshot, spot_nodes, effects);
         let drained = self.mirror.act(&mut self.ctx, self.levels, at, effects);
         (outcome, drained)
     }
@@ -138,7 +146,7 @@ impl Desk<'_> {
 }
 
 impl SlurmMirror {
-    pub fn on_snapshot(&mut self, ctx: Ctx<'_>, at: At, snapshot: &SlurmSnapshot, effects: &mut Vec<Effect>) -> Result<(), String> {
+    pub fn on_snapshot(&mut self, ctx: Ctx<'_>, at: At, snapshot: &SlurmSnapshot, spot_nodes: &[String], effects: &mut Vec<Effect>) -> Result<(), String> {
         let first = self.snapshot.is_none();
         if first || self.stale.is_some() {
             let how = if first { "attached" } else { "answers again" };
@@ -153,7 +161,7 @@ impl SlurmMirror {
         self.stale = None;
         self.seq += 1;
         let mut ctx = ctx;
-        self.refresh_advice(&mut ctx, at, effects);
+        self.refresh_advice(&mut ctx, at, spot_nodes, effects);
         self.check_waits(&mut ctx, at, effects);
         Ok(())
     }
@@ -276,14 +284,17 @@ impl SlurmMirror {
     }
 
     /// Recomputes the advice; in control mode sends what is new and not blocked.
-    fn refresh_advice(&mut self, ctx: &mut Ctx<'_>, at: At, effects: &mut Vec<Effect>) {
+    fn refresh_advice(&mut self, ctx: &mut Ctx<'_>, at: At, spot_nodes: &[String], effects: &mut Vec<Effect>) {
         let Some(snapshot) = self.snapshot.as_ref() else { return };
         let frees = |v: &SlurmVerb| matches!(v, SlurmVerb::Requeue | SlurmVerb::Cancel | SlurmVerb::Migrate { .. });
         // On its way, or done but not yet seen in a snapshot taken after it.
         let seq = self.seq;
         let mut busy: BTreeSet<u64> = self.in_flight.values().filter(|c| frees(&c.verb)).map(|c| c.job).collect();
         busy.extend(self.last.iter().filter(|(_, r)| frees(&r.verb) && matches!(r.outcome, Some(Ok(_))) && seq <= r.seq_done + 1).map(|(job, _)| *job));
-        let advice = slurm_advice::reclaim(snapshot, ctx.tenants, &busy);
+        // Saving before its requeue: its GPUs are as good as freed.
+        busy.extend(self.acts.follow_ups.iter().filter(|(_, f)| frees(&f.verb)).map(|(job, _)| *job));
+        let site = slurm_advice::Site { spot_nodes, uninterruptible_partitions: &ctx.policy.uninterruptible_partitions };
+        let advice = slurm_advice::reclaim(snapshot, ctx.tenants, &busy, site);
         let verb = ctx.policy.preempt_by.verb();
         let fresh: BTreeMap<u64, AdviceNote> =
             advice.into_iter().map(|a| (a.job, AdviceNote { verb: verb.clone(), for_job: a.for_job, why: clean(&a.why) })).collect();
@@ -297,9 +308,24 @@ impl SlurmMirror {
         if !control {
             return;
         }
-        let due: Vec<(u64, SlurmVerb)> = self.advice.iter().filter(|(job, _)| self.may_send(**job)).map(|(j, a)| (*j, a.verb.clone())).collect();
-        for (job, verb) in due {
-            if self.check_verb(ctx.policy, job, &verb).is_ok() {
+        let due: Vec<(u64, SlurmVerb, bool)> = self
+            .advice
+            .iter()
+            .filter(|(job, _)| self.may_send(**job) && !self.acts.follow_ups.contains_key(job))
+            .map(|(j, a)| (*j, a.verb.clone(), snapshot.jobs.iter().any(|x| x.id == *j && x.interruptible(&ctx.policy.uninterruptible_partitions))))
+            .collect();
+        for (job, verb, saves) in due {
+            if self.check_verb(ctx.policy, job, &verb).is_err() {
+                continue;
+            }
+            // A requeue loses what the job did since it last saved: one that
+            // can save is asked to first, and requeued after the grace period.
+            let signal = SlurmVerb::signal(&ctx.policy.checkpoint_signal).unwrap_or(SlurmVerb::Signal { signal: "USR1".into() });
+            if verb == SlurmVerb::Requeue && saves && self.check_verb(ctx.policy, job, &signal).is_ok() {
+                self.send(at, job, signal, "policy".to_string(), effects);
+                let due = at + ctx.policy.checkpoint_grace.delta();
+                self.acts.follow_ups.insert(job, FollowUp { verb, due, by: "policy".to_string() });
+            } else {
                 self.send(at, job, verb, "policy".to_string(), effects);
             }
         }

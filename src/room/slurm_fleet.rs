@@ -13,6 +13,7 @@
 use std::collections::BTreeMap;
 
 use super::Room;
+use crate::domain::cluster::BillingMode;
 use crate::domain::cluster::{NodeState, SlurmNodeState};
 use crate::domain::event::Effect;
 use crate::domain::ids::{JobId, NodeId};
@@ -34,7 +35,8 @@ impl Room {
     /// hazard model, the node draining, the alarm).
     pub(super) fn on_slurm(&mut self, at: At, snapshot: &SlurmSnapshot, effects: &mut Vec<Effect>) -> Result<(), String> {
         self.on_slurm_fleet(at, snapshot, effects);
-        let (outcome, drained) = self.slurm_desk().on_snapshot(at, snapshot, effects);
+        let spot: Vec<String> = self.site_nodes(snapshot).into_iter().filter(|n| n.billing == BillingMode::Spot).map(|n| n.name).collect();
+        let (outcome, drained) = self.slurm_desk().on_snapshot(at, snapshot, &spot, effects);
         self.govern_slurm(at, snapshot, effects);
         self.save_slurm_jobs(at, snapshot, effects);
         for (node, deadline) in drained {

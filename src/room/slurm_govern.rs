@@ -22,8 +22,11 @@ use crate::domain::text::clean;
 use crate::domain::units::At;
 use crate::sched::slurm_plan::{self, PlanInput, SiteNode, Target};
 
-/// Who, in the room, moves running jobs (`room::slurm_saves`, `room::slurm_acts`).
-const MOVERS: [&str; 2] = ["max price", "spot notice"];
+/// Who, in the room, moves running jobs (`room::slurm_saves`,
+/// `room::slurm_acts`, the quota reclaim of `room::slurm`): a job they
+/// requeued starts when the room places it, not after Slurm's hold of a
+/// requeued job (`BeginTime`, two minutes).
+const MOVERS: [&str; 3] = ["max price", "spot notice", "policy"];
 
 /// Starts kept for the console and the bench (the newest).
 const STARTS_KEPT: usize = 200;
@@ -31,7 +34,7 @@ const STARTS_KEPT: usize = 200;
 impl Room {
     /// The Slurm nodes as placement sees them: their billing from the room's
     /// node (the `[[nodes]]` table), else from `spot_partitions`.
-    fn site_nodes(&self, snapshot: &SlurmSnapshot) -> Vec<SiteNode> {
+    pub(super) fn site_nodes(&self, snapshot: &SlurmSnapshot) -> Vec<SiteNode> {
         let policy = &self.config.slurm;
         snapshot
             .nodes

@@ -65,9 +65,24 @@ fn rejected(effects: &[Effect]) -> Option<String> {
     effects.iter().find_map(|e| if let Effect::Rejected { reason } = e { Some(reason.clone()) } else { None })
 }
 
-/// a borrows all four GPUs; b waits for two within its quota.
+/// a borrows all four GPUs; b waits for two within its quota. a's jobs
+/// cannot save (`ckpt=no`): a preemption is the requeue alone.
 fn contested() -> Vec<SlurmJob> {
-    vec![job(1, "a", SlurmState::Running, 2, 10), job(2, "a", SlurmState::Running, 2, 20), job(3, "b", SlurmState::Pending, 2, 30)]
+    let cannot_save = |j: SlurmJob| SlurmJob { comment: "ckpt=no".into(), ..j };
+    vec![cannot_save(job(1, "a", SlurmState::Running, 2, 10)), cannot_save(job(2, "a", SlurmState::Running, 2, 20)), job(3, "b", SlurmState::Pending, 2, 30)]
+}
+
+#[test]
+fn a_borrowed_job_that_can_save_is_asked_to_then_requeued_after_the_grace_period() {
+    let mut room = room(SlurmMode::Control);
+    let jobs = || vec![job(1, "a", SlurmState::Running, 2, 10), job(2, "a", SlurmState::Running, 2, 20), job(3, "b", SlurmState::Pending, 2, 30)];
+    assert_eq!(sent(&room.apply(t(40), &snapshot(jobs()))), vec![(1, 2, SlurmVerb::Signal { signal: "USR1".into() })]);
+    room.apply(t(40), &Event::SlurmDone { command: 1, ok: true, message: "scancel --batch --signal=USR1 2".into() });
+    let grace = room.config().slurm.checkpoint_grace.0;
+    for s in 41..40 + grace {
+        assert!(sent(&room.apply(t(s), &snapshot(jobs()))).is_empty(), "{s}: saving; nobody else is preempted for the same room");
+    }
+    assert_eq!(sent(&room.apply(t(40 + grace), &snapshot(jobs()))), vec![(2, 2, SlurmVerb::Requeue)]);
 }
 
 #[test]

@@ -43,11 +43,20 @@ fn quota_of(tenants: &BTreeMap<TenantId, TenantSpec>, account: &str) -> u32 {
     tenants.get(&TenantId(account.to_string())).map_or(0, |t| t.quota_gpus)
 }
 
+/// Where a waiting job may run beyond its partitions: work that cannot be
+/// interrupted (`ckpt=no`, or only uninterruptible partitions) is never given
+/// a spot node, so no job is preempted there for it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Site<'a> {
+    pub spot_nodes: &'a [String],
+    pub uninterruptible_partitions: &'a [String],
+}
+
 /// What to preempt so that tenants within their quota get their GPUs back.
 /// `busy`: jobs a command that frees GPUs (requeue, cancel, migrate) is on
 /// its way for: their GPUs are counted as free already, so nobody else is
 /// preempted for the same room.
-pub fn reclaim(snapshot: &SlurmSnapshot, tenants: &BTreeMap<TenantId, TenantSpec>, busy: &BTreeSet<u64>) -> Vec<Advice> {
+pub fn reclaim(snapshot: &SlurmSnapshot, tenants: &BTreeMap<TenantId, TenantSpec>, busy: &BTreeSet<u64>, site: Site<'_>) -> Vec<Advice> {
     let mut held = usage(snapshot);
     let mut free: BTreeMap<&str, u32> =
         snapshot.nodes.iter().filter(|n| !n.unavailable()).map(|n| (n.name.as_str(), n.gpus.saturating_sub(n.gpus_used))).collect();
@@ -63,7 +72,8 @@ pub fn reclaim(snapshot: &SlurmSnapshot, tenants: &BTreeMap<TenantId, TenantSpec
         }
     }
     let mut taken: BTreeSet<u64> = busy.clone();
-    let mut waiting: Vec<&SlurmJob> = snapshot.jobs.iter().filter(|j| waits_for_gpus(j) && !busy.contains(&j.id)).collect();
+    // A job held for the room's admission waits for GPUs as much as any.
+    let mut waiting: Vec<&SlurmJob> = snapshot.jobs.iter().filter(|j| (waits_for_gpus(j) || j.awaits_admission()) && !busy.contains(&j.id)).collect();
     // Slurm's own order: priority, then age.
     waiting.sort_by(|a, b| b.priority.cmp(&a.priority).then(a.submitted.cmp(&b.submitted)).then(a.id.cmp(&b.id)));
     let mut advice = Vec::new();
@@ -73,15 +83,21 @@ pub fn reclaim(snapshot: &SlurmSnapshot, tenants: &BTreeMap<TenantId, TenantSpec
         if quota == 0 || mine.saturating_add(job.gpus) > quota {
             continue; // beyond its quota it may only borrow what is idle
         }
-        let Some(partition) = snapshot.partitions.iter().find(|p| p.name == job.partition) else { continue };
+        // Slurm lists a job submitted to several partitions as `spot,od`.
+        let asked = job.partitions();
+        let in_asked = |name: &String| snapshot.partitions.iter().any(|p| asked.contains(&p.name) && p.nodes.contains(name));
+        let off_spot = !job.interruptible(site.uninterruptible_partitions);
         let mut best: Option<(u32, &str, Vec<&SlurmJob>)> = None;
-        for node in snapshot.nodes.iter().filter(|n| partition.nodes.contains(&n.name) && !n.unavailable() && n.gpus >= job.gpus) {
+        for node in
+            snapshot.nodes.iter().filter(|n| in_asked(&n.name) && !n.unavailable() && n.gpus >= job.gpus && !(off_spot && site.spot_nodes.contains(&n.name)))
+        {
             let idle = free.get(node.name.as_str()).copied().unwrap_or(0);
             if idle >= job.gpus {
                 best = None; // it fits already: Slurm will start it
                 break;
             }
-            let Some(victims) = victims_on(snapshot, &node.name, job, job.gpus - idle, tenants, &held, &taken) else { continue };
+            let books = Books { tenants, held: &held, taken: &taken };
+            let Some(victims) = victims_on(snapshot, &node.name, job, job.gpus - idle, &books, site) else { continue };
             let cost: u32 = victims.iter().map(|v| v.gpus).sum();
             if best.as_ref().is_none_or(|(c, name, _)| (cost, node.name.as_str()) < (*c, name)) {
                 best = Some((cost, node.name.as_str(), victims));
@@ -111,25 +127,30 @@ pub fn reclaim(snapshot: &SlurmSnapshot, tenants: &BTreeMap<TenantId, TenantSpec
     advice
 }
 
+/// Who owns what, as the reclaim has counted it so far.
+#[derive(Clone, Copy)]
+struct Books<'a> {
+    tenants: &'a BTreeMap<TenantId, TenantSpec>,
+    /// GPUs each account holds.
+    held: &'a BTreeMap<String, u32>,
+    /// Jobs already chosen (or on their way out).
+    taken: &'a BTreeSet<u64>,
+}
+
 /// Borrowed work on `node` whose GPUs, newest first, cover `need`; `None`
 /// when the borrowed work there is not enough.
-fn victims_on<'a>(
-    snapshot: &'a SlurmSnapshot,
-    node: &str,
-    waiting: &SlurmJob,
-    need: u32,
-    tenants: &BTreeMap<TenantId, TenantSpec>,
-    held: &BTreeMap<String, u32>,
-    taken: &BTreeSet<u64>,
-) -> Option<Vec<&'a SlurmJob>> {
+fn victims_on<'a>(snapshot: &'a SlurmSnapshot, node: &str, waiting: &SlurmJob, need: u32, books: &Books<'_>, site: Site<'_>) -> Option<Vec<&'a SlurmJob>> {
+    let Books { tenants, held, taken } = *books;
     let mut candidates: Vec<&SlurmJob> = snapshot
         .jobs
         .iter()
         .filter(|j| j.state == SlurmState::Running && j.account != waiting.account && !taken.contains(&j.id))
         .filter(|j| j.nodes.len() == 1 && j.nodes[0] == node && j.gpus > 0)
         .collect();
-    // Newest first: the least work is lost.
-    candidates.sort_by(|a, b| b.started.cmp(&a.started).then(b.id.cmp(&a.id)));
+    // Work that can save goes before work that restarts from zero; then the
+    // newest first: the least work is lost.
+    let loses_all = |j: &SlurmJob| !j.interruptible(site.uninterruptible_partitions);
+    candidates.sort_by(|a, b| loses_all(a).cmp(&loses_all(b)).then(b.started.cmp(&a.started)).then(b.id.cmp(&a.id)));
     let mut over: BTreeMap<&str, i64> = BTreeMap::new();
     let mut chosen = Vec::new();
     let mut freed = 0;
@@ -195,25 +216,25 @@ mod tests {
         let tenants: BTreeMap<_, _> = [tenant("a", 2), tenant("b", 2)].into();
         // a holds 4 (2 borrowed) in two jobs; b waits for 2 within its quota.
         let snap = cluster(vec![job(1, "a", SlurmState::Running, 2, 100), job(2, "a", SlurmState::Running, 2, 200), job(3, "b", SlurmState::Pending, 2, 300)]);
-        let advice = reclaim(&snap, &tenants, &BTreeSet::new());
+        let advice = reclaim(&snap, &tenants, &BTreeSet::new(), Site::default());
         assert_eq!(advice.len(), 1);
         assert_eq!((advice[0].job, advice[0].for_job), (2, 3), "the newer of a's jobs goes");
         assert!(advice[0].why.contains("account a borrows"), "{}", advice[0].why);
         // Already on its way: its GPUs count as free, nothing more is advised.
-        assert!(reclaim(&snap, &tenants, &BTreeSet::from([2])).is_empty());
+        assert!(reclaim(&snap, &tenants, &BTreeSet::from([2]), Site::default()).is_empty());
     }
 
     #[test]
     fn no_advice_when_the_job_fits_is_beyond_its_quota_or_only_owners_hold_the_gpus() {
         let tenants: BTreeMap<_, _> = [tenant("a", 2), tenant("b", 2)].into();
         let fits = cluster(vec![job(1, "a", SlurmState::Running, 2, 100), job(3, "b", SlurmState::Pending, 2, 300)]);
-        assert!(reclaim(&fits, &tenants, &BTreeSet::new()).is_empty(), "two GPUs are idle");
+        assert!(reclaim(&fits, &tenants, &BTreeSet::new(), Site::default()).is_empty(), "two GPUs are idle");
         let greedy =
             cluster(vec![job(1, "a", SlurmState::Running, 2, 100), job(2, "a", SlurmState::Running, 2, 200), job(3, "b", SlurmState::Pending, 3, 300)]);
-        assert!(reclaim(&greedy, &tenants, &BTreeSet::new()).is_empty(), "3 GPUs is beyond b's quota of 2");
+        assert!(reclaim(&greedy, &tenants, &BTreeSet::new(), Site::default()).is_empty(), "3 GPUs is beyond b's quota of 2");
         let owners: BTreeMap<_, _> = [tenant("a", 4), tenant("b", 2)].into();
         let snap = cluster(vec![job(1, "a", SlurmState::Running, 2, 100), job(2, "a", SlurmState::Running, 2, 200), job(3, "b", SlurmState::Pending, 2, 300)]);
-        assert!(reclaim(&snap, &owners, &BTreeSet::new()).is_empty(), "a is within its own quota");
+        assert!(reclaim(&snap, &owners, &BTreeSet::new(), Site::default()).is_empty(), "a is within its own quota");
     }
 
     #[test]
@@ -221,7 +242,25 @@ mod tests {
         let tenants: BTreeMap<_, _> = [tenant("a", 2), tenant("b", 2)].into();
         let snap =
             cluster(vec![job(1, "a", SlurmState::Running, 2, 100), job(2, "a", SlurmState::Completing, 2, 200), job(3, "b", SlurmState::Pending, 2, 300)]);
-        assert!(reclaim(&snap, &tenants, &BTreeSet::new()).is_empty(), "job 2 is completing (requeued): a's job 1 is within quota");
+        assert!(reclaim(&snap, &tenants, &BTreeSet::new(), Site::default()).is_empty(), "job 2 is completing (requeued): a's job 1 is within quota");
+    }
+
+    #[test]
+    fn a_job_held_for_admission_in_two_partitions_asks_for_room_off_spot_if_it_cannot_be_interrupted() {
+        let tenants: BTreeMap<_, _> = [tenant("a", 2), tenant("b", 2)].into();
+        let mut waiting = job(3, "b", SlurmState::Pending, 2, 300);
+        (waiting.reason, waiting.admin_comment, waiting.partition) = ("JobHeldAdmin".into(), "gpuroom:admit".into(), "spot,gpu".into());
+        // a's older job can save, its newer one cannot: the one that can goes.
+        let mut newer = job(2, "a", SlurmState::Running, 2, 200);
+        newer.comment = "ckpt=no".into();
+        let snap = cluster(vec![job(1, "a", SlurmState::Running, 2, 100), newer, waiting.clone()]);
+        let advice = reclaim(&snap, &tenants, &BTreeSet::new(), Site::default());
+        assert_eq!(advice.iter().map(|a| (a.job, a.for_job)).collect::<Vec<_>>(), [(1, 3)]);
+        // The waiting job cannot be interrupted and n1 is spot: nothing to make room for there.
+        waiting.comment = "ckpt=no".into();
+        let snap = cluster(vec![job(1, "a", SlurmState::Running, 2, 100), job(2, "a", SlurmState::Running, 2, 200), waiting]);
+        let spot = ["n1".to_string()];
+        assert!(reclaim(&snap, &tenants, &BTreeSet::new(), Site { spot_nodes: &spot, uninterruptible_partitions: &[] }).is_empty());
     }
 
     #[test]
@@ -230,6 +269,6 @@ mod tests {
         let mut waiting = job(3, "b", SlurmState::Pending, 2, 300);
         waiting.reason = "JobHeldUser".into();
         let snap = cluster(vec![job(1, "a", SlurmState::Running, 2, 100), job(2, "a", SlurmState::Running, 2, 200), waiting]);
-        assert!(reclaim(&snap, &tenants, &BTreeSet::new()).is_empty());
+        assert!(reclaim(&snap, &tenants, &BTreeSet::new(), Site::default()).is_empty());
     }
 }

@@ -168,6 +168,12 @@ pub fn plan(snapshot: &SlurmSnapshot, input: &PlanInput<'_>) -> Vec<Planned> {
         p
     };
     let mut out = Vec::with_capacity(order.len());
+    // EASY backfill, as the room's own queue (`sched::backfill`): the first
+    // job that waits for capacity holds a node; a later one may use that
+    // node only in the GPUs the held one leaves spare or if its time limit
+    // ends before the hold falls due. Without it, small jobs of an account
+    // already above its share keep taking the GPUs a larger ask waits for.
+    let mut hold: Option<Hold> = None;
     for (i, id) in order.iter().enumerate() {
         let Some(job) = by_id.get(id) else { continue };
         let rank = u32::try_from(i + 1).unwrap_or(u32::MAX);
@@ -178,14 +184,16 @@ pub fn plan(snapshot: &SlurmSnapshot, input: &PlanInput<'_>) -> Vec<Planned> {
         let asked_only_spot =
             !asked.is_empty() && asked.iter().all(|p| input.nodes.iter().filter(|n| n.partitions.contains(p)).all(|n| n.billing == BillingMode::Spot));
         let allowed: Vec<String> = if !interruptible && asked_only_spot { stable_partitions.clone() } else { asked.clone() };
-        let candidates = input.nodes.iter().filter(|n| {
+        let may_run = |n: &SiteNode| {
             n.usable
                 && (interruptible || n.billing != BillingMode::Spot)
                 && n.partitions.iter().any(|p| allowed.is_empty() || allowed.contains(p))
                 && job.gpu_type.as_ref().is_none_or(|t| n.gpu_type.as_ref() == Some(t))
-                && free.get(n.name.as_str()).copied().unwrap_or(0) >= job.gpus
                 && !job.excluded.contains(&n.name)
-        });
+        };
+        let fits: Vec<&SiteNode> = input.nodes.iter().filter(|n| may_run(n) && free.get(n.name.as_str()).copied().unwrap_or(0) >= job.gpus).collect();
+        let held_back = hold.as_ref().filter(|h| !fits.is_empty() && fits.iter().all(|n| !h.allows(&n.name, job, input.now))).map(|h| (h.job, h.node.clone()));
+        let candidates = fits.into_iter().filter(|n| hold.as_ref().is_none_or(|h| h.allows(&n.name, job, input.now)));
         let chosen = if waits_for_capacity(job) {
             candidates.min_by_key(|n| {
                 let f = free.get(n.name.as_str()).copied().unwrap_or(0);
@@ -205,15 +213,25 @@ pub fn plan(snapshot: &SlurmSnapshot, input: &PlanInput<'_>) -> Vec<Planned> {
                 if let Some(f) = free.get_mut(n.name.as_str()) {
                     *f -= job.gpus;
                 }
+                if let Some(h) = hold.as_mut().filter(|h| h.node == n.name && job.time_limit.is_none_or(|l| input.now + l.delta() > h.due)) {
+                    h.take(&n.name, job.gpus);
+                }
                 let partition = n.partitions.iter().find(|p| allowed.is_empty() || allowed.contains(p)).cloned().unwrap_or_default();
                 let why = format!("{} GPU(s) free ({}){}", job.gpus, billing_word(n.billing), if interruptible { "" } else { "; cannot be interrupted" });
                 (Target::Node { node: n.name.clone(), partition }, why)
             }
             None => {
-                let why = if !waits_for_capacity(job) {
+                if hold.is_none() && waits_for_capacity(job) {
+                    hold = Hold::earliest(job.id, snapshot, input.nodes.iter().filter(|n| may_run(n)), &free, job.gpus, input.now);
+                }
+                let why = if let Some((first, node)) = held_back {
+                    format!("fits, but {node} is held for job {first}, ranked ahead")
+                } else if !waits_for_capacity(job) {
                     format!("waits for {}", job.reason)
                 } else if !interruptible {
                     "waits for a GPU off spot (cannot be interrupted)".to_string()
+                } else if let Some(h) = hold.as_ref().filter(|h| h.job == job.id) {
+                    format!("waits for GPUs; {} held for it (free by {} at the time limits)", h.node, h.due.format("%H:%M:%SZ"))
                 } else {
                     "waits for GPUs".to_string()
                 };
@@ -224,6 +242,65 @@ pub fn plan(snapshot: &SlurmSnapshot, input: &PlanInput<'_>) -> Vec<Planned> {
         out.push(Planned { job: *id, rank, target, why });
     }
     out
+}
+
+/// The node and time the first blocked job is held for.
+struct Hold {
+    job: u64,
+    node: String,
+    due: At,
+    /// GPUs free on the node at `due` beyond the held job's ask.
+    spare: u32,
+}
+
+impl Hold {
+    /// Where the job could start soonest if running jobs end at their time
+    /// limits (a job with none never ends): the free GPUs now, then each
+    /// ending job's, in order of its end.
+    fn earliest<'a>(
+        job: u64,
+        snapshot: &SlurmSnapshot,
+        nodes: impl Iterator<Item = &'a SiteNode>,
+        free: &BTreeMap<&str, u32>,
+        need: u32,
+        now: At,
+    ) -> Option<Hold> {
+        let mut best: Option<Hold> = None;
+        for node in nodes.filter(|n| n.gpus >= need) {
+            let mut ends: Vec<(At, u32)> = snapshot
+                .jobs
+                .iter()
+                .filter(|j| j.holds_gpus() && j.nodes.len() == 1 && j.nodes[0] == node.name)
+                .filter_map(|j| Some(((j.started? + j.time_limit?.delta()).max(now), j.gpus)))
+                .collect();
+            ends.sort();
+            let mut have = free.get(node.name.as_str()).copied().unwrap_or(0);
+            let mut due = now;
+            for (end, gpus) in ends {
+                if have >= need {
+                    break;
+                }
+                have += gpus;
+                due = end;
+            }
+            if have >= need && best.as_ref().is_none_or(|b| (due, &node.name) < (b.due, &b.node)) {
+                best = Some(Hold { job, node: node.name.clone(), due, spare: have - need });
+            }
+        }
+        best
+    }
+
+    /// Whether `job` may take GPUs on `node` now without delaying the hold.
+    fn allows(&self, node: &str, job: &SlurmJob, now: At) -> bool {
+        node != self.node || job.gpus <= self.spare || job.time_limit.is_some_and(|limit| now + limit.delta() <= self.due)
+    }
+
+    /// The hold's GPUs are taken by a job placed in the spare ones.
+    fn take(&mut self, node: &str, gpus: u32) {
+        if node == self.node {
+            self.spare = self.spare.saturating_sub(gpus);
+        }
+    }
 }
 
 fn billing_word(billing: BillingMode) -> &'static str {

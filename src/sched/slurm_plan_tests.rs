@@ -3,6 +3,7 @@ use std::collections::BTreeMap;
 use super::*;
 use crate::domain::slurm::SlurmJob;
 use crate::domain::testkit::t;
+use crate::domain::units::Secs;
 
 fn node(name: &str, partition: &str, free: u32, billing: BillingMode, kind: &str) -> SiteNode {
     SiteNode { name: name.into(), partitions: vec![partition.into()], gpus: 4, free, gpu_type: Some(kind.into()), billing, usable: true }
@@ -38,18 +39,15 @@ fn site() -> Vec<SiteNode> {
 }
 
 fn plan_of(jobs: Vec<SlurmJob>, discipline: DisciplineKind, fit: FitPolicy) -> Vec<Planned> {
+    plan_on(jobs, site(), discipline, fit)
+}
+
+fn plan_on(jobs: Vec<SlurmJob>, nodes: Vec<SiteNode>, discipline: DisciplineKind, fit: FitPolicy) -> Vec<Planned> {
     let snapshot = SlurmSnapshot { jobs, ..Default::default() };
     let sched = SchedConfig { fit, ..SchedConfig::default() };
     let tenants = BTreeMap::new();
-    let input = PlanInput {
-        now: t(100),
-        discipline,
-        sched: &sched,
-        tenants: &tenants,
-        nodes: site(),
-        uninterruptible_partitions: &[],
-        stopped_accounts: Default::default(),
-    };
+    let input =
+        PlanInput { now: t(100), discipline, sched: &sched, tenants: &tenants, nodes, uninterruptible_partitions: &[], stopped_accounts: Default::default() };
     plan(&snapshot, &input)
 }
 
@@ -103,6 +101,27 @@ fn a_typed_ask_goes_only_to_its_type_and_a_job_ahead_takes_its_gpus_first() {
     );
     assert!(matches!(target(&p, 10), Target::Node { .. }) && matches!(target(&p, 11), Target::Node { .. }));
     assert!(matches!(target(&p, 12), Target::Wait { .. }), "two od nodes, three 4-GPU jobs");
+}
+
+#[test]
+fn the_first_blocked_job_holds_a_node_that_only_jobs_ending_before_its_turn_may_use() {
+    // n1: 2 of 4 GPUs free, a's job on the other 2 ends at its limit (300 s).
+    let mut holder = running(1, "a", 2, "n1");
+    (holder.started, holder.time_limit) = (Some(t(0)), Some(Secs(300)));
+    let limited = |id: u64, submitted: i64, limit: i64| SlurmJob { time_limit: Some(Secs(limit)), ..pending(id, "a", 1, "spot", "", submitted) };
+    let jobs = vec![holder, pending(10, "b", 4, "spot", "", 1), limited(11, 2, 600), limited(12, 3, 100)];
+    let p = plan_on(jobs, vec![node("n1", "spot", 2, BillingMode::Spot, "a10g")], DisciplineKind::Fifo, FitPolicy::BestFit);
+    assert!(matches!(target(&p, 10), Target::Wait { .. }));
+    assert!(p[0].why.contains("n1 held for it"), "{}", p[0].why);
+    assert!(matches!(target(&p, 11), Target::Wait { .. }), "it fits, but would still run when job 10's turn comes");
+    assert!(p[1].why.contains("held for job 10"), "{}", p[1].why);
+    assert_eq!(target(&p, 12), Target::Node { node: "n1".into(), partition: "spot".into() }, "it ends (100 s from now) before the hold falls due");
+    // With a node to spare elsewhere, the later jobs go there instead.
+    let mut holder = running(1, "a", 2, "n1");
+    (holder.started, holder.time_limit) = (Some(t(0)), Some(Secs(300)));
+    let nodes = vec![node("n1", "spot", 2, BillingMode::Spot, "a10g"), node("n2", "spot", 1, BillingMode::Spot, "a10g")];
+    let p = plan_on(vec![holder, pending(10, "b", 4, "spot", "", 1), limited(11, 2, 600)], nodes, DisciplineKind::Fifo, FitPolicy::BestFit);
+    assert_eq!(target(&p, 11), Target::Node { node: "n2".into(), partition: "spot".into() });
 }
 
 #[test]
