@@ -447,6 +447,30 @@ pub enum BenchWhat {
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
     },
+    /// The same real sbatch jobs on the multi-node Slurm of .ci/slurm-multi-up,
+    /// run by Slurm alone and then governed by the room (DRF), with a price
+    /// rise and a spot interruption: waits, DRF share error, spot use,
+    /// recompute, spend and start order, side by side. Needs the cluster to itself.
+    Slurm {
+        /// The cluster's slurm.conf (default: $SLURM_CONF).
+        #[arg(long, value_name = "FILE")]
+        conf: Option<PathBuf>,
+        /// The seed of the draw from the Philly trace.
+        #[arg(long, default_value_t = 7)]
+        seed: u64,
+        /// How many jobs.
+        #[arg(long, default_value_t = 24)]
+        jobs: usize,
+        /// Short jobs and events (a smoke run of a few minutes).
+        #[arg(long)]
+        quick: bool,
+        /// Where the jobs work and the runs keep their logs (default: a new directory under the temp dir).
+        #[arg(long, value_name = "DIR")]
+        work_dir: Option<PathBuf>,
+        /// Where to write the report page (default: docs/slurm-bench.md, not written with --quick).
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
 }
 
 /// The options before a subcommand (`gpuroom --config X engine`) are the

@@ -254,20 +254,7 @@ fn engine(conf: &Path, mode: &str, prefix: &[&str]) -> Engine {
 impl Engine {
     /// Applies reports as they come until `done` holds (or 60 s).
     async fn until(&mut self, what: &str, done: impl Fn(&Live) -> bool) {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-        while !done(&self.live) {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "timed out waiting for {what}; slurm view: {:#?}; log: {:#?}",
-                self.live.engine.room().view().slurm,
-                self.live.engine.room().view().log
-            );
-            match tokio::time::timeout(Duration::from_millis(200), self.reports.recv()).await {
-                Ok(Some(report)) => self.live.report(chrono::Utc::now(), report).expect("apply a report"),
-                Ok(None) => panic!("the adapters stopped"),
-                Err(_) => self.live.tick(chrono::Utc::now()).expect("tick"),
-            }
-        }
+        slurm_support::apply_until(&mut self.live, &mut self.reports, what, Duration::from_secs(60), chrono::Utc::now, done).await;
     }
 
     /// Applies reports as they come for `d`.

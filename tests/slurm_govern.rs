@@ -13,7 +13,8 @@
 //! * max price: the pool's price passing the job's cap saves it and moves
 //!   it off spot (requeued, spot nodes excluded) onto on-demand;
 //! * advisory mode sends nothing; every command is audited; the log
-//!   replays to the same room.
+//!   replays to the same room;
+//! * `gpuroom bench slurm --quick` runs its set alone and governed.
 //!
 //! The engine runs in real time on a real SQLite log. Skipped with a message
 //! without the multi-node cluster unless `GPUROOM_REQUIRE_SLURM` is set.
@@ -24,6 +25,7 @@ mod slurm_support;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use gpuroom::bench::slurm::SlurmBenchOptions;
 use gpuroom::domain::event::Event;
 use gpuroom::domain::slurm::{SlurmJob, SlurmState};
 use gpuroom::domain::units::{MicrosPerHour, Secs};
@@ -102,20 +104,7 @@ fn spot_price(micros: i64) -> Event {
 impl Engine {
     /// Applies reports as they come until `done` holds (or 90 s).
     async fn until(&mut self, what: &str, done: impl Fn(&Live) -> bool) {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
-        while !done(&self.live) {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "timed out waiting for {what}; slurm: {:#?}; log: {:#?}",
-                self.live.engine.room().view().slurm,
-                self.live.engine.room().view().log
-            );
-            match tokio::time::timeout(Duration::from_millis(200), self.reports.recv()).await {
-                Ok(Some(report)) => self.live.report(chrono::Utc::now(), report).expect("apply a report"),
-                Ok(None) => panic!("the adapters stopped"),
-                Err(_) => self.live.tick(chrono::Utc::now()).expect("tick"),
-            }
-        }
+        slurm_support::apply_until(&mut self.live, &mut self.reports, what, Duration::from_secs(90), chrono::Utc::now, done).await;
     }
 
     /// Applies reports for `secs` seconds.
@@ -263,4 +252,32 @@ async fn a_spot_job_saves_at_the_rooms_interval_and_moves_off_spot_when_the_mark
     assert!(e.live.engine.room().view().log.iter().any(|l| l.text.contains("above its max price")));
     drop(e);
     clean(&conf).await;
+}
+
+/// `gpuroom bench slurm --quick` end to end on the cluster: both runs finish
+/// the whole set, Slurm alone gets no command from the room (it only
+/// watches), the governed run admits every job, puts none that cannot be
+/// interrupted on spot, and every command it sent was carried out; the
+/// table prints both columns. (Its figures are measured, not asserted.)
+#[test]
+fn the_slurm_bench_runs_the_set_alone_and_governed_and_prints_both() {
+    let Some(conf) = multi_conf() else { return };
+    let _turn = CLUSTER.blocking_lock();
+    slurm_support::cancel_all(&conf);
+    let dir = tempfile::tempdir().unwrap();
+    let options = SlurmBenchOptions { conf, seed: 7, jobs: 12, quick: true, work_dir: Some(dir.path().to_path_buf()) };
+    let bench = gpuroom::bench::slurm::run(&options).expect("both runs");
+    for (name, (record, figures)) in [("alone", &bench.alone), ("governed", &bench.governed)] {
+        assert!(record.finished && figures.started == 12, "{name}: {} of 12 started, finished: {}", figures.started, record.finished);
+        assert!(dir.path().join(name).join("samples.json").exists(), "{name}: the samples behind the figures are kept");
+    }
+    assert!(bench.alone.0.commands.is_empty(), "advisory sends nothing: {:?}", bench.alone.0.commands);
+    let (record, figures) = &bench.governed;
+    assert_eq!(figures.uninterruptible_on_spot, 0, "no job that cannot be interrupted runs on spot");
+    assert_eq!(record.failed, 0, "{:?}", record.commands);
+    assert!(record.commands.get("schedule").is_some_and(|n| *n >= 12), "each job admitted by the room: {:?}", record.commands);
+    let table = bench.markdown();
+    for row in ["| mean wait, every wait", "| DRF share error", "| jobs that cannot checkpoint, run on spot |", "| start order against the room's"] {
+        assert!(table.contains(row), "no {row:?} in\n{table}");
+    }
 }

@@ -111,20 +111,8 @@ impl Engine {
 
     /// Applies reports as they come until `done` holds (or 60 s).
     async fn until(&mut self, what: &str, done: impl Fn(&Live) -> bool) {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-        while !done(&self.live) {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "timed out waiting for {what}; slurm: {:#?}; log: {:#?}",
-                self.live.engine.room().view().slurm,
-                self.live.engine.room().view().log
-            );
-            match tokio::time::timeout(Duration::from_millis(200), self.reports.recv()).await {
-                Ok(Some(report)) => self.live.report(self.now(), report).expect("apply a report"),
-                Ok(None) => panic!("the adapters stopped"),
-                Err(_) => self.live.tick(self.now()).expect("tick"),
-            }
-        }
+        let ahead = self.ahead;
+        slurm_support::apply_until(&mut self.live, &mut self.reports, what, Duration::from_secs(60), move || chrono::Utc::now() + ahead, done).await;
     }
 
     /// Moves the engine's clock on by `d` (the charges of the time between are settled).

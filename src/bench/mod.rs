@@ -17,6 +17,10 @@
 //! * a clean `cargo build --release` of the source tree against 6 minutes,
 //!   and the release binary against 60 MB (`build`).
 //!
+//! `gpuroom bench slurm` (module `slurm`) is apart: it needs the multi-node
+//! Slurm of `.ci/slurm-multi-up` and compares Slurm alone with Slurm governed
+//! by the room on real jobs.
+//!
 //! `run` does it all and returns a [`Report`] (terminal text, and a
 //! docs/benchmarks.md page written to `BenchOptions::out`). Progress goes to
 //! standard error. Quick mode uses tiny sizes, for tests and CI, and never
@@ -31,6 +35,10 @@ pub mod placement_policies;
 pub mod placement_report;
 mod progress;
 mod report;
+pub mod slurm;
+mod slurm_measure;
+mod slurm_run;
+mod slurm_workload;
 mod throughput;
 
 #[cfg(test)]

@@ -222,6 +222,30 @@ pub fn run_placement_bench(seeds: u64, quick: bool, pods: Vec<std::path::PathBuf
     Ok(())
 }
 
+/// `gpuroom bench slurm`: Slurm alone against Slurm governed by the room,
+/// on the multi-node cluster (docs/slurm-bench.md unless quick).
+pub fn run_slurm_bench(
+    conf: Option<std::path::PathBuf>,
+    seed: u64,
+    jobs: usize,
+    quick: bool,
+    work_dir: Option<std::path::PathBuf>,
+    out: Option<std::path::PathBuf>,
+) -> Result<()> {
+    let conf = conf
+        .or_else(|| std::env::var_os("SLURM_CONF").map(Into::into))
+        .context("which cluster? --conf DIR/slurm.conf (or SLURM_CONF); .ci/slurm-multi-up DIR starts the multi-node one the bench runs on")?;
+    anyhow::ensure!(jobs > 0, "--jobs must be at least 1");
+    let out = out.or_else(|| (!quick).then(|| std::path::PathBuf::from("docs/slurm-bench.md")));
+    let bench = crate::bench::slurm::run(&crate::bench::slurm::SlurmBenchOptions { conf, seed, jobs, quick, work_dir })?;
+    let text = bench.markdown();
+    if let Some(path) = &out {
+        crate::bench::write_page(path, &text)?;
+    }
+    print!("{text}");
+    Ok(())
+}
+
 /// `gpuroom bench`: the figures at scale (docs/benchmarks.md unless quick).
 pub fn run_bench(quick: bool, out: Option<std::path::PathBuf>, build: bool, probe_memory: bool) -> Result<()> {
     if probe_memory {

@@ -78,3 +78,30 @@ pub fn cancel_all(conf: &Path) {
         std::thread::sleep(Duration::from_millis(300));
     }
 }
+
+/// Applies an engine's reports as they come (a tick when none comes within
+/// 200 ms) until `done` holds, or fails after `limit` saying what it waited
+/// for and what the room showed. `now` is the engine's clock.
+pub async fn apply_until(
+    live: &mut gpuroom::live::Live,
+    reports: &mut tokio::sync::mpsc::Receiver<gpuroom::sources::report::Report>,
+    what: &str,
+    limit: Duration,
+    now: impl Fn() -> chrono::DateTime<chrono::Utc>,
+    done: impl Fn(&gpuroom::live::Live) -> bool,
+) {
+    let deadline = tokio::time::Instant::now() + limit;
+    while !done(live) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}; slurm: {:#?}; log: {:#?}",
+            live.engine.room().view().slurm,
+            live.engine.room().view().log
+        );
+        match tokio::time::timeout(Duration::from_millis(200), reports.recv()).await {
+            Ok(Some(report)) => live.report(now(), report).expect("apply a report"),
+            Ok(None) => panic!("the adapters stopped"),
+            Err(_) => live.tick(now()).expect("tick"),
+        }
+    }
+}
