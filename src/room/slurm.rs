@@ -312,14 +312,14 @@ impl SlurmMirror {
             .advice
             .iter()
             .filter(|(job, _)| self.may_send(**job) && !self.acts.follow_ups.contains_key(job))
-            .map(|(j, a)| (*j, a.verb.clone(), snapshot.jobs.iter().any(|x| x.id == *j && x.interruptible(&ctx.policy.uninterruptible_partitions))))
+            .map(|(j, a)| (*j, a.verb.clone(), snapshot.jobs.iter().any(|x| x.id == *j && saves_on_signal(x, &ctx.policy.uninterruptible_partitions))))
             .collect();
         for (job, verb, saves) in due {
             if self.check_verb(ctx.policy, job, &verb).is_err() {
                 continue;
             }
-            // A requeue loses what the job did since it last saved: one that
-            // can save is asked to first, and requeued after the grace period.
+            // A requeue loses what the job did since it last saved: one known
+            // to save is asked to first, and requeued after the grace period.
             let signal = SlurmVerb::signal(&ctx.policy.checkpoint_signal).unwrap_or(SlurmVerb::Signal { signal: "USR1".into() });
             if verb == SlurmVerb::Requeue && saves && self.check_verb(ctx.policy, job, &signal).is_ok() {
                 self.send(at, job, signal, "policy".to_string(), effects);
@@ -388,4 +388,12 @@ fn actor_of(by: &str) -> Actor {
         Some((user, origin)) => Actor { user: user.to_string(), origin: origin.to_string(), role: Role::Operator, account: None },
         None => policy_actor(),
     }
+}
+
+/// Whether a job saves when sent the checkpoint signal: it may be
+/// interrupted and has acknowledged a checkpoint before. The signal's
+/// default action ends a process that does not catch it, so a job never
+/// seen saving is requeued without it.
+fn saves_on_signal(job: &crate::domain::slurm::SlurmJob, uninterruptible_partitions: &[String]) -> bool {
+    job.interruptible(uninterruptible_partitions) && job.last_saved().is_some()
 }

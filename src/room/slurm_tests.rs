@@ -66,16 +66,26 @@ fn rejected(effects: &[Effect]) -> Option<String> {
 }
 
 /// a borrows all four GPUs; b waits for two within its quota. a's jobs
-/// cannot save (`ckpt=no`): a preemption is the requeue alone.
+/// cannot save (`ckpt=no`): a preemption is the requeue alone (as for a job
+/// never seen saving).
 fn contested() -> Vec<SlurmJob> {
     let cannot_save = |j: SlurmJob| SlurmJob { comment: "ckpt=no".into(), ..j };
     vec![cannot_save(job(1, "a", SlurmState::Running, 2, 10)), cannot_save(job(2, "a", SlurmState::Running, 2, 20)), job(3, "b", SlurmState::Pending, 2, 30)]
 }
 
 #[test]
+fn a_borrowed_job_never_seen_saving_is_requeued_without_the_signal_that_would_end_it() {
+    let mut room = room(SlurmMode::Control);
+    let jobs = vec![job(1, "a", SlurmState::Running, 2, 10), job(2, "a", SlurmState::Running, 2, 20), job(3, "b", SlurmState::Pending, 2, 30)];
+    assert_eq!(sent(&room.apply(t(40), &snapshot(jobs))), vec![(1, 2, SlurmVerb::Requeue)]);
+}
+
+#[test]
 fn a_borrowed_job_that_can_save_is_asked_to_then_requeued_after_the_grace_period() {
     let mut room = room(SlurmMode::Control);
-    let jobs = || vec![job(1, "a", SlurmState::Running, 2, 10), job(2, "a", SlurmState::Running, 2, 20), job(3, "b", SlurmState::Pending, 2, 30)];
+    // a's jobs have saved before (`saved=EPOCH` in their comments): they catch the signal.
+    let saved = |j: SlurmJob| SlurmJob { comment: "saved=25".into(), ..j };
+    let jobs = || vec![saved(job(1, "a", SlurmState::Running, 2, 10)), saved(job(2, "a", SlurmState::Running, 2, 20)), job(3, "b", SlurmState::Pending, 2, 30)];
     assert_eq!(sent(&room.apply(t(40), &snapshot(jobs()))), vec![(1, 2, SlurmVerb::Signal { signal: "USR1".into() })]);
     room.apply(t(40), &Event::SlurmDone { command: 1, ok: true, message: "scancel --batch --signal=USR1 2".into() });
     let grace = room.config().slurm.checkpoint_grace.0;
