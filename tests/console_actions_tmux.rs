@@ -60,7 +60,10 @@ fn preempt_requeue_approve_and_ack_land_on_screen_and_in_the_audit_log() {
     let screen = tmux.wait_for("a selected row", Duration::from_secs(5), |s| s.contains('▶'));
     let first = selected_job(&screen);
     tmux.keys(&["p"]);
-    let dialog = tmux.wait_for("the preempt dialog", Duration::from_secs(5), |s| s.contains("Confirm") && s.contains(&format!("Preempt {first}")));
+    // Waited for whole: a capture can land while the terminal is still drawing the frame.
+    let dialog = tmux.wait_for("the preempt dialog", Duration::from_secs(5), |s| {
+        s.contains("Confirm") && s.contains(&format!("Preempt {first}")) && s.contains("only y sends")
+    });
     assert!(dialog.contains("checkpoint") && dialog.contains("only y sends"), "the dialog says what will happen:\n{dialog}");
     tmux.keys(&["y"]);
     tmux.wait_for("the preempt's outcome", Duration::from_secs(10), |s| s.contains(&format!("✓ preempt {first}")));
