@@ -592,6 +592,12 @@ pub struct SlurmOperator {
 }
 
 impl SlurmPolicy {
+    /// The verb that asks a job to checkpoint: `checkpoint_signal`, or USR1
+    /// where that does not name a signal.
+    pub fn checkpoint_verb(&self) -> SlurmVerb {
+        SlurmVerb::signal(&self.checkpoint_signal).unwrap_or(SlurmVerb::Signal { signal: "USR1".into() })
+    }
+
     /// Whether `account` may use `verb` on `job` through gpuroom. An actor
     /// from before accounts were recorded (`None`) is judged as it was then.
     /// The engine's own user holds the engine's rights anyway; anyone else

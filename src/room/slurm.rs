@@ -314,15 +314,15 @@ impl SlurmMirror {
             .filter(|(job, _)| self.may_send(**job) && !self.acts.follow_ups.contains_key(job))
             .map(|(j, a)| (*j, a.verb.clone(), snapshot.jobs.iter().any(|x| x.id == *j && saves_on_signal(x, &ctx.policy.uninterruptible_partitions))))
             .collect();
+        let signal = ctx.policy.checkpoint_verb();
         for (job, verb, saves) in due {
             if self.check_verb(ctx.policy, job, &verb).is_err() {
                 continue;
             }
             // A requeue loses what the job did since it last saved: one known
             // to save is asked to first, and requeued after the grace period.
-            let signal = SlurmVerb::signal(&ctx.policy.checkpoint_signal).unwrap_or(SlurmVerb::Signal { signal: "USR1".into() });
             if verb == SlurmVerb::Requeue && saves && self.check_verb(ctx.policy, job, &signal).is_ok() {
-                self.send(at, job, signal, "policy".to_string(), effects);
+                self.send(at, job, signal.clone(), "policy".to_string(), effects);
                 let due = at + ctx.policy.checkpoint_grace.delta();
                 self.acts.follow_ups.insert(job, FollowUp { verb, due, by: "policy".to_string() });
             } else {

@@ -159,7 +159,7 @@ impl SlurmMirror {
             Cause::Spot { deadline, .. } => (at + grace).min(*deadline - chrono::TimeDelta::seconds(BEFORE_DEADLINE_SECS)).max(at),
             Cause::Budget => at + grace,
         };
-        let signal = SlurmVerb::signal(&ctx.policy.checkpoint_signal).unwrap_or(SlurmVerb::Signal { signal: "USR1".into() });
+        let signal = ctx.policy.checkpoint_verb();
         let why = match &cause {
             Cause::Budget => format!("account {} passed its hard budget limit: save, then requeue at {}", clean(&job.tags().tenant.0), due.format("%H:%M:%SZ")),
             Cause::Spot { node, deadline } => {

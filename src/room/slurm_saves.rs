@@ -34,7 +34,7 @@ impl Room {
         }
         let control = self.config.slurm.mode == SlurmMode::Control;
         let grace = self.config.slurm.checkpoint_grace;
-        let signal = SlurmVerb::signal(&self.config.slurm.checkpoint_signal).unwrap_or(SlurmVerb::Signal { signal: "USR1".into() });
+        let signal = self.config.slurm.checkpoint_verb();
         let mut kept = BTreeMap::new();
         for job in snapshot.jobs.iter().filter(|j| j.state == SlurmState::Running) {
             let Some(mut note) = self.spot_note(at, snapshot, job) else { continue };
