@@ -3,8 +3,10 @@
 //! at submission by its `job_submit.lua` until the room admits them):
 //!
 //! * order: with account a holding every GPU, b's job submitted last is
-//!   ranked first (DRF) and Slurm starts it first, on the room's node; each
-//!   start is checked against the order and none broke it;
+//!   ranked first (DRF); nothing is released while nothing can be placed,
+//!   and as GPUs free each job starts where and when the room places it,
+//!   with its priority in the room's order; each start is checked against
+//!   the order and none broke it;
 //! * routing: a job that cannot be interrupted (`ckpt=no`), submitted to
 //!   spot and on-demand, never runs on spot; a typed ask lands on its type;
 //! * checkpoints at the room's risk: a job on spot is signalled when the
@@ -160,17 +162,20 @@ async fn slurm_starts_the_rooms_order_on_the_rooms_nodes_and_uninterruptible_wor
     let a1 = sbatch(&conf, "a1", "a", "gpu:4", "spot,od", &["--comment=project=x"], SLEEP);
     let a2 = sbatch(&conf, "a2", "a", "gpu:4", "spot,od", &[], SLEEP);
     let b1 = sbatch(&conf, "b1", "b", "gpu:4", "spot,od", &["--comment=ckpt=no"], SLEEP);
-    // The room ranks b1 first (a holds everything), and Slurm's priorities say so.
-    e.until("Slurm's priorities in the room's order", |_| {
-        let (Some(x), Some(y), Some(z)) = (job(&conf, b1), job(&conf, a1), job(&conf, a2)) else { return false };
-        !x.held() && !y.held() && !z.held() && x.priority > y.priority && y.priority > z.priority
+    // The room ranks b1 first (a holds everything) and routes it off spot;
+    // with no GPU free it places none, so all three stay held: Slurm starts
+    // nothing the room has not placed.
+    e.until("the room's order, b1 routed off spot", |l| {
+        let view = l.engine.room().view().slurm;
+        let rank = |id: u64| view.as_ref().and_then(|v| v.jobs.iter().find(|j| j.id == id).and_then(|j| j.rank));
+        (rank(b1), rank(a1), rank(a2)) == (Some(1), Some(2), Some(3)) && job(&conf, b1).is_some_and(|b| b.excluded == ["n1", "n2"])
     })
     .await;
-    let b = job(&conf, b1).unwrap();
-    assert_eq!(b.excluded, vec!["n1".to_string(), "n2".to_string()], "spot is out of its reach: {b:#?}");
-    let view = e.live.engine.room().view().slurm.unwrap();
-    let rank = |id: u64| view.jobs.iter().find(|j| j.id == id).and_then(|j| j.rank);
-    assert_eq!((rank(b1), rank(a1), rank(a2)), (Some(1), Some(2), Some(3)));
+    e.run_for(3).await;
+    for id in [b1, a1, a2] {
+        let j = job(&conf, id).unwrap();
+        assert!(j.awaits_admission(), "placed nowhere, so still held: {j:#?}");
+    }
 
     // A spot node frees: b1 may not go there; a1 does.
     slurm_command(&conf, "scancel", &[&blockers[0].to_string()]);
@@ -179,7 +184,10 @@ async fn slurm_starts_the_rooms_order_on_the_rooms_nodes_and_uninterruptible_wor
     // An on-demand node frees: b1, ranked ahead of a2, takes it.
     slurm_command(&conf, "scancel", &[&blockers[2].to_string()]);
     e.until("b1 on n3", |_| runs(&conf, b1).as_deref() == Some("n3")).await;
-    assert!(runs(&conf, a2).is_none());
+    assert!(job(&conf, a2).is_some_and(|j| j.awaits_admission()), "a2 was placed nowhere: still held");
+    // Each job placed went out with its priority in the room's order.
+    let (a, b) = (job(&conf, a1).unwrap(), job(&conf, b1).unwrap());
+    assert!(b.priority > a.priority && a.priority > 1, "b1 ranked ahead of a1: {b:#?} {a:#?}");
     e.until("the starts checked", |l| l.engine.room().view().slurm.is_some_and(|s| s.followed >= 2)).await;
     let view = e.live.engine.room().view().slurm.unwrap();
     assert_eq!(view.out_of_order, 0, "{view:#?}");

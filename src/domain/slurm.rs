@@ -82,9 +82,14 @@ impl SlurmNode {
         super::cluster::slurm_powered_down(&self.state)
     }
 
-    /// Takes no new work: down, drained or draining, failed, not responding.
+    /// Takes no new work: down, drained or draining, failed, not responding,
+    /// powering down. Read by whole state words: a CLOUD node Slurm powered
+    /// off (`powered_down`) is asleep, not down; a job placed there wakes it.
     pub fn unavailable(&self) -> bool {
-        ["down", "drain", "fail", "not_responding", "maint", "future", "inval", "unknown"].iter().any(|s| self.state.contains(s))
+        self.state.split('+').map(|w| w.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '_')).any(|w| {
+            matches!(w, "down" | "powering_down" | "not_responding" | "future" | "unknown")
+                || ["drain", "fail", "maint", "inval"].iter().any(|p| w.starts_with(p))
+        })
     }
 }
 
@@ -739,6 +744,19 @@ mod tests {
         assert_eq!(expand_indices("0-1,3"), Some(vec![0, 1, 3]));
         assert_eq!(compress_indices(&[3, 0, 1, 1]), "0-1,3");
         assert!(expand_indices("0-x").is_none() && expand_indices("5-1").is_none());
+    }
+
+    #[test]
+    fn a_node_takes_no_work_by_its_state_words_and_an_asleep_cloud_node_does() {
+        let node = |state: &str| SlurmNode { state: state.into(), ..SlurmNode::default() };
+        for down in ["down", "down*", "idle+drain", "mixed+draining", "allocated+drained", "idle+fail", "idle+not_responding", "idle+maint", "unknown"] {
+            assert!(node(down).unavailable(), "{down}");
+        }
+        for up in ["idle", "mixed", "allocated", "idle+cloud+powered_down", "idle~", "idle+cloud+power_down", "allocated+cloud+powering_up"] {
+            assert!(!node(up).unavailable(), "{up}");
+        }
+        assert!(node("idle+cloud+powering_down").unavailable(), "not until it is off");
+        assert!(node("idle+cloud+powered_down").powered_down());
     }
 
     #[test]

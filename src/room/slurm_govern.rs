@@ -4,7 +4,9 @@
 //! priorities and the nodes as `ReqNodeList`/`Partition`/`ExcNodeList`, in
 //! one `scontrol update` per job and only where Slurm's copy differs, so
 //! Slurm's own scheduler and backfill start the work in the room's order on
-//! the room's nodes. Each start Slurm makes is checked against the order it
+//! the room's nodes. On a site that holds GPU jobs at submission
+//! (`job_submit.lua`), a job leaves the hold only when the room places it:
+//! the room is then the only one that starts work. Each start Slurm makes is checked against the order it
 //! was given: one that jumped a job the room had placed is flagged.
 //!
 //! Fills `Governance` (`room::slurm_notes`, kept in the mirror); reads the fleet for the nodes'
@@ -50,7 +52,8 @@ impl Room {
                     free: n.gpus.saturating_sub(n.gpus_used),
                     gpu_type: n.gpu_type.clone(),
                     billing,
-                    usable: !n.unavailable() && !n.powered_down(),
+                    usable: !n.unavailable(),
+                    asleep: n.powered_down(),
                 }
             })
             .collect()
@@ -99,7 +102,15 @@ impl Room {
                 matches!(r.verb, SlurmVerb::Migrate { .. } | SlurmVerb::Requeue) && MOVERS.contains(&r.by.as_str()) && matches!(r.outcome, Some(Ok(_)))
             });
             let start_now = moved && job.reason == "BeginTime" && !was.start_now;
-            let mut change = Schedule { priority: priorities.get(&job.id).copied(), release: job.awaits_admission(), start_now, ..Schedule::default() };
+            // A job held for admission leaves the hold only once the room has
+            // placed it (or, wider than any node, for Slurm to spread):
+            // released to wait, Slurm's backfill would start it on a node
+            // freed for a job ranked ahead. Its priority goes out with the
+            // release, never before: Slurm releases a held job whose priority is set.
+            let admits = !matches!(planned.target, Target::Wait { .. });
+            let release = job.awaits_admission() && admits;
+            let priority = priorities.get(&job.id).copied().filter(|_| release || !job.awaits_admission());
+            let mut change = Schedule { priority, release, start_now, ..Schedule::default() };
             let node = match &planned.target {
                 Target::Node { node, partition } => {
                     // Slurm picks the partition of the node asked from the job's list.
@@ -111,7 +122,7 @@ impl Room {
                     }
                     Some(node.clone())
                 }
-                Target::Wait { partitions, exclude } => {
+                Target::Wait { partitions, exclude } | Target::Span { partitions, exclude } => {
                     if let Some(p) = partitions.as_ref().map(|p| p.join(",")).filter(|p| *p != job.partition) {
                         change.partition = Some(p);
                     }

@@ -279,3 +279,72 @@ fn a_job_held_for_admission_is_released_by_its_placement_and_one_held_by_a_perso
     let s = schedules(&effects);
     assert_eq!((s[0].1.nodes.as_deref(), s[0].1.partition.as_deref()), (Some(&["n3".to_string()][..]), Some("od")), "{s:#?}");
 }
+
+#[test]
+fn a_held_job_with_nowhere_to_go_stays_held_and_leaves_with_its_priority_once_placed() {
+    let mut room = site(SlurmMode::Control);
+    let held = |id: u64, account: &str, comment: &str, at: i64| SlurmJob {
+        reason: "JobHeldUser".into(),
+        priority: 0,
+        admin_comment: "gpuroom:admit".into(),
+        ..pending(id, account, 4, comment, at)
+    };
+    let full = vec![running(1, "a", 4, "n1", 0), running(2, "a", 4, "n2", 0), SlurmJob { partition: "od".into(), ..running(3, "a", 4, "n3", 0) }];
+    let mut jobs = full.clone();
+    jobs.extend([held(10, "a", "", 1), held(11, "b", "ckpt=no", 2)]);
+    let effects = room.apply(t(10), &snap([4, 4, 4], jobs));
+    let s = schedules(&effects);
+    // Nothing fits: no release and no priority (either would free it for
+    // Slurm's backfill); only b's routing off spot goes out.
+    assert!(s.iter().all(|(_, x)| !x.release && x.priority.is_none()), "{s:#?}");
+    assert_eq!(s.iter().map(|(id, x)| (*id, x.exclude.clone())).collect::<Vec<_>>(), vec![(11, Some(vec!["n1".to_string(), "n2".to_string()]))]);
+    all_done(&mut room, 11, &effects);
+    let view = room.view().slurm.unwrap();
+    let rank = |id: u64| view.jobs.iter().find(|j| j.id == id).and_then(|j| j.rank);
+    assert_eq!((rank(11), rank(10)), (Some(1), Some(2)), "b holds nothing: ranked first");
+    // n3 frees (a snapshot after the routing was done): b's job is placed
+    // there and released with its priority; a's stays held.
+    let jobs = |used: [u32; 3]| {
+        let mut jobs: Vec<SlurmJob> = full.iter().filter(|j| used[2] > 0 || j.id != 3).cloned().collect();
+        jobs.extend([held(10, "a", "", 1), SlurmJob { excluded: vec!["n1".into(), "n2".into()], ..held(11, "b", "ckpt=no", 2) }]);
+        snap(used, jobs)
+    };
+    room.apply(t(15), &jobs([4, 4, 4]));
+    let effects = room.apply(t(20), &jobs([4, 4, 0]));
+    let s = schedules(&effects);
+    assert_eq!(s.len(), 1, "{s:#?}");
+    assert_eq!(s[0].0, 11);
+    assert!(s[0].1.release && s[0].1.priority.is_some_and(|p| p > 0) && s[0].1.nodes.as_deref() == Some(&["n3".to_string()][..]), "{s:#?}");
+}
+
+#[test]
+fn a_job_wider_than_any_node_is_left_to_slurm_in_the_rooms_order() {
+    let mut room = site(SlurmMode::Control);
+    let wide = SlurmJob { reason: "JobHeldUser".into(), priority: 0, admin_comment: "gpuroom:admit".into(), ..pending(10, "a", 8, "", 1) };
+    let effects = room.apply(t(10), &snap([0, 0, 0], vec![wide]));
+    let s = schedules(&effects);
+    assert_eq!(s.len(), 1, "{s:#?}");
+    assert!(s[0].1.release && s[0].1.priority.is_some() && s[0].1.nodes.is_none(), "Slurm spreads it: {s:#?}");
+    let why = room.view().slurm.unwrap().jobs.into_iter().find(|j| j.id == 10).and_then(|j| j.plan).unwrap_or_default();
+    assert!(why.contains("more than a node has"), "{why}");
+}
+
+#[test]
+fn a_powered_off_node_takes_work_only_when_no_awake_node_can() {
+    let mut room = site(SlurmMode::Control);
+    let asleep = |mut e: Event| {
+        if let Event::Slurm { snapshot } = &mut e {
+            snapshot.nodes[2].state = "idle+cloud+powered_down".into();
+        }
+        e
+    };
+    let job = |id: u64, account: &str, at: i64| SlurmJob { partition: "od,spot".into(), ..pending(id, account, 4, "", at) };
+    // n1 is free and awake: it gets the job, not the sleeping n3.
+    let effects = room.apply(t(10), &asleep(snap([0, 4, 0], vec![running(1, "a", 4, "n2", 0), job(10, "a", 1)])));
+    assert_eq!(schedules(&effects)[0].1.nodes.as_deref(), Some(&["n1".to_string()][..]));
+    all_done(&mut room, 11, &effects);
+    // Spot full: the sleeping on-demand node is woken for the next one.
+    let effects = room.apply(t(20), &asleep(snap([4, 4, 0], vec![running(1, "a", 4, "n2", 0), running(10, "a", 4, "n1", 12), job(11, "b", 15)])));
+    let why = room.view().slurm.unwrap().jobs.into_iter().map(|j| (j.id, j.plan, j.rank)).collect::<Vec<_>>();
+    assert_eq!(schedules(&effects).first().and_then(|s| s.1.nodes.clone()), Some(vec!["n3".to_string()]), "{why:#?}");
+}

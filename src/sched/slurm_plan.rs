@@ -32,8 +32,12 @@ pub struct SiteNode {
     pub free: u32,
     pub gpu_type: Option<String>,
     pub billing: BillingMode,
-    /// Up and taking work (not drained, down or powered off).
+    /// Takes work (not drained, down or failed); a powered-off CLOUD node
+    /// does, once Slurm wakes it for the job placed there.
     pub usable: bool,
+    /// A CLOUD node Slurm powered off: used after every awake node, since
+    /// the job waits for it to boot.
+    pub asleep: bool,
 }
 
 /// What the plan is made with besides the snapshot.
@@ -56,6 +60,9 @@ pub enum Target {
     /// It waits; when capacity frees it may run in these partitions (`None`:
     /// those it asked for), never on these nodes.
     Wait { partitions: Option<Vec<String>>, exclude: Vec<String> },
+    /// More GPUs than any one node has: Slurm spreads it over nodes, in the
+    /// room's order, never on these nodes.
+    Span { partitions: Option<Vec<String>>, exclude: Vec<String> },
 }
 
 /// One pending job in the room's order.
@@ -202,13 +209,18 @@ pub fn plan(snapshot: &SlurmSnapshot, input: &PlanInput<'_>) -> Vec<Planned> {
                     _ => 0,
                 };
                 let left = if input.sched.fit == FitPolicy::FirstFit { 0 } else { f - job.gpus };
-                (tier(n.billing), growth, left, n.name.clone())
+                (n.asleep, tier(n.billing), growth, left, n.name.clone())
             })
         } else {
             None
         };
         let exclude: Vec<String> = if interruptible { Vec::new() } else { spot.iter().map(|s| s.to_string()).collect() };
+        let widest = input.nodes.iter().filter(|n| may_run(n)).map(|n| n.gpus).max().unwrap_or(0);
         let (target, why) = match chosen {
+            None if widest > 0 && job.gpus > widest => {
+                let partitions = (allowed != asked).then_some(allowed);
+                (Target::Span { partitions, exclude }, format!("{} GPUs, more than a node has ({widest}): Slurm spreads it, in this order", job.gpus))
+            }
             Some(n) => {
                 if let Some(f) = free.get_mut(n.name.as_str()) {
                     *f -= job.gpus;
@@ -217,7 +229,9 @@ pub fn plan(snapshot: &SlurmSnapshot, input: &PlanInput<'_>) -> Vec<Planned> {
                     h.take(&n.name, job.gpus);
                 }
                 let partition = n.partitions.iter().find(|p| allowed.is_empty() || allowed.contains(p)).cloned().unwrap_or_default();
-                let why = format!("{} GPU(s) free ({}){}", job.gpus, billing_word(n.billing), if interruptible { "" } else { "; cannot be interrupted" });
+                let asleep = if n.asleep { ", powered off: Slurm wakes it" } else { "" };
+                let why =
+                    format!("{} GPU(s) free ({}{asleep}){}", job.gpus, billing_word(n.billing), if interruptible { "" } else { "; cannot be interrupted" });
                 (Target::Node { node: n.name.clone(), partition }, why)
             }
             None => {

@@ -6,7 +6,7 @@ use crate::domain::testkit::t;
 use crate::domain::units::Secs;
 
 fn node(name: &str, partition: &str, free: u32, billing: BillingMode, kind: &str) -> SiteNode {
-    SiteNode { name: name.into(), partitions: vec![partition.into()], gpus: 4, free, gpu_type: Some(kind.into()), billing, usable: true }
+    SiteNode { name: name.into(), partitions: vec![partition.into()], gpus: 4, free, gpu_type: Some(kind.into()), billing, usable: true, asleep: false }
 }
 
 fn pending(id: u64, account: &str, gpus: u32, partition: &str, comment: &str, submitted: i64) -> SlurmJob {
