@@ -32,10 +32,9 @@ use gpuroom::domain::event::Event;
 use gpuroom::domain::slurm::{SlurmJob, SlurmState};
 use gpuroom::domain::units::{MicrosPerHour, Secs};
 use gpuroom::live::Live;
-use gpuroom::live::catalogue::Catalogue;
 use gpuroom::live::config::SourcesConfig;
-use gpuroom::live::run::spawn_sources;
-use gpuroom::room::{Room, RoomConfig};
+use gpuroom::live::run::start_on_slurm;
+use gpuroom::room::RoomConfig;
 use gpuroom::sched::DisciplineKind;
 use gpuroom::sources::report::Report;
 use gpuroom::store::{RunMeta, Store};
@@ -81,22 +80,17 @@ fn engine(conf: &Path, mode: &str) -> Engine {
         conf.display().to_string()
     );
     let config: SourcesConfig = toml::from_str(&text).expect("a sources table");
-    let slurm = config.slurm.clone().unwrap();
-    let adapters = spawn_sources(&config, "head");
-    let mut room_config = RoomConfig { slurm: slurm.policy(), ..RoomConfig::default() };
+    let mut room_config = RoomConfig { slurm: config.slurm.as_ref().unwrap().policy(), ..RoomConfig::default() };
     room_config.sched.discipline = DisciplineKind::Drf;
     room_config.checkpoint.min_interval = Secs(4);
     room_config.checkpoint.max_interval = Secs(8);
     let dir = tempfile::tempdir().unwrap();
     let meta = RunMeta { room_config: room_config.clone(), source: "slurm govern test".into(), created_with: "test".into(), world: None };
     let store = Store::create(&dir.path().join("run.db"), &meta).expect("a store");
-    let catalogue = Catalogue::new(config.instance_types.clone(), config.nodes.clone());
-    let mut live = Live::new(Room::new(room_config), Some(store), catalogue, "head".into(), chrono::Utc::now(), None)
-        .with_slurm(adapters.slurm.clone(), slurm.accounts().unwrap());
-    live.begin(chrono::Utc::now(), None).expect("begin");
+    let (mut live, reports) = start_on_slurm(&config, room_config, Some(store), chrono::Utc::now()).expect("a live engine");
     // The spot pool's market: $2.40/h for the 4-GPU node.
     live.report(chrono::Utc::now(), Report::Core(spot_price(2_400_000))).expect("a price");
-    Engine { live, reports: adapters.reports, _dir: dir }
+    Engine { live, reports, _dir: dir }
 }
 
 fn spot_price(micros: i64) -> Event {
@@ -189,8 +183,10 @@ async fn slurm_starts_the_rooms_order_on_the_rooms_nodes_and_uninterruptible_wor
     let (a, b) = (job(&conf, a1).unwrap(), job(&conf, b1).unwrap());
     assert!(b.priority > a.priority && a.priority > 1, "b1 ranked ahead of a1: {b:#?} {a:#?}");
     e.until("the starts checked", |l| l.engine.room().view().slurm.is_some_and(|s| s.followed >= 2)).await;
-    let view = e.live.engine.room().view().slurm.unwrap();
-    assert_eq!(view.out_of_order, 0, "{view:#?}");
+    let whole = e.live.engine.room().view();
+    let jumps: Vec<&str> = whole.log.iter().filter(|l| l.text.contains("room rank")).map(|l| l.text.as_str()).collect();
+    let view = whole.slurm.clone().unwrap();
+    assert_eq!(view.out_of_order, 0, "{jumps:#?}");
 
     // Every command is audited: the room's order went out as "order".
     let audit = e.audit();
@@ -225,6 +221,42 @@ async fn a_typed_ask_lands_on_its_type_and_advisory_mode_sends_nothing() {
     // In control mode the same job is admitted where the plan said.
     let mut e = engine(&conf, "control");
     e.until("the typed job on n4", |_| runs(&conf, typed).as_deref() == Some("n4")).await;
+    drop(e);
+    clean(&conf).await;
+}
+
+/// GPU sharing through `gres/shard` (n4: 4 shards a GPU): a sharing job is
+/// held at submission like any GPU job and admitted onto n4 by the room;
+/// the next one joins the GPU already shared; a whole-GPU ask that needs
+/// all of n4 is not released onto GPUs that carry shards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sharing_jobs_are_admitted_onto_the_gpu_already_shared() {
+    let Some(conf) = multi_conf() else { return };
+    let _turn = CLUSTER.lock().await;
+    clean(&conf).await;
+    let mut e = engine(&conf, "control");
+    let first = sbatch(&conf, "share1", "a", "shard:2", "od", &[], SLEEP);
+    let second = sbatch(&conf, "share2", "b", "shard:2", "od", &[], SLEEP);
+    let asked = job(&conf, first).unwrap();
+    assert_eq!((asked.gpus, asked.shards, asked.awaits_admission()), (0, 2, true), "held for the room, read as shards: {asked:#?}");
+    e.until("both sharing jobs on n4", |_| runs(&conf, first).as_deref() == Some("n4") && runs(&conf, second).as_deref() == Some("n4")).await;
+    e.until("n4's shards read back", |l| {
+        l.engine.room().view().slurm.is_some_and(|s| s.jobs.iter().filter(|j| j.shards == 2 && j.state == SlurmState::Running).count() == 2)
+    })
+    .await;
+    let nodes = gpuroom::sources::slurm::json::nodes("sinfo -N --json", &slurm_command(&conf, "sinfo", &["-N", "--json"])).expect("sinfo reads");
+    let n4 = nodes.into_iter().find(|n| n.name == "n4").unwrap();
+    assert!(n4.shards == 16 && n4.shards_used > 0, "{n4:#?}");
+    // n4's GPUs carrying shards are not free whole: four l4 GPUs fit nowhere now.
+    let whole = sbatch(&conf, "whole-l4", "b", "gpu:l4:4", "od", &[], SLEEP);
+    e.until("the room's plan for the whole ask", |l| {
+        l.engine.room().view().slurm.is_some_and(|s| s.jobs.iter().any(|j| j.id == whole && j.plan.as_deref().is_some_and(|p| p.contains("waits"))))
+    })
+    .await;
+    e.run_for(3).await;
+    assert!(job(&conf, whole).is_some_and(|j| j.awaits_admission()), "not released onto GPUs that are shared");
+    let audit = e.audit();
+    assert!(audit.iter().any(|r| r.detail.contains(&format!("jobid={first}")) && r.detail.contains("reqnodelist=n4")), "{audit:#?}");
     drop(e);
     clean(&conf).await;
 }

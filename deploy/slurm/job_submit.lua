@@ -1,4 +1,5 @@
--- gpuroom admission (job_submit/lua): every job that asks for GPUs is held
+-- gpuroom admission (job_submit/lua): every job that asks for GPUs (whole,
+-- or shards of one through gres/shard) is held
 -- at submission with AdminComment=gpuroom:admit, so that no GPU job starts
 -- before gpuroom has ranked it and chosen where it may run. gpuroom (with
 -- govern = true, mode = "control") releases each one with its priority,
@@ -10,7 +11,7 @@
 local function asks_gpus(job_desc)
    for _, field in ipairs({ "tres_per_node", "tres_per_job", "tres_per_socket", "tres_per_task", "gres" }) do
       local value = job_desc[field]
-      if value ~= nil and string.find(value, "gpu", 1, true) then
+      if value ~= nil and (string.find(value, "gpu", 1, true) or string.find(value, "shard", 1, true)) then
          return true
       end
    end

@@ -22,10 +22,9 @@ use crate::domain::slurm::{SlurmJob, SlurmState};
 use crate::domain::spot_drain;
 use crate::domain::units::{At, MicrosPerHour, Secs};
 use crate::live::Live;
-use crate::live::catalogue::Catalogue;
 use crate::live::config::SourcesConfig;
-use crate::live::run::spawn_sources;
-use crate::room::{Room, RoomConfig};
+use crate::live::run::start_on_slurm;
+use crate::room::RoomConfig;
 use crate::sched::DisciplineKind;
 use crate::sources::report::Report;
 use crate::sources::slurm::json;
@@ -171,7 +170,6 @@ fn engine(conf: &Path, governed: bool, db: &Path) -> anyhow::Result<(Live, tokio
     }
     let config: SourcesConfig = toml::from_str(&text).context("the bench's sources table")?;
     let policy = config.slurm.clone().context("a [slurm] table")?;
-    let adapters = spawn_sources(&config, "head");
     let mut room_config = RoomConfig { slurm: policy.policy(), ..RoomConfig::default() };
     room_config.sched.discipline = DisciplineKind::Drf;
     room_config.checkpoint.min_interval = Secs(INTERVAL_BOUNDS.0);
@@ -179,15 +177,12 @@ fn engine(conf: &Path, governed: bool, db: &Path) -> anyhow::Result<(Live, tokio
     let meta =
         RunMeta { room_config: room_config.clone(), source: format!("gpuroom bench slurm ({mode})"), created_with: "gpuroom bench slurm".into(), world: None };
     let store = Store::create(db, &meta)?;
-    let catalogue = Catalogue::new(config.instance_types.clone(), config.nodes.clone());
     let now = chrono::Utc::now();
-    let accounts = policy.accounts().map_err(anyhow::Error::msg)?;
-    let mut live = Live::new(Room::new(room_config), Some(store), catalogue, "head".into(), now, None).with_slurm(adapters.slurm.clone(), accounts);
-    live.begin(now, None)?;
+    let (mut live, reports) = start_on_slurm(&config, room_config, Some(store), now).map_err(anyhow::Error::msg)?;
     for zone in ["us-east-1a", "us-east-1b"] {
         live.report(now, Report::Core(price(zone, SPOT_PRICE)))?;
     }
-    Ok((live, adapters.reports))
+    Ok((live, reports))
 }
 
 fn price(zone: &str, dollars: f64) -> Event {

@@ -19,6 +19,11 @@ use super::units::{At, Secs};
 /// The `AdminComment` word of a job held for the room to admit.
 pub const ADMIT_MARK: &str = "gpuroom:admit";
 
+/// serde: a count of zero is left out of the log.
+pub(crate) fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 /// One reading of the whole cluster: everything squeue and sinfo said at once.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SlurmSnapshot {
@@ -58,6 +63,12 @@ pub struct SlurmNode {
     /// Indices of the GPUs in use, when Slurm says (`gres_used` with IDX).
     #[serde(default)]
     pub gpus_used_idx: Vec<u32>,
+    /// GPU shards (`gres/shard`) configured and in use: several jobs on one
+    /// GPU. A GPU is taken either whole or in shards, never both.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub shards: u32,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub shards_used: u32,
     pub partitions: Vec<String>,
     /// Why the node is down or drained, as its admin wrote it.
     #[serde(default)]
@@ -108,6 +119,18 @@ pub struct SlurmJob {
     pub reason: String,
     /// GPUs asked (pending) or held (running), over all its nodes.
     pub gpus: u32,
+    /// GPU shards asked or held (`--gres=shard:N`): a share of one GPU.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub shards: u32,
+    /// The GPU its shards sit on, per node, when Slurm says.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shard_idx: Vec<(String, Vec<u32>)>,
+    /// CPUs asked or held (0: Slurm did not say).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cpus: u32,
+    /// The nodes it must run on (`-w`, `ReqNodeList`), when any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required: Vec<String>,
     pub nodes: Vec<String>,
     /// The GPUs it holds on each node, by index, when Slurm says.
     #[serde(default)]

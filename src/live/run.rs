@@ -69,6 +69,24 @@ pub fn spawn_sources(config: &SourcesConfig, host: &str) -> Adapters {
     Adapters { reports, executor, slurm, cloud, running }
 }
 
+/// A live engine on a Slurm site as `config` describes it, begun at `now`:
+/// its adapters spawned, its catalogue and Slurm accounts from the same
+/// table. For the headless runs that drive one themselves (the Slurm bench,
+/// the tests on a real cluster); the console adds EC2 and the local executor.
+pub fn start_on_slurm(
+    config: &SourcesConfig,
+    room: crate::room::RoomConfig,
+    store: Option<crate::store::Store>,
+    now: crate::domain::units::At,
+) -> Result<(Live, mpsc::Receiver<Report>), String> {
+    let accounts = config.slurm.as_ref().ok_or("no [slurm] table")?.accounts()?;
+    let adapters = spawn_sources(config, "head");
+    let catalogue = super::catalogue::Catalogue::new(config.instance_types.clone(), config.nodes.clone());
+    let mut live = Live::new(crate::room::Room::new(room), store, catalogue, "head".into(), now, None).with_slurm(adapters.slurm, accounts);
+    live.begin(now, None).map_err(|e| e.to_string())?;
+    Ok((live, adapters.reports))
+}
+
 /// The live world as the host's loop drives it: the wall clock is "now",
 /// and adapters' reports are applied as they come. The clock is moved
 /// (`Live::tick`) when there was news, or once a second without any, since

@@ -349,7 +349,7 @@ impl SlurmMirror {
         let Some(snapshot) = self.snapshot.as_ref() else { return };
         let limit = ctx.policy.wait_alarm.0.max(1);
         let mut late: BTreeMap<String, (usize, i64, u64, String)> = BTreeMap::new();
-        for job in snapshot.jobs.iter().filter(|j| j.state == SlurmState::Pending && j.gpus > 0 && !j.held()) {
+        for job in snapshot.jobs.iter().filter(|j| j.state == SlurmState::Pending && (j.gpus > 0 || j.shards > 0) && !j.held()) {
             let Some(submitted) = job.submitted else { continue };
             let waited = (at - submitted).num_seconds();
             if waited <= limit {

@@ -23,6 +23,7 @@ use crate::domain::slurm::{Schedule, SlurmMode, SlurmSnapshot, SlurmState, Slurm
 use crate::domain::text::clean;
 use crate::domain::units::At;
 use crate::sched::slurm_plan::{self, PlanInput, SiteNode, Target};
+use crate::sched::slurm_shards::NodeSpare;
 
 /// Who, in the room, moves running jobs (`room::slurm_saves`,
 /// `room::slurm_acts`, the quota reclaim of `room::slurm`): a job they
@@ -49,7 +50,7 @@ impl Room {
                     name: n.name.clone(),
                     partitions: n.partitions.clone(),
                     gpus: n.gpus,
-                    free: n.gpus.saturating_sub(n.gpus_used),
+                    spare: NodeSpare::of(n, &snapshot.jobs),
                     gpu_type: n.gpu_type.clone(),
                     billing,
                     usable: !n.unavailable(),
@@ -81,6 +82,9 @@ impl Room {
         for job in &mut as_asked.jobs {
             if let Some(asked) = self.slurm.govern.asked.get(&job.id) {
                 job.partition = asked.clone();
+            }
+            if self.slurm.govern.pinned.get(&job.id) == Some(&job.required) {
+                job.required.clear();
             }
         }
         let plan = slurm_plan::plan(&as_asked, &input);
@@ -117,7 +121,8 @@ impl Room {
                     if !job.partitions().contains(partition) {
                         change.partition = Some(partition.clone());
                     }
-                    if was.nodes.as_deref() != Some(std::slice::from_ref(node)) {
+                    // Not when Slurm has it there already (the job's own `-w`, or the room's earlier word).
+                    if was.nodes.as_deref() != Some(std::slice::from_ref(node)) && job.required != std::slice::from_ref(node) {
                         change.nodes = Some(vec![node.clone()]);
                     }
                     Some(node.clone())
@@ -152,6 +157,11 @@ impl Room {
                 if change.partition.is_some() {
                     self.slurm.govern.asked.entry(job.id).or_insert_with(|| job.partition.clone());
                 }
+                match &change.nodes {
+                    Some(nodes) if nodes.is_empty() => drop(self.slurm.govern.pinned.remove(&job.id)),
+                    Some(nodes) => drop(self.slurm.govern.pinned.insert(job.id, nodes.clone())),
+                    None => {}
+                }
                 let set = self.slurm.govern.set.entry(job.id).or_default();
                 merge(set, change);
             }
@@ -161,6 +171,7 @@ impl Room {
         let waiting = |id: &u64| by_id.get(id).is_some_and(|j| j.state == SlurmState::Pending);
         self.slurm.govern.set.retain(|id, _| waiting(id));
         self.slurm.govern.asked.retain(|id, _| waiting(id));
+        self.slurm.govern.pinned.retain(|id, _| by_id.get(id).is_some_and(|j| j.active()));
     }
 
     /// Each job that started since the last snapshot, against the order the

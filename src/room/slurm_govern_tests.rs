@@ -348,3 +348,45 @@ fn a_powered_off_node_takes_work_only_when_no_awake_node_can() {
     let why = room.view().slurm.unwrap().jobs.into_iter().map(|j| (j.id, j.plan, j.rank)).collect::<Vec<_>>();
     assert_eq!(schedules(&effects).first().and_then(|s| s.1.nodes.clone()), Some(vec!["n3".to_string()]), "{why:#?}");
 }
+
+#[test]
+fn a_gpu_carrying_shards_is_not_free_whole_and_a_sharing_job_joins_it() {
+    let mut room = site(SlurmMode::Control);
+    let shared = |mut e: Event| {
+        if let Event::Slurm { snapshot } = &mut e {
+            (snapshot.nodes[2].shards, snapshot.nodes[2].shards_used) = (16, 2);
+        }
+        e
+    };
+    let full =
+        vec![running(1, "a", 4, "n1", 0), running(2, "a", 4, "n2", 0), SlurmJob { gpus: 0, shards: 2, partition: "od".into(), ..running(3, "b", 0, "n3", 0) }];
+    let mut jobs = full.clone();
+    jobs.extend([pending(10, "b", 4, "", 1), SlurmJob { gpus: 0, shards: 2, ..pending(11, "b", 0, "", 2) }]);
+    let effects = room.apply(t(10), &shared(snap([4, 4, 0], jobs)));
+    let s = schedules(&effects);
+    assert_eq!(s.iter().map(|(id, x)| (*id, x.nodes.clone())).collect::<Vec<_>>(), vec![(11, Some(vec!["n3".to_string()]))], "{s:#?}");
+    let view = room.view().slurm.unwrap();
+    let why = |id: u64| view.jobs.iter().find(|j| j.id == id).and_then(|j| j.plan.clone()).unwrap_or_default();
+    assert!(why(10).contains("waits") && why(11).contains("2 GPU shard(s) free"), "{} / {}", why(10), why(11));
+}
+
+#[test]
+fn a_node_list_the_job_asked_binds_the_plan_and_one_the_room_set_does_not() {
+    let mut room = site(SlurmMode::Control);
+    // Asked for n2 (`-w n2`) although n1 is as good: it goes to n2, and
+    // Slurm already has it there, so nothing is sent for the node.
+    let asked = SlurmJob { required: vec!["n2".into()], ..pending(10, "a", 2, "", 1) };
+    let effects = room.apply(t(10), &snap([0, 0, 0], vec![asked.clone()]));
+    let why = room.view().slurm.unwrap().jobs.into_iter().find(|j| j.id == 10).and_then(|j| j.plan).unwrap_or_default();
+    assert!(why.contains("→ n2"), "{why}");
+    assert!(schedules(&effects).iter().all(|(_, s)| s.nodes.is_none()), "{effects:#?}");
+    // A job the room pinned to n1: when n1 fills, the room's own pin does not keep it there.
+    let free = pending(11, "b", 2, "", 2);
+    let effects = room.apply(t(20), &snap([0, 0, 0], vec![free.clone()]));
+    assert_eq!(schedules(&effects)[0].1.nodes.as_deref(), Some(&["n1".to_string()][..]));
+    all_done(&mut room, 21, &effects);
+    let pinned = SlurmJob { required: vec!["n1".into()], ..free };
+    room.apply(t(25), &snap([4, 0, 0], vec![running(1, "a", 4, "n1", 22), pinned.clone()]));
+    let effects = room.apply(t(30), &snap([4, 0, 0], vec![running(1, "a", 4, "n1", 22), pinned]));
+    assert_eq!(schedules(&effects).first().and_then(|s| s.1.nodes.clone()), Some(vec!["n2".to_string()]), "{effects:#?}");
+}

@@ -23,6 +23,11 @@ pub struct Governance {
     /// The partitions each job asked for, where the room narrowed them: it
     /// plans with what the job asked, not with what the room last chose.
     pub asked: BTreeMap<u64, String>,
+    /// The node list the room last set as each job's `ReqNodeList`, while
+    /// the job lives: Slurm shows it as the job's own, but a node list the
+    /// job asked (`-w`) binds the plan and this one does not.
+    #[serde(default)]
+    pub pinned: BTreeMap<u64, Vec<String>>,
     /// Starts Slurm made while the room governed, newest last.
     pub starts: Vec<StartNote>,
     pub followed: u64,

@@ -55,7 +55,7 @@ pub struct SlurmTotals {
 
 impl SlurmView {
     pub fn totals(&self) -> SlurmTotals {
-        let waiting = || self.jobs.iter().filter(|j| j.state == SlurmState::Pending && !j.held && j.gpus > 0);
+        let waiting = || self.jobs.iter().filter(|j| j.state == SlurmState::Pending && !j.held && (j.gpus > 0 || j.shards > 0));
         SlurmTotals {
             gpus: self.nodes.iter().map(|n| n.gpus).sum(),
             gpus_used: self.nodes.iter().map(|n| n.gpus_used).sum(),
@@ -104,6 +104,9 @@ pub struct SlurmJobRow {
     pub held: bool,
     pub reason: String,
     pub gpus: u32,
+    /// GPU shards it asks or holds (`gres/shard`), sharing a GPU.
+    #[serde(default, skip_serializing_if = "crate::domain::slurm::is_zero")]
+    pub shards: u32,
     /// "n1[0-1] n2[0-3]", or the node list when Slurm gave no indices.
     pub placement: String,
     /// Time pending (pending jobs) or running (others) as of the snapshot.
@@ -242,6 +245,7 @@ pub fn slurm_view(mirror: &SlurmMirror, policy: &SlurmPolicy, tenants: &BTreeMap
                 held: j.held(),
                 reason: clean(&j.reason),
                 gpus: j.gpus,
+                shards: j.shards,
                 placement: placement(j),
                 waited: if j.state == SlurmState::Pending { secs_since(j.submitted) } else { None },
                 ran: if j.holds_gpus() { secs_since(j.started) } else { None },

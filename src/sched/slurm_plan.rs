@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::config::{FitPolicy, Resources, SchedConfig};
 use super::discipline::OrderContext;
+use super::slurm_shards::{NodeSpare, shares};
 use crate::domain::cluster::BillingMode;
 use crate::domain::discipline::DisciplineKind;
 use crate::domain::event::TenantSpec;
@@ -29,7 +30,8 @@ pub struct SiteNode {
     pub name: String,
     pub partitions: Vec<String>,
     pub gpus: u32,
-    pub free: u32,
+    /// What is free on it: whole GPUs, shards GPU by GPU, CPUs.
+    pub spare: NodeSpare,
     pub gpu_type: Option<String>,
     pub billing: BillingMode,
     /// Takes work (not drained, down or failed); a powered-off CLOUD node
@@ -79,7 +81,7 @@ pub struct Planned {
 /// waits for a person or a budget, not for the queue) unless held for the
 /// room to admit it.
 pub fn ordered_here(job: &SlurmJob) -> bool {
-    job.state == SlurmState::Pending && job.gpus > 0 && (!job.held() || job.awaits_admission())
+    job.state == SlurmState::Pending && (job.gpus > 0 || job.shards > 0) && (!job.held() || job.awaits_admission())
 }
 
 /// Jobs whose reason says only capacity or order stands in their way.
@@ -160,7 +162,7 @@ pub fn plan(snapshot: &SlurmSnapshot, input: &PlanInput<'_>) -> Vec<Planned> {
             *shapes.entry(j.gpus).or_default() += 1;
         }
     }
-    let mut free: BTreeMap<&str, u32> = input.nodes.iter().filter(|n| n.usable).map(|n| (n.name.as_str(), n.free)).collect();
+    let mut spare: BTreeMap<&str, NodeSpare> = input.nodes.iter().filter(|n| n.usable).map(|n| (n.name.as_str(), n.spare.clone())).collect();
     let spot: BTreeSet<&str> = input.nodes.iter().filter(|n| n.billing == BillingMode::Spot).map(|n| n.name.as_str()).collect();
     let stable_partitions: Vec<String> = {
         let mut p: Vec<String> = input
@@ -197,19 +199,25 @@ pub fn plan(snapshot: &SlurmSnapshot, input: &PlanInput<'_>) -> Vec<Planned> {
                 && n.partitions.iter().any(|p| allowed.is_empty() || allowed.contains(p))
                 && job.gpu_type.as_ref().is_none_or(|t| n.gpu_type.as_ref() == Some(t))
                 && !job.excluded.contains(&n.name)
+                && (job.required.is_empty() || job.required.contains(&n.name))
         };
-        let fits: Vec<&SiteNode> = input.nodes.iter().filter(|n| may_run(n) && free.get(n.name.as_str()).copied().unwrap_or(0) >= job.gpus).collect();
+        let fits: Vec<&SiteNode> = input.nodes.iter().filter(|n| may_run(n) && spare.get(n.name.as_str()).is_some_and(|r| r.fits(job))).collect();
         let held_back = hold.as_ref().filter(|h| !fits.is_empty() && fits.iter().all(|n| !h.allows(&n.name, job, input.now))).map(|h| (h.job, h.node.clone()));
         let candidates = fits.into_iter().filter(|n| hold.as_ref().is_none_or(|h| h.allows(&n.name, job, input.now)));
         let chosen = if waits_for_capacity(job) {
             candidates.min_by_key(|n| {
-                let f = free.get(n.name.as_str()).copied().unwrap_or(0);
+                let r = spare.get(n.name.as_str()).cloned().unwrap_or_default();
                 let growth = match input.sched.fit {
-                    FitPolicy::Fragmentation => fragmented(f - job.gpus, &shapes) as i64 - fragmented(f, &shapes) as i64,
+                    FitPolicy::Fragmentation if !shares(job) => {
+                        fragmented(r.gpus.saturating_sub(job.gpus), &shapes) as i64 - fragmented(r.gpus, &shapes) as i64
+                    }
                     _ => 0,
                 };
-                let left = if input.sched.fit == FitPolicy::FirstFit { 0 } else { f - job.gpus };
-                (n.asleep, tier(n.billing), growth, left, n.name.clone())
+                // Shards go where GPUs are shared already, keeping whole ones whole.
+                let left = if input.sched.fit == FitPolicy::FirstFit && !shares(job) { 0 } else { r.left_after(job) };
+                // ... and on the node with the fewest whole GPUs left to break.
+                let whole = if shares(job) { r.gpus } else { 0 };
+                (n.asleep, tier(n.billing), growth, left, whole, n.name.clone())
             })
         } else {
             None
@@ -222,20 +230,21 @@ pub fn plan(snapshot: &SlurmSnapshot, input: &PlanInput<'_>) -> Vec<Planned> {
                 (Target::Span { partitions, exclude }, format!("{} GPUs, more than a node has ({widest}): Slurm spreads it, in this order", job.gpus))
             }
             Some(n) => {
-                if let Some(f) = free.get_mut(n.name.as_str()) {
-                    *f -= job.gpus;
+                if let Some(r) = spare.get_mut(n.name.as_str()) {
+                    r.take(job);
                 }
                 if let Some(h) = hold.as_mut().filter(|h| h.node == n.name && job.time_limit.is_none_or(|l| input.now + l.delta() > h.due)) {
-                    h.take(&n.name, job.gpus);
+                    h.take(&n.name, whole(job));
                 }
                 let partition = n.partitions.iter().find(|p| allowed.is_empty() || allowed.contains(p)).cloned().unwrap_or_default();
                 let asleep = if n.asleep { ", powered off: Slurm wakes it" } else { "" };
-                let why =
-                    format!("{} GPU(s) free ({}{asleep}){}", job.gpus, billing_word(n.billing), if interruptible { "" } else { "; cannot be interrupted" });
+                let ask = if shares(job) { format!("{} GPU shard(s)", job.shards) } else { format!("{} GPU(s)", job.gpus) };
+                let why = format!("{ask} free ({}{asleep}){}", billing_word(n.billing), if interruptible { "" } else { "; cannot be interrupted" });
                 (Target::Node { node: n.name.clone(), partition }, why)
             }
             None => {
-                if hold.is_none() && waits_for_capacity(job) {
+                if hold.is_none() && waits_for_capacity(job) && !shares(job) {
+                    let free: BTreeMap<&str, u32> = spare.iter().map(|(n, r)| (*n, r.gpus)).collect();
                     hold = Hold::earliest(job.id, snapshot, input.nodes.iter().filter(|n| may_run(n)), &free, job.gpus, input.now);
                 }
                 let why = if let Some((first, node)) = held_back {
@@ -306,7 +315,7 @@ impl Hold {
 
     /// Whether `job` may take GPUs on `node` now without delaying the hold.
     fn allows(&self, node: &str, job: &SlurmJob, now: At) -> bool {
-        node != self.node || job.gpus <= self.spare || job.time_limit.is_some_and(|limit| now + limit.delta() <= self.due)
+        node != self.node || whole(job) <= self.spare || job.time_limit.is_some_and(|limit| now + limit.delta() <= self.due)
     }
 
     /// The hold's GPUs are taken by a job placed in the spare ones.
@@ -315,6 +324,12 @@ impl Hold {
             self.spare = self.spare.saturating_sub(gpus);
         }
     }
+}
+
+/// The whole GPUs a job can keep from others: a sharing job may take a
+/// GPU out of whole use.
+fn whole(job: &SlurmJob) -> u32 {
+    if shares(job) { 1 } else { job.gpus }
 }
 
 fn billing_word(billing: BillingMode) -> &'static str {

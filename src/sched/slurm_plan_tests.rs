@@ -4,9 +4,11 @@ use super::*;
 use crate::domain::slurm::SlurmJob;
 use crate::domain::testkit::t;
 use crate::domain::units::Secs;
+use crate::sched::slurm_shards::NodeSpare;
 
 fn node(name: &str, partition: &str, free: u32, billing: BillingMode, kind: &str) -> SiteNode {
-    SiteNode { name: name.into(), partitions: vec![partition.into()], gpus: 4, free, gpu_type: Some(kind.into()), billing, usable: true, asleep: false }
+    let spare = NodeSpare { gpus: free, ..NodeSpare::default() };
+    SiteNode { name: name.into(), partitions: vec![partition.into()], gpus: 4, spare, gpu_type: Some(kind.into()), billing, usable: true, asleep: false }
 }
 
 fn pending(id: u64, account: &str, gpus: u32, partition: &str, comment: &str, submitted: i64) -> SlurmJob {
@@ -181,4 +183,34 @@ fn priorities_keep_every_job_in_order_whatever_the_shuffle() {
         assert!(values.windows(2).all(|w| w[0] > w[1]), "round {round}: {values:?}");
         assert!(values.iter().all(|v| *v > u64::from(floor) && *v <= u64::from(BAND_TOP)));
     }
+}
+
+#[test]
+fn a_sharing_job_packs_onto_a_gpu_already_shared_and_whole_gpus_stay_whole() {
+    // n3 and n4 carry 4 shards a GPU; n4 has one GPU half shared already.
+    let shared = |name: &str, shard_gpus: Vec<u32>| {
+        let spare = NodeSpare { gpus: shard_gpus.iter().filter(|f| **f == 4).count() as u32, shard_gpus, per_gpu: 4, cpus: None };
+        SiteNode { spare, ..node(name, "od", 0, BillingMode::OnDemand, "l4") }
+    };
+    let nodes = vec![shared("n3", vec![4, 4, 4, 4]), shared("n4", vec![2, 4, 4, 4])];
+    let share = |id: u64, shards: u32| SlurmJob { shards, ..pending(id, "a", 0, "od", "", id as i64) };
+    let p = plan_on(vec![share(10, 2), share(11, 2), pending(12, "a", 4, "od", "", 12)], nodes.clone(), DisciplineKind::Fifo, FitPolicy::BestFit);
+    assert_eq!(target(&p, 10), Target::Node { node: "n4".into(), partition: "od".into() }, "onto the GPU n4 already shares");
+    assert_eq!(target(&p, 11), Target::Node { node: "n4".into(), partition: "od".into() }, "a fresh GPU of n4: n3 stays whole");
+    assert_eq!(target(&p, 12), Target::Node { node: "n3".into(), partition: "od".into() }, "four whole GPUs are only on n3");
+    assert!(p[0].why.contains("2 GPU shard(s)"), "{}", p[0].why);
+    // An ask larger than one GPU's shards fits nowhere (Slurm gives a job's shards on one GPU).
+    let p = plan_on(vec![share(20, 5)], nodes.clone(), DisciplineKind::Fifo, FitPolicy::BestFit);
+    assert!(matches!(target(&p, 20), Target::Wait { .. }));
+    // Once n3 takes a whole GPU job, its shards shrink with it.
+    let p = plan_on(
+        vec![pending(30, "a", 3, "od", "", 1), share(31, 4), share(32, 4)],
+        vec![shared("n3", vec![4, 4, 4, 4])],
+        DisciplineKind::Fifo,
+        FitPolicy::BestFit,
+    );
+    assert_eq!(
+        (target(&p, 31), target(&p, 32)),
+        (Target::Node { node: "n3".into(), partition: "od".into() }, Target::Wait { partitions: None, exclude: vec![] })
+    );
 }

@@ -63,7 +63,7 @@ pub fn find(jobs: &[SlurmJob], id: u64) -> &SlurmJob {
 }
 
 /// Cancels this user's jobs and waits until none is active and no node
-/// holds a GPU: each test starts on an idle cluster.
+/// holds a GPU, a shard or a CPU: each test starts on an idle cluster.
 pub fn cancel_all(conf: &Path) {
     let user = slurm_command(conf, "id", &["-un"]);
     slurm_command(conf, "scancel", &["-u", &user]);
@@ -71,7 +71,7 @@ pub fn cancel_all(conf: &Path) {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let nodes = json::nodes("sinfo -N --json", &slurm_command(conf, "sinfo", &["-N", "--json"])).expect("sinfo -N --json reads");
-        if nodes.iter().all(|n| n.gpus_used == 0) {
+        if nodes.iter().all(|n| n.gpus_used == 0 && n.shards_used == 0 && n.cpus_alloc == 0) {
             return;
         }
         assert!(Instant::now() < deadline, "timed out waiting for the GPUs to be free: {nodes:#?}");

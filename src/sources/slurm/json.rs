@@ -92,19 +92,13 @@ fn job(source: &str, i: usize, j: &Value) -> Result<SlurmJob, ParseError> {
         _ => Vec::new(),
     };
     let gpu_idx: Vec<(String, Vec<u32>)> = nodes.iter().zip(&detail).filter(|(_, g)| !g.idx.is_empty()).map(|(n, g)| (n.clone(), g.idx.clone())).collect();
+    let shard_idx: Vec<(String, Vec<u32>)> =
+        nodes.iter().zip(&detail).filter(|(_, g)| !g.shard_idx.is_empty()).map(|(n, g)| (n.clone(), g.shard_idx.clone())).collect();
     let node_count = number(j.get("node_count")).unwrap_or(1).max(1) as u32;
     let allocated: u32 = detail.iter().map(|g| g.count).sum();
-    let asked = [j.get("tres_per_job"), j.get("tres_per_node")]
-        .into_iter()
-        .enumerate()
-        .map(|(k, v)| {
-            let per = gres::parse(&text(v)).count;
-            if k == 1 { per.saturating_mul(node_count) } else { per }
-        })
-        .find(|n| *n > 0)
-        .or_else(|| gres::tres_gpus(&text(j.get("tres_alloc_str"))))
-        .or_else(|| gres::tres_gpus(&text(j.get("tres_req_str"))))
-        .unwrap_or(0);
+    let shards_held: u32 = detail.iter().map(|g| g.shards).sum();
+    let asked = asked(j, node_count, |g| g.count, gres::tres_gpus);
+    let shards_asked = asked_shards(j, node_count);
     let state_text = text(j.get("job_state"));
     // Newer Slurm lists flags after the base state (RUNNING+...); the first is the state.
     let state = SlurmState::parse(state_text.split('+').next().unwrap_or(""));
@@ -116,6 +110,9 @@ fn job(source: &str, i: usize, j: &Value) -> Result<SlurmJob, ParseError> {
         partition: text(j.get("partition")),
         reason: text(j.get("state_reason")),
         gpus: if allocated > 0 && state != SlurmState::Pending { allocated } else { asked },
+        shards: if shards_held > 0 && state != SlurmState::Pending { shards_held } else { shards_asked },
+        shard_idx: if state == SlurmState::Pending { Vec::new() } else { shard_idx },
+        cpus: number(j.get("cpus")).map_or(0, |c| u32::try_from(c).unwrap_or(u32::MAX)),
         nodes: if state == SlurmState::Pending { Vec::new() } else { nodes },
         // A pending job is on no node: indices left from an earlier run are not its.
         gpu_idx: if state == SlurmState::Pending { Vec::new() } else { gpu_idx },
@@ -125,6 +122,7 @@ fn job(source: &str, i: usize, j: &Value) -> Result<SlurmJob, ParseError> {
         priority: number(j.get("priority")).unwrap_or(0),
         restarts: number(j.get("restart_cnt")).unwrap_or(0) as u32,
         excluded: expand_hostlist(&text(j.get("excluded_nodes"))).unwrap_or_default(),
+        required: expand_hostlist(&text(j.get("required_nodes"))).unwrap_or_default(),
         comment: text(j.get("comment")),
         wckey: text(j.get("wckey")),
         gpu_type: [j.get("tres_per_job"), j.get("tres_per_node")].into_iter().find_map(|v| gres::parse(&text(v)).kind),
@@ -186,6 +184,26 @@ fn names_differ(host: &str, name: &str) -> bool {
     !host.is_empty() && host != name
 }
 
+/// What a job asks of one GRES, over all its nodes: per job, else per node
+/// times its nodes, else from its TRES.
+fn asked(j: &Value, node_count: u32, count: fn(&gres::Gpus) -> u32, tres: fn(&str) -> Option<u32>) -> u32 {
+    [j.get("tres_per_job"), j.get("tres_per_node")]
+        .into_iter()
+        .enumerate()
+        .map(|(k, v)| {
+            let per = count(&gres::parse(&text(v)));
+            if k == 1 { per.saturating_mul(node_count) } else { per }
+        })
+        .find(|n| *n > 0)
+        .or_else(|| tres(&text(j.get("tres_alloc_str"))))
+        .or_else(|| tres(&text(j.get("tres_req_str"))))
+        .unwrap_or(0)
+}
+
+fn asked_shards(j: &Value, node_count: u32) -> u32 {
+    asked(j, node_count, |g| g.shards, gres::tres_shards)
+}
+
 fn node_record(source: &str, i: usize, n: &Value) -> Result<SlurmNode, ParseError> {
     let name = text(n.get("name"));
     if name.trim().is_empty() {
@@ -201,6 +219,8 @@ fn node_record(source: &str, i: usize, n: &Value) -> Result<SlurmNode, ParseErro
         gpu_type: total.kind,
         gpus_used: used.count.min(total.count),
         gpus_used_idx: used.idx,
+        shards: total.shards,
+        shards_used: used.shards.min(total.shards),
         partitions: strings(n.get("partitions")),
         reason: reason(n.get("reason")),
         hostname: Some(text(n.get("hostname"))).filter(|h| *h != name).unwrap_or_default(),
@@ -250,6 +270,8 @@ fn sinfo_record(source: &str, i: usize, r: &Value) -> Result<Vec<SlurmNode>, Par
             gpu_type: total.kind.clone(),
             gpus_used: used.count.min(total.count),
             gpus_used_idx: used.idx.clone(),
+            shards: total.shards,
+            shards_used: used.shards.min(total.shards),
             partitions: if partition.is_empty() { Vec::new() } else { vec![partition.clone()] },
             reason: reason(r.get("reason")),
         })

@@ -283,7 +283,8 @@ fn job_cells<'a>(job: &SlurmJobRow, selected: bool, note_shown: bool, tags: &Tag
         Span::styled(job.account.clone(), t.text),
         Span::styled(job.partition.clone(), t.dim),
         Span::styled(state_label(job).to_string(), state_style(job, t)),
-        Span::styled(job.gpus.to_string(), t.text),
+        // A sharing job holds shards of one GPU, not GPUs.
+        if job.gpus == 0 && job.shards > 0 { Span::styled(format!("{}sh", job.shards), t.text) } else { Span::styled(job.gpus.to_string(), t.text) },
         place,
         time,
         Span::styled(job.restarts.to_string(), if job.restarts > 0 { t.warn } else { t.dim }),
