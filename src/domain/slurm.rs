@@ -128,6 +128,9 @@ pub struct SlurmJob {
     /// CPUs asked or held (0: Slurm did not say).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cpus: u32,
+    /// The nodes it asks (pending: `-N`, at least) or runs on (0: Slurm did not say).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub node_count: u32,
     /// The nodes it must run on (`-w`, `ReqNodeList`), when any.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub required: Vec<String>,

@@ -34,6 +34,13 @@ const MOVERS: [&str; 3] = ["max price", "spot notice", "policy"];
 /// Starts kept for the console and the bench (the newest).
 const STARTS_KEPT: usize = 200;
 
+/// How long a node refuses a requeued job after its last run there: Slurm
+/// revokes the run's credential and kills a relaunch on that node until the
+/// credential's lifetime (`cred_expire`, 120 s by default) has passed, which
+/// is why it holds a requeued job back that long. The room starts a moved
+/// job at once only on another node.
+const CREDENTIAL_LIFETIME: i64 = 120;
+
 impl Room {
     /// The Slurm nodes as placement sees them: their billing from the room's
     /// node (the `[[nodes]]` table), else from `spot_partitions`.
@@ -80,11 +87,22 @@ impl Room {
         };
         let mut as_asked = snapshot.clone();
         for job in &mut as_asked.jobs {
+            // A job the room moved off its node waits for the room, not for
+            // Slurm's hold of a requeued job: the plan places it now.
+            if job.reason == "BeginTime" && self.moved_by_room(job.id) {
+                job.reason = "Priority".into();
+            }
             if let Some(asked) = self.slurm.govern.asked.get(&job.id) {
                 job.partition = asked.clone();
             }
             if self.slurm.govern.pinned.get(&job.id) == Some(&job.required) {
                 job.required.clear();
+            }
+            if let Some((seen, nodes)) = self.slurm.govern.ran_on.get(&job.id)
+                && job.state == SlurmState::Pending
+                && (at - *seen).num_seconds() < CREDENTIAL_LIFETIME
+            {
+                job.excluded.extend(nodes.iter().cloned());
             }
         }
         let plan = slurm_plan::plan(&as_asked, &input);
@@ -101,11 +119,11 @@ impl Room {
         for planned in &plan {
             let Some(job) = by_id.get(&planned.job) else { continue };
             let was = self.slurm.govern.set.get(&job.id).cloned().unwrap_or_default();
-            // A job the room moved off its node (a price or a notice) is not kept back.
-            let moved = self.slurm.last.get(&job.id).is_some_and(|r| {
-                matches!(r.verb, SlurmVerb::Migrate { .. } | SlurmVerb::Requeue) && MOVERS.contains(&r.by.as_str()) && matches!(r.outcome, Some(Ok(_)))
-            });
-            let start_now = moved && job.reason == "BeginTime" && !was.start_now;
+            // A job the room moved off its node (a price, a notice, the
+            // quota) is not kept back once placed: on another node than the
+            // one it left (see CREDENTIAL_LIFETIME).
+            let placed = matches!(&planned.target, Target::Node { .. }) || matches!(&planned.target, Target::Span { nodes, .. } if !nodes.is_empty());
+            let start_now = placed && job.reason == "BeginTime" && self.moved_by_room(job.id) && !was.start_now;
             // A job held for admission leaves the hold only once the room has
             // placed it (or, wider than any node, for Slurm to spread):
             // released to wait, Slurm's backfill would start it on a node
@@ -115,19 +133,30 @@ impl Room {
             let release = job.awaits_admission() && admits;
             let priority = priorities.get(&job.id).copied().filter(|_| release || !job.awaits_admission());
             let mut change = Schedule { priority, release, start_now, ..Schedule::default() };
+            // Not when Slurm has it there already (the job's own `-w`, or the room's earlier word).
+            let pin = |change: &mut Schedule, nodes: &[String]| {
+                if was.nodes.as_deref() != Some(nodes) && job.required != nodes {
+                    change.nodes = Some(nodes.to_vec());
+                }
+            };
             let node = match &planned.target {
                 Target::Node { node, partition } => {
                     // Slurm picks the partition of the node asked from the job's list.
                     if !job.partitions().contains(partition) {
                         change.partition = Some(partition.clone());
                     }
-                    // Not when Slurm has it there already (the job's own `-w`, or the room's earlier word).
-                    if was.nodes.as_deref() != Some(std::slice::from_ref(node)) && job.required != std::slice::from_ref(node) {
-                        change.nodes = Some(vec![node.clone()]);
-                    }
+                    pin(&mut change, std::slice::from_ref(node));
                     Some(node.clone())
                 }
-                Target::Wait { partitions, exclude } | Target::Span { partitions, exclude } => {
+                Target::Span { nodes, partitions, exclude } if !nodes.is_empty() => {
+                    if let Some(p) = partitions.as_ref().map(|p| p.join(",")) {
+                        change.partition = Some(p);
+                    }
+                    pin(&mut change, nodes);
+                    add_excluded(&mut change, job, exclude);
+                    nodes.first().cloned()
+                }
+                Target::Wait { partitions, exclude } | Target::Span { partitions, exclude, .. } => {
                     if let Some(p) = partitions.as_ref().map(|p| p.join(",")).filter(|p| *p != job.partition) {
                         change.partition = Some(p);
                     }
@@ -139,11 +168,7 @@ impl Room {
                     if was.nodes.as_ref().is_some_and(|n| !n.is_empty() && !n.iter().all(usable)) {
                         change.nodes = Some(Vec::new());
                     }
-                    if !exclude.is_empty() && exclude.iter().any(|x| !job.excluded.contains(x)) {
-                        let mut all: Vec<String> = job.excluded.clone();
-                        all.extend(exclude.iter().filter(|x| !job.excluded.contains(x)).cloned());
-                        change.exclude = Some(all);
-                    }
+                    add_excluded(&mut change, job, exclude);
                     None
                 }
             };
@@ -172,6 +197,17 @@ impl Room {
         self.slurm.govern.set.retain(|id, _| waiting(id));
         self.slurm.govern.asked.retain(|id, _| waiting(id));
         self.slurm.govern.pinned.retain(|id, _| by_id.get(id).is_some_and(|j| j.active()));
+        for job in snapshot.jobs.iter().filter(|j| j.holds_gpus() && !j.nodes.is_empty()) {
+            self.slurm.govern.ran_on.insert(job.id, (at, job.nodes.clone()));
+        }
+        self.slurm.govern.ran_on.retain(|id, _| by_id.get(id).is_some_and(|j| j.active()));
+    }
+
+    /// Whether the room's own last command requeued or migrated the job.
+    fn moved_by_room(&self, job: u64) -> bool {
+        self.slurm.last.get(&job).is_some_and(|r| {
+            matches!(r.verb, SlurmVerb::Migrate { .. } | SlurmVerb::Requeue) && MOVERS.contains(&r.by.as_str()) && matches!(r.outcome, Some(Ok(_)))
+        })
     }
 
     /// Each job that started since the last snapshot, against the order the
@@ -211,6 +247,15 @@ impl Room {
         }
         let excess = self.slurm.govern.starts.len().saturating_sub(STARTS_KEPT);
         self.slurm.govern.starts.drain(..excess);
+    }
+}
+
+/// The nodes the plan keeps a job off, added to those it keeps off already.
+fn add_excluded(change: &mut Schedule, job: &crate::domain::slurm::SlurmJob, exclude: &[String]) {
+    if exclude.iter().any(|x| !job.excluded.contains(x)) {
+        let mut all: Vec<String> = job.excluded.clone();
+        all.extend(exclude.iter().filter(|x| !job.excluded.contains(x)).cloned());
+        change.exclude = Some(all);
     }
 }
 

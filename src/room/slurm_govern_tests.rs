@@ -318,15 +318,22 @@ fn a_held_job_with_nowhere_to_go_stays_held_and_leaves_with_its_priority_once_pl
 }
 
 #[test]
-fn a_job_wider_than_any_node_is_left_to_slurm_in_the_rooms_order() {
+fn a_job_over_several_nodes_is_placed_in_one_partition_or_left_to_slurm_in_the_rooms_order() {
     let mut room = site(SlurmMode::Control);
     let wide = SlurmJob { reason: "JobHeldUser".into(), priority: 0, admin_comment: "gpuroom:admit".into(), ..pending(10, "a", 8, "", 1) };
-    let effects = room.apply(t(10), &snap([0, 0, 0], vec![wide]));
+    // Two spot nodes free: 4 GPUs on each, released there.
+    let effects = room.apply(t(10), &snap([0, 0, 0], vec![wide.clone()]));
     let s = schedules(&effects);
     assert_eq!(s.len(), 1, "{s:#?}");
-    assert!(s[0].1.release && s[0].1.priority.is_some() && s[0].1.nodes.is_none(), "Slurm spreads it: {s:#?}");
+    assert!(s[0].1.release && s[0].1.priority.is_some(), "{s:#?}");
+    assert_eq!(s[0].1.nodes.as_deref(), Some(&["n1".to_string(), "n2".to_string()][..]));
     let why = room.view().slurm.unwrap().jobs.into_iter().find(|j| j.id == 10).and_then(|j| j.plan).unwrap_or_default();
-    assert!(why.contains("more than a node has"), "{why}");
+    assert!(why.contains("4 GPU(s) on each of 2 nodes, more than a node has"), "{why}");
+    // n1 busy: no partition has two free nodes; released for Slurm to spread when they free.
+    let mut room = site(SlurmMode::Control);
+    let effects = room.apply(t(10), &snap([4, 0, 0], vec![running(1, "b", 4, "n1", 0), wide]));
+    let s = schedules(&effects);
+    assert!(s.len() == 1 && s[0].1.release && s[0].1.nodes.is_none(), "{s:#?}");
 }
 
 #[test]
@@ -389,4 +396,37 @@ fn a_node_list_the_job_asked_binds_the_plan_and_one_the_room_set_does_not() {
     room.apply(t(25), &snap([4, 0, 0], vec![running(1, "a", 4, "n1", 22), pinned.clone()]));
     let effects = room.apply(t(30), &snap([4, 0, 0], vec![running(1, "a", 4, "n1", 22), pinned]));
     assert_eq!(schedules(&effects).first().and_then(|s| s.1.nodes.clone()), Some(vec!["n2".to_string()]), "{effects:#?}");
+}
+
+#[test]
+fn a_job_requeued_off_a_node_is_not_sent_back_there_before_its_credential_lapses() {
+    let mut room = site(SlurmMode::Control);
+    let other = running(1, "b", 2, "n1", 0);
+    room.apply(t(10), &snap([4, 0, 0], vec![other.clone(), running(10, "a", 2, "n1", 5)]));
+    // The room requeued it (the quota's reclaim): pending again, Slurm's
+    // BeginTime hold on it, n1's two GPUs free.
+    let moved = |room: &mut Room, at: i64| {
+        let record = crate::room::slurm::CommandRecord {
+            id: 99,
+            at: t(at),
+            verb: SlurmVerb::Requeue,
+            by: "policy".into(),
+            outcome: Some(Ok("done".into())),
+            state: SlurmState::Running,
+            restarts: 0,
+            seq_done: 0,
+        };
+        room.slurm.last.insert(10, record);
+    };
+    moved(&mut room, 12);
+    let requeued = SlurmJob { reason: "BeginTime".into(), restarts: 1, ..pending(10, "a", 2, "", 1) };
+    let effects = room.apply(t(20), &snap([2, 0, 0], vec![other.clone(), requeued.clone()]));
+    let to = |effects: &[Effect]| schedules(effects).into_iter().find(|(id, _)| *id == 10).map(|(_, s)| (s.nodes, s.start_now));
+    assert_eq!(to(&effects), Some((Some(vec!["n2".to_string()]), true)), "placed now, but not on n1 (a relaunch there is killed): {effects:#?}");
+    // Two minutes on, n1 (the tighter fit) is a place again.
+    let mut room = site(SlurmMode::Control);
+    room.apply(t(10), &snap([4, 0, 0], vec![other.clone(), running(10, "a", 2, "n1", 5)]));
+    moved(&mut room, 12);
+    let effects = room.apply(t(140), &snap([2, 0, 0], vec![other, requeued]));
+    assert_eq!(to(&effects), Some((Some(vec!["n1".to_string()]), true)));
 }

@@ -28,6 +28,11 @@ pub struct Governance {
     /// job asked (`-w`) binds the plan and this one does not.
     #[serde(default)]
     pub pinned: BTreeMap<u64, Vec<String>>,
+    /// Where and when each job was last seen running: a job requeued off
+    /// a node may not start there again until Slurm's credential for its
+    /// last run has lapsed.
+    #[serde(default)]
+    pub ran_on: BTreeMap<u64, (At, Vec<String>)>,
     /// Starts Slurm made while the room governed, newest last.
     pub starts: Vec<StartNote>,
     pub followed: u64,

@@ -62,9 +62,11 @@ pub enum Target {
     /// It waits; when capacity frees it may run in these partitions (`None`:
     /// those it asked for), never on these nodes.
     Wait { partitions: Option<Vec<String>>, exclude: Vec<String> },
-    /// More GPUs than any one node has: Slurm spreads it over nodes, in the
-    /// room's order, never on these nodes.
-    Span { partitions: Option<Vec<String>>, exclude: Vec<String> },
+    /// It runs on several nodes (`-N`, or more GPUs than one node has): on
+    /// these, in this partition, when they have room now; else (`nodes`
+    /// empty) Slurm spreads it when it can, in the room's order, never on
+    /// `exclude`.
+    Span { nodes: Vec<String>, partitions: Option<Vec<String>>, exclude: Vec<String> },
 }
 
 /// One pending job in the room's order.
@@ -224,11 +226,49 @@ pub fn plan(snapshot: &SlurmSnapshot, input: &PlanInput<'_>) -> Vec<Planned> {
         };
         let exclude: Vec<String> = if interruptible { Vec::new() } else { spot.iter().map(|s| s.to_string()).collect() };
         let widest = input.nodes.iter().filter(|n| may_run(n)).map(|n| n.gpus).max().unwrap_or(0);
+        let span = if widest > 0 && job.gpus > widest { job.node_count.max(job.gpus.div_ceil(widest)) } else { job.node_count.max(1) };
+        if span > 1 {
+            // Its share on each node; Slurm keeps a job's nodes in one partition.
+            let part = SlurmJob { gpus: job.gpus.div_ceil(span), cpus: job.cpus.div_ceil(span), time_limit: job.time_limit, ..SlurmJob::default() };
+            let mut room: Vec<&SiteNode> = input
+                .nodes
+                .iter()
+                .filter(|n| may_run(n) && spare.get(n.name.as_str()).is_some_and(|r| r.fits(&part)))
+                .filter(|n| hold.as_ref().is_none_or(|h| h.allows(&n.name, &part, input.now)))
+                .collect();
+            room.sort_by_key(|n| (n.asleep, tier(n.billing), spare.get(n.name.as_str()).map_or(0, |r| r.left_after(&part)), n.name.clone()));
+            let mut partitions: Vec<&String> = room.iter().flat_map(|n| &n.partitions).filter(|p| allowed.is_empty() || allowed.contains(p)).collect();
+            partitions.dedup();
+            let placed = waits_for_capacity(job)
+                .then(|| {
+                    partitions.into_iter().find_map(|p| {
+                        let nodes: Vec<&SiteNode> = room.iter().copied().filter(|n| n.partitions.contains(p)).take(span as usize).collect();
+                        (nodes.len() == span as usize).then(|| (nodes, p.clone()))
+                    })
+                })
+                .flatten();
+            let wide = if span > job.node_count.max(1) { format!(", more than a node has ({widest})") } else { String::new() };
+            let (nodes, partitions, why) = match placed {
+                Some((nodes, partition)) => {
+                    for n in &nodes {
+                        if let Some(r) = spare.get_mut(n.name.as_str()) {
+                            r.take(&part);
+                        }
+                    }
+                    let names: Vec<String> = nodes.iter().map(|n| n.name.clone()).collect();
+                    let why = format!("{} GPU(s) on each of {span} nodes{wide}", part.gpus);
+                    let partitions = (!job.partitions().contains(&partition)).then(|| vec![partition]);
+                    (names, partitions, why)
+                }
+                None => {
+                    let why = format!("{} GPUs over {span} nodes{wide}: Slurm spreads it when they free, in this order", job.gpus);
+                    (Vec::new(), (allowed != asked).then_some(allowed), why)
+                }
+            };
+            out.push(Planned { job: *id, rank, target: Target::Span { nodes, partitions, exclude }, why });
+            continue;
+        }
         let (target, why) = match chosen {
-            None if widest > 0 && job.gpus > widest => {
-                let partitions = (allowed != asked).then_some(allowed);
-                (Target::Span { partitions, exclude }, format!("{} GPUs, more than a node has ({widest}): Slurm spreads it, in this order", job.gpus))
-            }
             Some(n) => {
                 if let Some(r) = spare.get_mut(n.name.as_str()) {
                     r.take(job);

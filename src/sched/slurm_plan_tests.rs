@@ -214,3 +214,23 @@ fn a_sharing_job_packs_onto_a_gpu_already_shared_and_whole_gpus_stay_whole() {
         (Target::Node { node: "n3".into(), partition: "od".into() }, Target::Wait { partitions: None, exclude: vec![] })
     );
 }
+
+#[test]
+fn a_job_over_nodes_gets_them_all_in_one_partition_or_waits_for_slurm() {
+    // -N 2 --gres=gpu:4: spot has one node with 4 free, so both go on demand.
+    let two = SlurmJob { node_count: 2, ..pending(10, "a", 8, "spot,od", "", 1) };
+    let p = plan_of(vec![two.clone(), pending(11, "a", 4, "spot,od", "", 2)], DisciplineKind::Fifo, FitPolicy::BestFit);
+    assert_eq!(target(&p, 10), Target::Span { nodes: vec!["n3".into(), "n4".into()], partitions: None, exclude: vec![] });
+    assert_eq!(target(&p, 11), Target::Node { node: "n1".into(), partition: "spot".into() }, "the GPUs the span took are gone");
+    // -N 2 --gres=gpu:1: two GPUs in all, but on two nodes, never one.
+    let thin = SlurmJob { node_count: 2, ..pending(12, "a", 2, "spot", "", 1) };
+    assert_eq!(
+        target(&plan_of(vec![thin], DisciplineKind::Fifo, FitPolicy::BestFit), 12),
+        Target::Span { nodes: vec!["n2".into(), "n1".into()], partitions: None, exclude: vec![] }
+    );
+    // Three nodes of 4 asked, nowhere to be had at once: Slurm spreads it when they free.
+    let three = SlurmJob { node_count: 3, ..pending(13, "a", 12, "spot,od", "", 1) };
+    let p = plan_of(vec![three], DisciplineKind::Fifo, FitPolicy::BestFit);
+    assert_eq!(target(&p, 13), Target::Span { nodes: vec![], partitions: None, exclude: vec![] });
+    assert!(p[0].why.contains("Slurm spreads it"), "{}", p[0].why);
+}

@@ -123,6 +123,7 @@ fn job(source: &str, i: usize, j: &Value) -> Result<SlurmJob, ParseError> {
         restarts: number(j.get("restart_cnt")).unwrap_or(0) as u32,
         excluded: expand_hostlist(&text(j.get("excluded_nodes"))).unwrap_or_default(),
         required: expand_hostlist(&text(j.get("required_nodes"))).unwrap_or_default(),
+        node_count: number(j.get("node_count")).map_or(0, |c| u32::try_from(c).unwrap_or(u32::MAX)),
         comment: text(j.get("comment")),
         wckey: text(j.get("wckey")),
         gpu_type: [j.get("tres_per_job"), j.get("tres_per_node")].into_iter().find_map(|v| gres::parse(&text(v)).kind),

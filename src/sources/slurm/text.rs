@@ -99,6 +99,7 @@ pub fn jobs(source: &str, body: &str) -> Result<Vec<SlurmJob>, ParseError> {
             shard_idx: Vec::new(),
             cpus: 0,
             required: Vec::new(),
+            node_count: count,
             nodes,
             gpu_idx: Vec::new(),
             submitted: time(f[8]),
