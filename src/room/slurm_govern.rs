@@ -6,8 +6,9 @@
 //! Slurm's own scheduler and backfill start the work in the room's order on
 //! the room's nodes. On a site that holds GPU jobs at submission
 //! (`job_submit.lua`), a job leaves the hold only when the room places it:
-//! the room is then the only one that starts work. Each start Slurm makes is checked against the order it
-//! was given: one that jumped a job the room had placed is flagged.
+//! the room is then the only one that starts work. Each start Slurm makes
+//! is checked against the order it was given: one that jumped a job the
+//! room had placed is flagged.
 //!
 //! Fills `Governance` (`room::slurm_notes`, kept in the mirror); reads the fleet for the nodes'
 //! billing; sends through the mirror. An `impl Room`.
@@ -23,6 +24,7 @@ use crate::domain::slurm::{Schedule, SlurmMode, SlurmSnapshot, SlurmState, Slurm
 use crate::domain::text::clean;
 use crate::domain::units::At;
 use crate::sched::slurm_plan::{self, PlanInput, SiteNode, Target};
+use crate::sched::slurm_priorities;
 use crate::sched::slurm_shards::NodeSpare;
 
 /// Who, in the room, moves running jobs (`room::slurm_saves`,
@@ -34,12 +36,15 @@ const MOVERS: [&str; 3] = ["max price", "spot notice", "policy"];
 /// Starts kept for the console and the bench (the newest).
 const STARTS_KEPT: usize = 200;
 
-/// How long a node refuses a requeued job after its last run there: Slurm
-/// revokes the run's credential and kills a relaunch on that node until the
-/// credential's lifetime (`cred_expire`, 120 s by default) has passed, which
-/// is why it holds a requeued job back that long. The room starts a moved
-/// job at once only on another node.
-const CREDENTIAL_LIFETIME: i64 = 120;
+/// How long a node refuses a requeued job after its last run there, in
+/// seconds: slurmd revokes the run's credential and kills a relaunch whose
+/// new credential is not newer, in whole seconds, than the revocation
+/// ("Job credential revoked", exit 1, the job failed for good; seen in the
+/// bench 94 ms after a requeue, while a relaunch 15 s later ran). Slurm's
+/// own answer is to hold every requeued job back two minutes; the room
+/// starts a job it moved at once, on another node, or on the same one once
+/// this has passed.
+const CREDENTIAL_REVOKED: i64 = 5;
 
 impl Room {
     /// The Slurm nodes as placement sees them: their billing from the room's
@@ -100,7 +105,7 @@ impl Room {
             }
             if let Some((seen, nodes)) = self.slurm.govern.ran_on.get(&job.id)
                 && job.state == SlurmState::Pending
-                && (at - *seen).num_seconds() < CREDENTIAL_LIFETIME
+                && (at - *seen).num_seconds() < CREDENTIAL_REVOKED
             {
                 job.excluded.extend(nodes.iter().cloned());
             }
@@ -109,10 +114,10 @@ impl Room {
         let ranked: BTreeSet<u64> = plan.iter().map(|p| p.job).collect();
         // The band sits above every pending job the room does not rank.
         let floor = snapshot.jobs.iter().filter(|j| j.state == SlurmState::Pending && !ranked.contains(&j.id)).map(|j| j.priority).max().unwrap_or(0);
-        let floor = u32::try_from(floor).unwrap_or(u32::MAX).min(slurm_plan::FIRST.saturating_sub(1));
+        let floor = u32::try_from(floor).unwrap_or(u32::MAX).min(slurm_priorities::FIRST.saturating_sub(1));
         let order: Vec<u64> = plan.iter().map(|p| p.job).collect();
         let current: BTreeMap<u64, u64> = snapshot.jobs.iter().filter(|j| ranked.contains(&j.id)).map(|j| (j.id, j.priority)).collect();
-        let priorities = slurm_plan::priorities(&order, &current, floor);
+        let priorities = slurm_priorities::priorities(&order, &current, floor);
         let control = self.config.slurm.mode == SlurmMode::Control;
         let by_id: BTreeMap<u64, &crate::domain::slurm::SlurmJob> = snapshot.jobs.iter().map(|j| (j.id, j)).collect();
         let mut notes = BTreeMap::new();
@@ -121,11 +126,12 @@ impl Room {
             let was = self.slurm.govern.set.get(&job.id).cloned().unwrap_or_default();
             // A job the room moved off its node (a price, a notice, the
             // quota) is not kept back once placed: on another node than the
-            // one it left (see CREDENTIAL_LIFETIME).
+            // one it left (see CREDENTIAL_REVOKED).
             let placed = matches!(&planned.target, Target::Node { .. }) || matches!(&planned.target, Target::Span { nodes, .. } if !nodes.is_empty());
             let start_now = placed && job.reason == "BeginTime" && self.moved_by_room(job.id) && !was.start_now;
             // A job held for admission leaves the hold only once the room has
-            // placed it (or, wider than any node, for Slurm to spread):
+            // placed it (or, over several nodes that are not free together,
+            // for Slurm's own reservation):
             // released to wait, Slurm's backfill would start it on a node
             // freed for a job ranked ahead. Its priority goes out with the
             // release, never before: Slurm releases a held job whose priority is set.

@@ -399,7 +399,7 @@ fn a_node_list_the_job_asked_binds_the_plan_and_one_the_room_set_does_not() {
 }
 
 #[test]
-fn a_job_requeued_off_a_node_is_not_sent_back_there_before_its_credential_lapses() {
+fn a_job_requeued_off_a_node_is_not_sent_back_there_while_its_credential_is_revoked() {
     let mut room = site(SlurmMode::Control);
     let other = running(1, "b", 2, "n1", 0);
     room.apply(t(10), &snap([4, 0, 0], vec![other.clone(), running(10, "a", 2, "n1", 5)]));
@@ -420,13 +420,13 @@ fn a_job_requeued_off_a_node_is_not_sent_back_there_before_its_credential_lapses
     };
     moved(&mut room, 12);
     let requeued = SlurmJob { reason: "BeginTime".into(), restarts: 1, ..pending(10, "a", 2, "", 1) };
-    let effects = room.apply(t(20), &snap([2, 0, 0], vec![other.clone(), requeued.clone()]));
+    let effects = room.apply(t(13), &snap([2, 0, 0], vec![other.clone(), requeued.clone()]));
     let to = |effects: &[Effect]| schedules(effects).into_iter().find(|(id, _)| *id == 10).map(|(_, s)| (s.nodes, s.start_now));
     assert_eq!(to(&effects), Some((Some(vec!["n2".to_string()]), true)), "placed now, but not on n1 (a relaunch there is killed): {effects:#?}");
-    // Two minutes on, n1 (the tighter fit) is a place again.
+    // Seconds later, n1 (the tighter fit) is a place again.
     let mut room = site(SlurmMode::Control);
     room.apply(t(10), &snap([4, 0, 0], vec![other.clone(), running(10, "a", 2, "n1", 5)]));
     moved(&mut room, 12);
-    let effects = room.apply(t(140), &snap([2, 0, 0], vec![other, requeued]));
+    let effects = room.apply(t(20), &snap([2, 0, 0], vec![other, requeued]));
     assert_eq!(to(&effects), Some((Some(vec!["n1".to_string()]), true)));
 }

@@ -13,6 +13,7 @@
 //!   typical shapes, and placement where it grows least (FGD);
 //! * `slurm_advice` — the quota policy applied to a Slurm cluster's jobs.
 //! * `slurm_plan` — the room's order and placement for Slurm's pending GPU jobs.
+//! * `slurm_priorities` — the room's order as Slurm priorities, renumbering only what is out of place.
 //! * `slurm_shards` — what a Slurm node has free, GPU by GPU: whole, in shards, CPUs.
 //!
 //! They never touch IO, the clock, the TUI or the `Room` itself: the `Room`
@@ -28,6 +29,7 @@ pub mod preempt;
 pub mod quota;
 pub mod slurm_advice;
 pub mod slurm_plan;
+pub mod slurm_priorities;
 pub mod slurm_shards;
 
 pub use config::{FitPolicy, MaxWait, Resources, SchedConfig};

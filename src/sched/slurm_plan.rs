@@ -3,9 +3,7 @@
 //! jobs, and in that order each one that fits now is given a node by price
 //! tier (reserved, then spot, then on-demand) and the placement policy; one
 //! that cannot be interrupted never gets a spot node. The ranks become
-//! Slurm priorities (`priorities`): only jobs whose place in Slurm's order is
-//! wrong are renumbered, so a new job costs a command or two, not one per
-//! pending job.
+//! Slurm priorities in `sched::slurm_priorities`.
 //!
 //! Pure: it reads a snapshot, the nodes' billing and the room's scheduling
 //! settings and returns the plan. Whether it is only shown or carried out is
@@ -378,97 +376,6 @@ fn billing_word(billing: BillingMode) -> &'static str {
         BillingMode::Spot => "spot",
         BillingMode::OnDemand => "on-demand",
     }
-}
-
-/// The room's band of Slurm priorities: above what Slurm gives a new job
-/// under `priority/basic` (it counts down from 4,294,901,760), so a job the
-/// room has not ranked yet never goes before one it has.
-pub const BAND_TOP: u32 = 4_294_967_000;
-/// Where a fresh order starts: the numbers above are for jobs that later
-/// jump ahead of the whole queue.
-pub const FIRST: u32 = BAND_TOP - 64 * GAP;
-/// Room left between ranks, so that a job ranked between two others takes a
-/// free number instead of moving every job after it.
-pub const GAP: u32 = 64;
-
-/// Priorities that make Slurm's order the room's: `order` is the room's
-/// ranking, `current` the priority each job has in Slurm now. The longest run
-/// of jobs already in the right relative order (within the band) keeps its
-/// numbers; every other job gets a free number between its neighbours, and
-/// only when there is none is the whole order renumbered. Returns the jobs
-/// whose priority must change, with the new one.
-pub fn priorities(order: &[u64], current: &BTreeMap<u64, u64>, floor: u32) -> BTreeMap<u64, u32> {
-    let in_band = |p: u64| p > u64::from(floor) && p <= u64::from(BAND_TOP);
-    let have: Vec<Option<u64>> = order.iter().map(|id| current.get(id).copied().filter(|p| in_band(*p))).collect();
-    let keep = longest_decreasing(&have);
-    let mut out = BTreeMap::new();
-    let mut assigned: Vec<u64> = vec![0; order.len()];
-    let mut i = 0;
-    while i < order.len() {
-        if keep.contains(&i) {
-            assigned[i] = have[i].unwrap_or(0);
-            i += 1;
-            continue;
-        }
-        // A run of jobs to place between the kept neighbours.
-        let start = i;
-        while i < order.len() && !keep.contains(&i) {
-            i += 1;
-        }
-        // Before the first kept job, the band's top is the limit; a fresh
-        // queue starts lower, leaving room for jobs that jump ahead later.
-        let above = if start == 0 { if i < order.len() { u64::from(BAND_TOP) + 1 } else { u64::from(FIRST) + u64::from(GAP) } } else { assigned[start - 1] };
-        let below = if i < order.len() { have[i].unwrap_or(u64::from(floor)) } else { u64::from(floor) };
-        let count = (i - start) as u64;
-        if above <= below || above - below <= count {
-            return renumber(order, current, floor);
-        }
-        let step = ((above - below) / (count + 1)).min(u64::from(GAP)).max(1);
-        for (k, slot) in (start..i).enumerate() {
-            let p = above - step * (k as u64 + 1);
-            if p <= below {
-                return renumber(order, current, floor);
-            }
-            assigned[slot] = p;
-            out.insert(order[slot], p as u32);
-        }
-    }
-    out
-}
-
-/// Every job a fresh number, `GAP` apart from `FIRST` down (closer when the
-/// band is too narrow for that).
-fn renumber(order: &[u64], current: &BTreeMap<u64, u64>, floor: u32) -> BTreeMap<u64, u32> {
-    let top = if u64::from(FIRST.saturating_sub(floor)) > order.len() as u64 { FIRST } else { BAND_TOP };
-    let span = u64::from(top - floor.min(top));
-    let step = (span / (order.len() as u64 + 1)).clamp(1, u64::from(GAP));
-    order.iter().enumerate().map(|(i, id)| (*id, (u64::from(top) - step * i as u64) as u32)).filter(|(id, p)| current.get(id) != Some(&u64::from(*p))).collect()
-}
-
-/// Positions of the longest strictly decreasing subsequence among the known
-/// priorities (patience sorting, O(n log n)).
-fn longest_decreasing(values: &[Option<u64>]) -> BTreeSet<usize> {
-    // Decreasing in value = increasing in negated value.
-    let mut tails: Vec<(i128, usize)> = Vec::new();
-    let mut parent: Vec<Option<usize>> = vec![None; values.len()];
-    for (i, v) in values.iter().enumerate() {
-        let Some(v) = v else { continue };
-        let key = -(*v as i128);
-        let pos = tails.partition_point(|(k, _)| *k < key);
-        parent[i] = if pos > 0 { Some(tails[pos - 1].1) } else { None };
-        if pos == tails.len() {
-            tails.push((key, i));
-        } else {
-            tails[pos] = (key, i);
-        }
-    }
-    let mut keep = BTreeSet::new();
-    let mut at = tails.last().map(|(_, i)| *i);
-    while let Some(i) = at {
-        keep.insert(i);
-        at = parent[i];
-    }
-    keep
 }
 
 #[cfg(test)]

@@ -137,55 +137,6 @@ fn fragmentation_keeps_a_whole_node_for_the_large_asks_waiting() {
 }
 
 #[test]
-fn priorities_move_only_the_jobs_out_of_place() {
-    let top = u64::from(BAND_TOP);
-    let floor = 1000;
-    // A fresh queue: numbered from the top, GAP apart.
-    let fresh = priorities(&[1, 2, 3], &BTreeMap::new(), floor);
-    assert_eq!(fresh, BTreeMap::from([(1, FIRST), (2, FIRST - GAP), (3, FIRST - 2 * GAP)]));
-    // Already in order: nothing to send.
-    let current: BTreeMap<u64, u64> = fresh.iter().map(|(k, v)| (*k, u64::from(*v))).collect();
-    assert!(priorities(&[1, 2, 3], &current, floor).is_empty());
-    // A new job ranked second takes a number between 1 and 2; the others stay.
-    let moved = priorities(&[1, 4, 2, 3], &current, floor);
-    assert_eq!(moved.len(), 1);
-    let p4 = moved[&4];
-    assert!(p4 < FIRST && p4 > FIRST - GAP, "{p4}");
-    // 3 jumps to the front: only 3 moves.
-    let moved = priorities(&[3, 1, 2], &current, floor);
-    assert_eq!(moved.keys().copied().collect::<Vec<_>>(), vec![3]);
-    // No room left between neighbours: everything renumbered, and the result is in order.
-    let tight: BTreeMap<u64, u64> = BTreeMap::from([(1, top), (2, top - 1)]);
-    let moved = priorities(&[1, 5, 2], &tight, floor);
-    let mut all = tight.clone();
-    all.extend(moved.iter().map(|(k, v)| (*k, u64::from(*v))));
-    assert!(all[&1] > all[&5] && all[&5] > all[&2], "{all:?}");
-    // A priority below the floor (Slurm's own, or a job the room never ranked) is not kept.
-    let low: BTreeMap<u64, u64> = BTreeMap::from([(1, 10), (2, 5)]);
-    assert_eq!(priorities(&[1, 2], &low, floor).len(), 2);
-}
-
-#[test]
-fn priorities_keep_every_job_in_order_whatever_the_shuffle() {
-    // Deterministic shuffles of a queue after earlier numbering.
-    let floor = 4_294_000_000;
-    let mut current: BTreeMap<u64, u64> = BTreeMap::new();
-    let mut order: Vec<u64> = (1..=40).collect();
-    for round in 0..30u64 {
-        order.rotate_left((round % 7) as usize);
-        order.swap((round * 3 % 40) as usize, (round * 11 % 40) as usize);
-        if round % 4 == 0 {
-            order.insert((round % 9) as usize, 100 + round);
-        }
-        let moved = priorities(&order, &current, floor);
-        current.extend(moved.iter().map(|(k, v)| (*k, u64::from(*v))));
-        let values: Vec<u64> = order.iter().map(|id| current[id]).collect();
-        assert!(values.windows(2).all(|w| w[0] > w[1]), "round {round}: {values:?}");
-        assert!(values.iter().all(|v| *v > u64::from(floor) && *v <= u64::from(BAND_TOP)));
-    }
-}
-
-#[test]
 fn a_sharing_job_packs_onto_a_gpu_already_shared_and_whole_gpus_stay_whole() {
     // n3 and n4 carry 4 shards a GPU; n4 has one GPU half shared already.
     let shared = |name: &str, shard_gpus: Vec<u32>| {
