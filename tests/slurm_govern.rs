@@ -134,6 +134,11 @@ fn runs(conf: &Path, id: u64) -> Option<String> {
     job(conf, id).filter(|j| j.state == SlurmState::Running).and_then(|j| j.nodes.first().cloned())
 }
 
+/// Whether the Slurm pane's plan for job `id` says `words`.
+fn plan_says(live: &Live, id: u64, words: &str) -> bool {
+    live.engine.room().view().slurm.is_some_and(|s| s.jobs.iter().any(|j| j.id == id && j.plan.as_deref().is_some_and(|p| p.contains(words))))
+}
+
 /// Cancels every job and waits until no GPU is held: each test starts idle.
 async fn clean(conf: &Path) {
     let conf = conf.to_path_buf();
@@ -209,10 +214,7 @@ async fn a_typed_ask_lands_on_its_type_and_advisory_mode_sends_nothing() {
     clean(&conf).await;
     let mut e = engine(&conf, "advisory");
     let typed = sbatch(&conf, "typed", "a", "gpu:l4:1", "spot,od", &[], SLEEP);
-    e.until("the room's plan for it", |l| {
-        l.engine.room().view().slurm.is_some_and(|s| s.jobs.iter().any(|j| j.id == typed && j.plan.as_deref().is_some_and(|p| p.contains("→ n4"))))
-    })
-    .await;
+    e.until("the room's plan for it", |l| plan_says(l, typed, "→ n4")).await;
     e.run_for(3).await;
     // Advisory: shown, never sent; the job stays held for admission.
     assert!(e.audit().iter().all(|r| r.user != "gpuroom"), "{:#?}", e.audit());
@@ -249,10 +251,7 @@ async fn sharing_jobs_are_admitted_onto_the_gpu_already_shared() {
     assert!(n4.shards == 16 && n4.shards_used > 0, "{n4:#?}");
     // n4's GPUs carrying shards are not free whole: four l4 GPUs fit nowhere now.
     let whole = sbatch(&conf, "whole-l4", "b", "gpu:l4:4", "od", &[], SLEEP);
-    e.until("the room's plan for the whole ask", |l| {
-        l.engine.room().view().slurm.is_some_and(|s| s.jobs.iter().any(|j| j.id == whole && j.plan.as_deref().is_some_and(|p| p.contains("waits"))))
-    })
-    .await;
+    e.until("the room's plan for the whole ask", |l| plan_says(l, whole, "waits")).await;
     e.run_for(3).await;
     assert!(job(&conf, whole).is_some_and(|j| j.awaits_admission()), "not released onto GPUs that are shared");
     let audit = e.audit();
@@ -273,8 +272,7 @@ async fn a_spot_job_saves_at_the_rooms_interval_and_moves_off_spot_when_the_mark
     e.until("it runs on spot", |_| runs(&conf, id).is_some_and(|n| n == "n1" || n == "n2")).await;
     e.until("two acknowledged saves", |l| {
         let signals = l.engine.store().unwrap().audit_records().unwrap().into_iter().filter(|r| r.verb == "signal" && r.outcome == "done").count();
-        signals >= 2
-            && l.engine.room().view().slurm.is_some_and(|s| s.jobs.iter().any(|j| j.id == id && j.plan.as_deref().is_some_and(|p| p.contains("saved "))))
+        signals >= 2 && plan_says(l, id, "saved ")
     })
     .await;
     let row = e.live.engine.room().view().slurm.unwrap().jobs.into_iter().find(|j| j.id == id).unwrap();

@@ -90,11 +90,13 @@ impl Room {
             uninterruptible_partitions: &self.config.slurm.uninterruptible_partitions,
             stopped_accounts: self.budgets.levels.iter().filter(|(_, l)| **l >= crate::cost::budget::BudgetLevel::Limited).map(|(t, _)| t.0.clone()).collect(),
         };
+        let moved: Vec<u64> = snapshot.jobs.iter().filter(|j| j.state == SlurmState::Pending && self.moved_by_room(j.id)).map(|j| j.id).collect();
+        self.slurm.govern.moved.extend(moved);
         let mut as_asked = snapshot.clone();
         for job in &mut as_asked.jobs {
             // A job the room moved off its node waits for the room, not for
             // Slurm's hold of a requeued job: the plan places it now.
-            if job.reason == "BeginTime" && self.moved_by_room(job.id) {
+            if job.reason == "BeginTime" && self.slurm.govern.moved.contains(&job.id) {
                 job.reason = "Priority".into();
             }
             if let Some(asked) = self.slurm.govern.asked.get(&job.id) {
@@ -128,7 +130,7 @@ impl Room {
             // quota) is not kept back once placed: on another node than the
             // one it left (see CREDENTIAL_REVOKED).
             let placed = matches!(&planned.target, Target::Node { .. }) || matches!(&planned.target, Target::Span { nodes, .. } if !nodes.is_empty());
-            let start_now = placed && job.reason == "BeginTime" && self.moved_by_room(job.id) && !was.start_now;
+            let start_now = placed && job.reason == "BeginTime" && self.slurm.govern.moved.contains(&job.id) && !was.start_now;
             // A job held for admission leaves the hold only once the room has
             // placed it (or, over several nodes that are not free together,
             // for Slurm's own reservation):
@@ -203,6 +205,7 @@ impl Room {
         self.slurm.govern.set.retain(|id, _| waiting(id));
         self.slurm.govern.asked.retain(|id, _| waiting(id));
         self.slurm.govern.pinned.retain(|id, _| by_id.get(id).is_some_and(|j| j.active()));
+        self.slurm.govern.moved.retain(|id| waiting(id));
         for job in snapshot.jobs.iter().filter(|j| j.holds_gpus() && !j.nodes.is_empty()) {
             self.slurm.govern.ran_on.insert(job.id, (at, job.nodes.clone()));
         }

@@ -430,3 +430,35 @@ fn a_job_requeued_off_a_node_is_not_sent_back_there_while_its_credential_is_revo
     let effects = room.apply(t(20), &snap([2, 0, 0], vec![other, requeued]));
     assert_eq!(to(&effects), Some((Some(vec!["n1".to_string()]), true)));
 }
+
+#[test]
+fn a_moved_job_is_still_the_rooms_to_start_after_its_order_went_out() {
+    let mut room = site(SlurmMode::Control);
+    let full = vec![running(1, "b", 4, "n1", 0), running(2, "b", 4, "n2", 0), SlurmJob { partition: "od".into(), ..running(3, "b", 4, "n3", 0) }];
+    let record = crate::room::slurm::CommandRecord {
+        id: 99,
+        at: t(5),
+        verb: SlurmVerb::Requeue,
+        by: "policy".into(),
+        outcome: Some(Ok("done".into())),
+        state: SlurmState::Running,
+        restarts: 0,
+        seq_done: 0,
+    };
+    room.slurm.last.insert(10, record);
+    let requeued = SlurmJob { reason: "BeginTime".into(), restarts: 1, ..pending(10, "a", 4, "ckpt=no", 1) };
+    let with = |jobs: &[SlurmJob], job: &SlurmJob| jobs.iter().cloned().chain([job.clone()]).collect::<Vec<_>>();
+    let first = room.apply(t(10), &snap([4, 4, 4], with(&full, &requeued)));
+    assert!(schedules(&first).is_empty(), "{first:#?}");
+    // Nowhere to go: it cannot be interrupted, so spot goes in its ExcNodeList (the room's last command to it now).
+    let effects = room.apply(t(20), &snap([4, 4, 4], with(&full, &requeued)));
+    let plan = room.view().slurm.unwrap().jobs.into_iter().map(|j| (j.id, j.plan, j.command)).collect::<Vec<_>>();
+    assert!(schedules(&effects).iter().any(|(id, s)| *id == 10 && s.exclude.is_some() && !s.start_now), "{effects:#?} {plan:#?}");
+    all_done(&mut room, 21, &effects);
+    // n3 frees: the room starts it there at once, not after Slurm's two minutes.
+    room.apply(t(25), &snap([4, 4, 4], with(&full, &requeued)));
+    let effects = room.apply(t(30), &snap([4, 4, 0], with(&full[..2], &requeued)));
+    let s = schedules(&effects);
+    let plan = room.view().slurm.unwrap().jobs.into_iter().map(|j| (j.id, j.plan, j.command)).collect::<Vec<_>>();
+    assert!(s.iter().any(|(id, s)| *id == 10 && s.start_now && s.nodes.as_deref() == Some(&["n3".to_string()][..])), "{s:#?} {plan:#?}");
+}

@@ -33,6 +33,12 @@ pub struct Governance {
     /// last run has lapsed.
     #[serde(default)]
     pub ran_on: BTreeMap<u64, (At, Vec<String>)>,
+    /// Jobs the room requeued or migrated off their nodes, while they wait:
+    /// the room places them itself rather than wait out Slurm's two-minute
+    /// hold of a requeued job (the room's later commands to them, its order,
+    /// do not end that).
+    #[serde(default)]
+    pub moved: std::collections::BTreeSet<u64>,
     /// Starts Slurm made while the room governed, newest last.
     pub starts: Vec<StartNote>,
     pub followed: u64,
