@@ -51,6 +51,9 @@ impl Room {
     /// node (the `[[nodes]]` table), else from `spot_partitions`.
     pub(super) fn site_nodes(&self, snapshot: &SlurmSnapshot) -> Vec<SiteNode> {
         let policy = &self.config.slurm;
+        // Only jobs holding shards shape a node's GPUs beyond Slurm's own
+        // counts: scanned once here, not once per node over every job.
+        let sharing: Vec<crate::domain::slurm::SlurmJob> = snapshot.jobs.iter().filter(|j| j.shards > 0 && j.holds_gpus()).cloned().collect();
         snapshot
             .nodes
             .iter()
@@ -62,7 +65,7 @@ impl Room {
                     name: n.name.clone(),
                     partitions: n.partitions.clone(),
                     gpus: n.gpus,
-                    spare: NodeSpare::of(n, &snapshot.jobs),
+                    spare: NodeSpare::of(n, &sharing),
                     gpu_type: n.gpu_type.clone(),
                     billing,
                     usable: !n.unavailable(),

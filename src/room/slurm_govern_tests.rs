@@ -113,6 +113,21 @@ fn all_done(room: &mut Room, at: i64, effects: &[Effect]) {
     }
 }
 
+/// As after the quota's reclaim requeued `job` at `at` and Slurm said done.
+fn requeued_by_policy(room: &mut Room, job: u64, at: i64) {
+    let record = crate::room::slurm::CommandRecord {
+        id: 99,
+        at: t(at),
+        verb: SlurmVerb::Requeue,
+        by: "policy".into(),
+        outcome: Some(Ok("done".into())),
+        state: SlurmState::Running,
+        restarts: 0,
+        seq_done: 0,
+    };
+    room.slurm.last.insert(job, record);
+}
+
 #[test]
 fn without_govern_the_room_sends_no_order() {
     let mut room = site(SlurmMode::Control);
@@ -405,20 +420,7 @@ fn a_job_requeued_off_a_node_is_not_sent_back_there_while_its_credential_is_revo
     room.apply(t(10), &snap([4, 0, 0], vec![other.clone(), running(10, "a", 2, "n1", 5)]));
     // The room requeued it (the quota's reclaim): pending again, Slurm's
     // BeginTime hold on it, n1's two GPUs free.
-    let moved = |room: &mut Room, at: i64| {
-        let record = crate::room::slurm::CommandRecord {
-            id: 99,
-            at: t(at),
-            verb: SlurmVerb::Requeue,
-            by: "policy".into(),
-            outcome: Some(Ok("done".into())),
-            state: SlurmState::Running,
-            restarts: 0,
-            seq_done: 0,
-        };
-        room.slurm.last.insert(10, record);
-    };
-    moved(&mut room, 12);
+    requeued_by_policy(&mut room, 10, 12);
     let requeued = SlurmJob { reason: "BeginTime".into(), restarts: 1, ..pending(10, "a", 2, "", 1) };
     let effects = room.apply(t(13), &snap([2, 0, 0], vec![other.clone(), requeued.clone()]));
     let to = |effects: &[Effect]| schedules(effects).into_iter().find(|(id, _)| *id == 10).map(|(_, s)| (s.nodes, s.start_now));
@@ -426,7 +428,7 @@ fn a_job_requeued_off_a_node_is_not_sent_back_there_while_its_credential_is_revo
     // Seconds later, n1 (the tighter fit) is a place again.
     let mut room = site(SlurmMode::Control);
     room.apply(t(10), &snap([4, 0, 0], vec![other.clone(), running(10, "a", 2, "n1", 5)]));
-    moved(&mut room, 12);
+    requeued_by_policy(&mut room, 10, 12);
     let effects = room.apply(t(20), &snap([2, 0, 0], vec![other, requeued]));
     assert_eq!(to(&effects), Some((Some(vec!["n1".to_string()]), true)));
 }
@@ -435,17 +437,7 @@ fn a_job_requeued_off_a_node_is_not_sent_back_there_while_its_credential_is_revo
 fn a_moved_job_is_still_the_rooms_to_start_after_its_order_went_out() {
     let mut room = site(SlurmMode::Control);
     let full = vec![running(1, "b", 4, "n1", 0), running(2, "b", 4, "n2", 0), SlurmJob { partition: "od".into(), ..running(3, "b", 4, "n3", 0) }];
-    let record = crate::room::slurm::CommandRecord {
-        id: 99,
-        at: t(5),
-        verb: SlurmVerb::Requeue,
-        by: "policy".into(),
-        outcome: Some(Ok("done".into())),
-        state: SlurmState::Running,
-        restarts: 0,
-        seq_done: 0,
-    };
-    room.slurm.last.insert(10, record);
+    requeued_by_policy(&mut room, 10, 5);
     let requeued = SlurmJob { reason: "BeginTime".into(), restarts: 1, ..pending(10, "a", 4, "ckpt=no", 1) };
     let with = |jobs: &[SlurmJob], job: &SlurmJob| jobs.iter().cloned().chain([job.clone()]).collect::<Vec<_>>();
     let first = room.apply(t(10), &snap([4, 4, 4], with(&full, &requeued)));
