@@ -443,6 +443,9 @@ pub enum BenchWhat {
         /// Another pod list of the 2023 trace to run too (repeatable; any subset of its columns).
         #[arg(long, value_name = "CSV")]
         pods: Vec<PathBuf>,
+        /// Run only this policy (repeatable): random, dot-product, packing, best-fit, first-fit, fgd, gradient.
+        #[arg(long = "policy", value_name = "NAME")]
+        policies: Vec<String>,
         /// Where to write the report page (default: docs/placement.md, not written with --quick).
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,

@@ -83,7 +83,9 @@ fn run(cli: Cli) -> Result<()> {
         Some(Command::SlurmSuspend { hostlist, config }) => slurm_power(Power::Suspend, &hostlist, config),
         Some(Command::Act { db, timeout, words }) => gpuroom::host::act::run_act(&db, &words.join(" "), timeout),
         Some(Command::Doctor { policy, dcgm }) => runs::run_doctor(&policy.policy(), dcgm),
-        Some(Command::Bench { what: Some(cli::BenchWhat::Placement { seeds, quick, pods, out }), .. }) => runs::run_placement_bench(seeds, quick, pods, out),
+        Some(Command::Bench { what: Some(cli::BenchWhat::Placement { seeds, quick, pods, policies, out }), .. }) => {
+            runs::run_placement_bench(seeds, quick, pods, &policies, out)
+        }
         Some(Command::Bench { what: Some(cli::BenchWhat::Slurm { conf, seed, jobs, quick, work_dir, out }), .. }) => {
             runs::run_slurm_bench(conf, seed, jobs, quick, work_dir, out)
         }

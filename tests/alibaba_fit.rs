@@ -51,6 +51,7 @@ fn pod_spec(i: usize, pod: &AlibabaPod) -> JobSpec {
         cpus: pod.cpu_milli.div_ceil(1000) as u32,
         host_mem: Mib(pod.memory_mib as u32),
         est_runtime: None,
+        gpu_models: if pod.num_gpu > 0 { pod.gpu_models() } else { Vec::new() },
     }
 }
 

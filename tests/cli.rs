@@ -163,8 +163,11 @@ fn the_quick_bench_prints_figures_and_writes_its_page() {
 
 /// `gpuroom bench placement --quick` with an extra pod list that has only
 /// some of the trace's columns (no gpu_spec, qos, phase or times, as some of
-/// the 2023 trace's lists): every policy is printed next to the published
-/// figures and the targets, and a bad list is refused by name.
+/// the 2023 trace's lists): every policy is printed under both protocols
+/// next to the published figures and the targets; faithful FGD on the whole
+/// cluster lands within half a point of its published figure (the quick
+/// run's published-figure check); a bad list and an unknown policy are
+/// refused by name.
 #[test]
 fn the_placement_bench_runs_every_policy_on_any_pod_list() {
     let dir = std::env::temp_dir().join(format!("gpuroom-cli-placement-{}", std::process::id()));
@@ -190,18 +193,26 @@ fn the_placement_bench_runs_every_policy_on_any_pod_list() {
         "gradient (gpuroom)",
         "95.39",
         "94.15",
-        "Target: gradient",
+        "the reference's protocol",
+        "random draws",
+        "gradient (gpuroom) against faithful FGD",
+        "8f3d6417353c5083c6d56617f255fadd8dc306bc",
         "openb_pod_list_short.csv",
         "Philly",
     ] {
         assert!(text.contains(needle), "placement output lacks {needle:?}:\n{text}");
     }
+    let check = text.lines().find(|l| l.starts_with("Published-figure check")).expect("the quick run checks FGD's published figure");
+    assert!(check.contains("against the published 95.39%") && check.contains(", reproduced within 0.5 points"), "{check}");
     assert_eq!(std::fs::read_to_string(&page).expect("the page was written"), text);
     let bad = dir.join("bad.csv");
     std::fs::write(&bad, "name,cpu_milli,memory_mib,num_gpu,gpu_milli\nopenb-pod-0000,4000,8192,1,1500\n").unwrap();
     let out = gpuroom(&["bench", "placement", "--quick", "--pods", bad.to_str().unwrap()]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("bad.csv") && stderr(&out).contains("line 2"), "{}", stderr(&out));
+    let out = gpuroom(&["bench", "placement", "--quick", "--policy", "tetris"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("no placement policy \"tetris\"") && stderr(&out).contains("gradient"), "{}", stderr(&out));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -12,8 +12,9 @@
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::placement_policies::{BenchPolicy, FragMemo, Placer};
-use crate::sched::frag_gradient::{GpuFree, NodeFree, Shape, Workload};
+use super::placement_policies::{BenchPolicy, FragMemo, Placer, Protocol, Workloads};
+use super::placement_reference as reference;
+use crate::sched::frag_gradient::{GpuFree, NodeFree, Shape};
 use crate::sources::alibaba::{AlibabaNode, AlibabaPod};
 
 /// Arrived demand is recorded at each tenth, up to 130%.
@@ -24,62 +25,102 @@ pub fn node_of(n: &AlibabaNode) -> NodeFree {
 }
 
 pub fn shape_of(p: &AlibabaPod) -> Shape {
-    Shape { gpus: p.num_gpu.min(255) as u8, per_gpu: p.gpu_milli, whole: p.gpu_milli == 1000, cpu: p.cpu_milli, mem: p.memory_mib, models: p.gpu_models() }
-}
-
-/// The workload M of a pod list: its typical shapes, keyed as the paper
-/// keys them (CPU, GPU count, milli per GPU, GPU models; not host memory).
-pub fn typical_workload(shapes: &[Shape]) -> Workload {
-    let keyed: Vec<Shape> = shapes.iter().map(|s| Shape { mem: 0, ..s.clone() }).collect();
-    Workload::typical(keyed.iter())
+    Shape {
+        gpus: p.num_gpu.min(255) as u8,
+        per_gpu: p.gpu_milli,
+        whole: p.gpu_milli == 1000,
+        cpu: p.cpu_milli,
+        mem: p.memory_mib,
+        models: if p.num_gpu > 0 { p.gpu_models() } else { Vec::new() },
+    }
 }
 
 /// One run of the protocol: allocation at 10%, 20% … 130% arrived demand.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Curve {
     pub allocation: [f64; STEPS],
+    /// The reference's measure (frag ÷ idle GPU) as arrived demand passes 80%.
     pub fragmentation_at_80: f64,
     /// Pods that arrived and could not be placed.
     pub failed: u64,
 }
 
-pub fn arrival_run(nodes: &[NodeFree], shapes: &[Shape], workload: &Workload, policy: BenchPolicy, seed: u64) -> Curve {
+/// A pod list: each pod's name (the reference orders by it) and shape.
+#[derive(Clone, Debug)]
+pub struct PodList {
+    pub names: Vec<String>,
+    pub shapes: Vec<Shape>,
+}
+
+impl PodList {
+    pub fn of(pods: &[AlibabaPod]) -> PodList {
+        PodList { names: pods.iter().map(|p| p.name.clone()).collect(), shapes: pods.iter().map(shape_of).collect() }
+    }
+}
+
+/// One run of `policy` on `pods` under `protocol`, drawn from `seed` (the
+/// same seed gives every policy the same arrivals and node ranks).
+pub fn arrival_run(nodes: &[NodeFree], pods: &PodList, workloads: &Workloads, policy: BenchPolicy, protocol: Protocol, seed: u64) -> Curve {
     let mut nodes = nodes.to_vec();
     let capacity: u64 = nodes.iter().map(NodeFree::capacity_units).sum();
-    let mut placer = Placer::new(policy, workload, &nodes, seed ^ 0x9e37_79b9_7f4a_7c15);
+    let mut placer = Placer::new(policy, workloads, &nodes, protocol, seed ^ 0x9e37_79b9_7f4a_7c15);
     let mut draws = ChaCha8Rng::seed_from_u64(seed);
+    let mut measure = FragMemo::reference();
     let mut curve = Curve { allocation: [0.0; STEPS], fragmentation_at_80: 0.0, failed: 0 };
-    let (mut arrived, mut allocated, mut step) = (0u64, 0u64, 0usize);
-    let record = |curve: &mut Curve, step: usize, allocated: u64, nodes: &[NodeFree], memo: &mut FragMemo| {
-        curve.allocation[step] = allocated as f64 / capacity as f64;
-        if step == 7 {
-            let free: u64 = nodes.iter().map(NodeFree::free_units).sum();
-            let frag: f64 = nodes.iter().map(|n| memo.of(n, workload)).sum();
-            curve.fragmentation_at_80 = if free > 0 { frag / free as f64 } else { 0.0 };
-        }
+    let mut fragmentation_at = |nodes: &[NodeFree]| {
+        let free: u64 = nodes.iter().map(NodeFree::free_units).sum();
+        let frag: f64 = nodes.iter().map(|n| measure.of(n, &workloads.reference)).sum();
+        if free > 0 { frag / free as f64 } else { 0.0 }
     };
-    loop {
-        let shape = &shapes[draws.random_range(0..shapes.len())];
-        let demand = shape.units();
-        if (arrived + demand) * 10 > capacity * 13 {
-            break;
+    let (mut arrived, mut allocated, mut step) = (0u64, 0u64, 0usize);
+    let mut place = |nodes: &mut Vec<NodeFree>, shape: &Shape, allocated: &mut u64, failed: &mut u64| match placer.place(nodes, shape) {
+        Some((n, gpus)) => {
+            nodes[n] = nodes[n].after(shape, &gpus);
+            *allocated += shape.units();
         }
-        while step < STEPS && (arrived + demand) * 10 > capacity * (step as u64 + 1) {
-            record(&mut curve, step, allocated, &nodes, &mut placer.memo);
-            step += 1;
-        }
-        arrived += demand;
-        match placer.place(&nodes, shape) {
-            Some((n, gpus)) => {
-                nodes[n] = nodes[n].after(shape, &gpus);
-                allocated += demand;
+        None => *failed += 1,
+    };
+    match protocol {
+        Protocol::Reference => {
+            let mut columns = reference::Columns::default();
+            for i in reference::arrivals(&pods.names, &pods.shapes, capacity, &mut draws) {
+                let shape = &pods.shapes[i];
+                if (arrived + shape.units()) * 10 > capacity * 8 && arrived * 10 <= capacity * 8 {
+                    curve.fragmentation_at_80 = fragmentation_at(&nodes);
+                }
+                arrived += shape.units();
+                place(&mut nodes, shape, &mut allocated, &mut curve.failed);
+                columns.record(arrived, allocated, capacity);
             }
-            None => curve.failed += 1,
+            for (step, slot) in curve.allocation.iter_mut().enumerate() {
+                *slot = columns.at((step + 1) * 10);
+            }
         }
-    }
-    while step < STEPS {
-        record(&mut curve, step, allocated, &nodes, &mut placer.memo);
-        step += 1;
+        Protocol::Draws => {
+            loop {
+                let shape = &pods.shapes[draws.random_range(0..pods.shapes.len())];
+                let demand = shape.units();
+                if (arrived + demand) * 10 > capacity * 13 {
+                    break;
+                }
+                while step < STEPS && (arrived + demand) * 10 > capacity * (step as u64 + 1) {
+                    curve.allocation[step] = allocated as f64 / capacity as f64;
+                    if step == 7 {
+                        curve.fragmentation_at_80 = fragmentation_at(&nodes);
+                    }
+                    step += 1;
+                }
+                arrived += demand;
+                place(&mut nodes, shape, &mut allocated, &mut curve.failed);
+            }
+            while step < STEPS {
+                curve.allocation[step] = allocated as f64 / capacity as f64;
+                if step == 7 {
+                    curve.fragmentation_at_80 = fragmentation_at(&nodes);
+                }
+                step += 1;
+            }
+        }
     }
     curve
 }
@@ -113,12 +154,13 @@ pub const RETRY_WINDOW: usize = 64;
 /// kube-scheduler treats pods: each arrival is tried at once; one that does
 /// not fit waits, and waiting jobs are retried oldest first whenever a job
 /// ends.
-pub fn departure_replay(nodes: &[NodeFree], jobs: &[TimedJob], workload: &Workload, policy: BenchPolicy) -> ReplayFigures {
+/// Ties go to the lowest-ranked node, as in the reference.
+pub fn departure_replay(nodes: &[NodeFree], jobs: &[TimedJob], workloads: &Workloads, policy: BenchPolicy) -> ReplayFigures {
     use std::cmp::Reverse;
     use std::collections::{BinaryHeap, VecDeque};
     let mut nodes = nodes.to_vec();
     let capacity: u64 = nodes.iter().map(NodeFree::capacity_units).sum::<u64>().max(1);
-    let mut placer = Placer::new(policy, workload, &nodes, 7);
+    let mut placer = Placer::new(policy, workloads, &nodes, Protocol::Reference, 7);
     // Ends: (time, job, node) with the GPUs to give back.
     let mut ends: BinaryHeap<Reverse<(i64, usize, usize)>> = BinaryHeap::new();
     let mut held: Vec<Vec<usize>> = vec![Vec::new(); jobs.len()];
@@ -234,13 +276,14 @@ mod tests {
     fn every_policy_fills_to_capacity_and_never_past_it() {
         let nodes = tiny_cluster();
         let shapes = shapes();
-        let workload = typical_workload(&shapes);
-        for policy in BenchPolicy::ALL {
-            let curve = arrival_run(&nodes, &shapes, &workload, policy, 3);
+        let pods = PodList { names: (0..shapes.len()).map(|i| format!("pod-{i}")).collect(), shapes: shapes.clone() };
+        let workloads = Workloads::of(&shapes, &nodes);
+        for (policy, protocol) in BenchPolicy::ALL.into_iter().flat_map(|p| Protocol::BOTH.map(|q| (p, q))) {
+            let curve = arrival_run(&nodes, &pods, &workloads, policy, protocol, 3);
             assert!(curve.allocation.windows(2).all(|w| w[0] <= w[1]), "{policy:?}: allocation never falls with nothing departing");
             assert!(curve.allocation[STEPS - 1] <= 1.0 && curve.allocation[STEPS - 1] > 0.7, "{policy:?}: {:?}", curve.allocation);
             assert!((0.0..=1.0).contains(&curve.fragmentation_at_80));
-            assert_eq!(curve, arrival_run(&nodes, &shapes, &workload, policy, 3), "{policy:?}: a seed replays identically");
+            assert_eq!(curve, arrival_run(&nodes, &pods, &workloads, policy, protocol, 3), "{policy:?}: a seed replays identically");
         }
     }
 
@@ -248,14 +291,62 @@ mod tests {
     fn a_replay_with_departures_starts_every_job_that_ever_fits() {
         let nodes = tiny_cluster();
         let shapes = shapes();
-        let workload = typical_workload(&shapes);
+        let workloads = Workloads::of(&shapes, &nodes);
         let jobs: Vec<TimedJob> =
             (0..200).map(|i| TimedJob { arrive: i * 10, runs: 100 + (i % 7) * 50, shape: shapes[i as usize % shapes.len()].clone() }).collect();
         for policy in [BenchPolicy::BestFit, BenchPolicy::Gradient] {
-            let f = departure_replay(&nodes, &jobs, &workload, policy);
+            let f = departure_replay(&nodes, &jobs, &workloads, policy);
             assert_eq!(f.jobs, 200);
             assert_eq!(f.never_started, 0, "{policy:?}: {f:?}");
             assert!(f.waited > 0 && f.mean_wait_secs > 0.0, "the load is above capacity at times: {f:?}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod diagnosis {
+    //! Where the unallocated GPUs sit at 130% arrived demand, by GPU model
+    //! and free CPU (run by hand: `cargo test --release --lib
+    //! placement::diagnosis -- --ignored --nocapture`).
+    use super::*;
+    use crate::sources::alibaba;
+
+    #[test]
+    #[ignore]
+    fn where_the_unallocated_gpus_are() {
+        let nodes: Vec<NodeFree> =
+            alibaba::parse_nodes("n", include_str!("../../fixtures/cluster/alibaba-2023-gpu-nodes.csv")).unwrap().iter().map(node_of).collect();
+        for file in ["default", "gpushare40"] {
+            let text = std::fs::read_to_string(format!("fixtures/jobs/alibaba-2023-pods-{file}.csv")).unwrap();
+            let list = PodList::of(&alibaba::parse_pods("p", &text).unwrap());
+            let workloads = Workloads::of(&list.shapes, &nodes);
+            for policy in [BenchPolicy::Fgd, BenchPolicy::Gradient] {
+                let mut state = nodes.clone();
+                let capacity: u64 = state.iter().map(NodeFree::capacity_units).sum();
+                let mut placer = Placer::new(policy, &workloads, &state, Protocol::Reference, 1 ^ 0x9e37_79b9_7f4a_7c15);
+                for i in reference::arrivals(&list.names, &list.shapes, capacity, &mut ChaCha8Rng::seed_from_u64(1)) {
+                    if let Some((n, gpus)) = placer.place(&state, &list.shapes[i]) {
+                        state[n] = state[n].after(&list.shapes[i], &gpus);
+                    }
+                }
+                let mut partial = [0u64; 11];
+                let mut by_model: std::collections::BTreeMap<(String, u64), (u64, u64)> = Default::default();
+                for n in &state {
+                    for g in n.gpus.iter().filter(|g| g.free > 0 && g.free < g.capacity) {
+                        partial[(g.free / 100) as usize] += 1;
+                    }
+                    let e = by_model.entry((n.model.clone(), n.cpu / 8000 * 8)).or_default();
+                    e.0 += 1;
+                    e.1 += n.free_units();
+                }
+                println!(
+                    "{file} {policy:?}: {} GPUs free; partly used GPUs by free milli (0-99, 100-199, …): {partial:?}",
+                    state.iter().map(NodeFree::free_units).sum::<u64>() / 1000
+                );
+                for ((model, cpu), (count, free)) in by_model.iter().filter(|(_, (_, f))| *f >= 1000) {
+                    println!("  {model} with {cpu}-{} CPUs free: {count} nodes, {:.1} GPUs free", cpu + 8, *free as f64 / 1000.0);
+                }
+            }
         }
     }
 }

@@ -89,6 +89,9 @@ pub struct JobSpec {
     /// The submitter's run-time estimate (a time limit), used by backfill.
     #[serde(default)]
     pub est_runtime: Option<Secs>,
+    /// The GPU models it may run on (as nodes name theirs); empty: any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpu_models: Vec<String>,
 }
 
 /// Why a job was stopped before it finished.

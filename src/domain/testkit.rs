@@ -68,6 +68,7 @@ pub fn job_spec(id: u64, tenant: &str, gpus: u8) -> JobSpec {
         cpus: 4,
         host_mem: Mib(16_384),
         est_runtime: None,
+        gpu_models: Vec::new(),
     }
 }
 

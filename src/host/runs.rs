@@ -211,9 +211,17 @@ pub fn run_doctor(policy: &Policy, dcgm: Vec<String>) -> Result<()> {
 
 /// `gpuroom bench placement`: placement policies on the Alibaba trace
 /// (docs/placement.md unless quick).
-pub fn run_placement_bench(seeds: u64, quick: bool, pods: Vec<std::path::PathBuf>, out: Option<std::path::PathBuf>) -> Result<()> {
-    let out = out.or_else(|| (!quick).then(|| std::path::PathBuf::from("docs/placement.md")));
-    let report = crate::bench::placement_report::run(&crate::bench::placement_report::PlacementOptions { seeds, quick, pods })?;
+pub fn run_placement_bench(seeds: u64, quick: bool, pods: Vec<std::path::PathBuf>, policies: &[String], out: Option<std::path::PathBuf>) -> Result<()> {
+    use crate::bench::placement_policies::BenchPolicy;
+    let policies = policies
+        .iter()
+        .map(|name| {
+            BenchPolicy::from_key(name)
+                .with_context(|| format!("no placement policy {name:?}: one of {}", BenchPolicy::ALL.iter().map(|p| p.key()).collect::<Vec<_>>().join(", ")))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let out = out.or_else(|| (!quick && policies.is_empty()).then(|| std::path::PathBuf::from("docs/placement.md")));
+    let report = crate::bench::placement_report::run(&crate::bench::placement_report::PlacementOptions { seeds, quick, pods, policies })?;
     let text = report.markdown();
     if let Some(path) = &out {
         crate::bench::write_page(path, &text)?;

@@ -84,6 +84,9 @@ pub struct JobDecl {
     /// Seconds the submitter expects it to run (backfill uses it).
     #[serde(default)]
     pub est_runtime_secs: Option<i64>,
+    /// The GPU models it may run on (as the nodes name theirs); none: any.
+    #[serde(default)]
+    pub gpu_models: Vec<String>,
     /// Program and arguments.
     pub command: Vec<String>,
     #[serde(default)]
@@ -181,6 +184,7 @@ impl JobsFile {
                     cpus: 0,
                     host_mem: Mib(0),
                     est_runtime: j.est_runtime_secs.map(Secs),
+                    gpu_models: j.gpu_models.clone(),
                 };
                 let command = JobCommand {
                     program: j.command[0].clone(),

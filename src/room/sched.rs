@@ -29,7 +29,7 @@ use crate::domain::units::At;
 use crate::market::Market;
 use crate::sched::backfill::{self, Reservation};
 use crate::sched::discipline::{DisciplineKind, Mlfq};
-use crate::sched::frag_gradient::{self, Workload};
+use crate::sched::frag_gradient::{self, Weigher};
 use crate::sched::placement::{self, Options, Plan};
 use crate::sched::quota::{self, Admission, Held};
 use crate::sched::{FitPolicy, SchedConfig, preempt};
@@ -230,7 +230,15 @@ impl Pass<'_> {
         let order: Vec<JobId> = self.fleet.ordered_queue(&self.config.sched, at).iter().map(|j| j.spec.id).collect();
         // The shapes fragmentation is measured for: what is queued and running now.
         let workload = (self.config.sched.fit == FitPolicy::Fragmentation).then(|| {
-            frag_gradient::workload_of(self.fleet.queued_ids().chain(self.fleet.holding_ids()).filter_map(|id| self.fleet.jobs.get(&id)).map(|j| &j.spec))
+            let workload =
+                frag_gradient::workload_of(self.fleet.queued_ids().chain(self.fleet.holding_ids()).filter_map(|id| self.fleet.jobs.get(&id)).map(|j| &j.spec));
+            let time_sharing = self.config.sched.time_sharing;
+            let up: Vec<frag_gradient::NodeFree> = if workload.model_bound() {
+                self.fleet.nodes.values().filter(|n| n.accepts_work()).map(|n| frag_gradient::node_free(n, time_sharing)).collect()
+            } else {
+                Vec::new()
+            };
+            frag_gradient::Weigher::new(workload, up.iter())
         });
         let workload = workload.as_ref();
         let (_, mut held) = self.fleet.holdings();
@@ -535,7 +543,7 @@ pub fn checkpoints_due(policy: &CheckpointPolicy, fleet: &mut Fleet, at: At, eff
 struct Space<'r> {
     headroom: &'r Headroom,
     reservation: &'r Option<Reservation>,
-    workload: Option<&'r Workload>,
+    workload: Option<&'r Weigher>,
 }
 
 /// The parts idle reclaim touches: the scheduler's policy, the room's

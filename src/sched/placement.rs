@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 
 use super::config::FitPolicy;
-use super::frag_gradient::{self, Workload};
+use super::frag_gradient::{self, Weigher};
 use crate::domain::cluster::{BillingMode, Gpu, Node};
 use crate::domain::ids::NodeId;
 use crate::domain::job::{JobSpec, PoolPreference};
@@ -35,9 +35,9 @@ pub struct Options<'a> {
     pub time_sharing: bool,
     /// Leave this node alone (it is reserved for a blocked job).
     pub avoid: Option<NodeId>,
-    /// The workload fragmentation is measured for (`FitPolicy::Fragmentation`;
+    /// The fragmentation policy for this pass (`FitPolicy::Fragmentation`;
     /// without one that policy places as best fit does).
-    pub workload: Option<&'a Workload>,
+    pub workload: Option<&'a Weigher>,
 }
 
 fn tier(mode: BillingMode) -> u8 {
@@ -56,6 +56,11 @@ pub fn pool_allows(pool: PoolPreference, escalated: bool, mode: BillingMode) -> 
         PoolPreference::NoSpot => mode != BillingMode::Spot,
         PoolPreference::SpotOnly => escalated || mode == BillingMode::Spot,
     }
+}
+
+/// Whether the job may run on the node's GPU model (a job that names none runs on any).
+pub fn model_allows(spec: &JobSpec, node: &Node) -> bool {
+    spec.gpu_models.is_empty() || spec.gpu_models.contains(&node.spec.gpu_model)
 }
 
 /// The free block of `gpu` that holds `size`: the smallest (best fit) or the
@@ -77,34 +82,30 @@ pub type Fit = ((u8, i64, u64), Vec<(u8, Mib)>);
 pub fn fit_on_node(node: &Node, spec: &JobSpec, escalated: bool, opts: &Options) -> Option<Fit> {
     let fit = fit_best_or_first(node, spec, escalated, opts)?;
     match (opts.fit, opts.workload) {
-        (FitPolicy::Fragmentation, Some(workload)) => Some(least_fragmenting(node, spec, opts, workload, fit)),
+        (FitPolicy::Fragmentation, Some(weigher)) => Some(least_fragmenting(node, spec, weigher, fit, opts.time_sharing)),
         _ => Some(fit),
     }
 }
 
-/// Where on `node` the job grows F_n(M) least; `fit` is its best-fit place
-/// there (kept for multi-GPU jobs: MIG slices never join them, and the
-/// measure does not tell whole GPUs apart).
-fn least_fragmenting(node: &Node, spec: &JobSpec, opts: &Options, workload: &Workload, fit: Fit) -> Fit {
+/// The node's rank by the fragmentation policy (`Weigher::rank_on`, the
+/// code `gpuroom bench placement` measures); `fit` is its best-fit place
+/// there, kept for multi-GPU and whole-GPU jobs (MIG slices never join
+/// them, and the measure does not tell whole GPUs apart).
+fn least_fragmenting(node: &Node, spec: &JobSpec, weigher: &Weigher, fit: Fit, time_sharing: bool) -> Fit {
     let ((tier, _, leftover), best_gpus) = fit;
-    let free = frag_gradient::node_free(node, opts.time_sharing);
+    let free = frag_gradient::node_free(node, time_sharing);
     let shape = frag_gradient::shape_of_spec(spec);
-    let (growth, gpus) = if spec.gpus == 1 && !spec.exclusive {
-        let Some((growth, chosen)) = free.least_growth(&shape, workload) else { return ((tier, i64::MAX, leftover), best_gpus) };
-        let index = chosen[0];
-        let gpu = &node.gpus[index];
-        let Some((offset, _)) = block(gpu, spec.gpu_mem, FitPolicy::BestFit) else { return ((tier, i64::MAX, leftover), best_gpus) };
-        (growth, vec![(gpu.index, offset)])
-    } else {
-        let indices: Vec<usize> = best_gpus.iter().filter_map(|(i, _)| node.gpus.iter().position(|g| g.index == *i)).collect();
-        (free.after(&shape, &indices).fragmentation(workload) - free.fragmentation(workload), best_gpus)
-    };
-    let left = free.free_units().saturating_sub(shape.units());
-    ((tier, (frag_gradient::rank_key(growth, left, &shape) * 100.0).round() as i64, left), gpus)
+    let Some((rank, chosen)) = weigher.rank_on(&free, &shape, |n| n.fragmentation(&weigher.workload)) else { return ((tier, i64::MAX, leftover), best_gpus) };
+    if spec.gpus != 1 || spec.exclusive {
+        return ((tier, rank.cost, rank.left), best_gpus);
+    }
+    let gpu = &node.gpus[chosen[0]];
+    let Some((offset, _)) = block(gpu, spec.gpu_mem, FitPolicy::BestFit) else { return ((tier, i64::MAX, leftover), best_gpus) };
+    ((tier, rank.cost, rank.left), vec![(gpu.index, offset)])
 }
 
 fn fit_best_or_first(node: &Node, spec: &JobSpec, escalated: bool, opts: &Options) -> Option<Fit> {
-    if !node.accepts_work() || spec.gpus == 0 || !pool_allows(spec.pool, escalated, node.spec.billing) {
+    if !node.accepts_work() || spec.gpus == 0 || !pool_allows(spec.pool, escalated, node.spec.billing) || !model_allows(spec, node) {
         return None;
     }
     if spec.cpus > node.cpus_free() || spec.host_mem.0 > node.host_mem_free().0 {
@@ -220,7 +221,8 @@ mod tests {
         // Node 1's GPU has 8 GiB free, node 2's is empty; every typical job asks 8 GiB.
         let mut nodes = cluster(vec![node_spec(1, BillingMode::Reserved, 1), node_spec(2, BillingMode::Reserved, 1)]);
         hold(&mut nodes, 1, 0, 0, 8192, false);
-        let typical = frag_gradient::Workload { shapes: vec![(frag_gradient::shape_of_spec(&small(9, 8192)), 1.0)] };
+        let typical =
+            frag_gradient::Weigher::new(frag_gradient::Workload { shapes: vec![(frag_gradient::shape_of_spec(&small(9, 8192)), 1.0)] }, std::iter::empty());
         let four = small(1, 4096);
         assert_eq!(best_fit(&nodes, &four).unwrap().node, NodeId(1), "best fit takes the tightest block");
         let opts = Options { fit: FitPolicy::Fragmentation, workload: Some(&typical), ..Options::default() };
@@ -313,5 +315,25 @@ mod tests {
         assert_eq!(node.gpus[usize::from(plan.gpus[0].0)].memory, Mib(5120), "the smallest slice that fits");
         let two = job_spec(2, "a", 2);
         assert_eq!(best_fit(&nodes, &two), None, "slices never join a multi-GPU job");
+    }
+
+    #[test]
+    fn a_job_bound_to_gpu_models_runs_only_on_them_and_unbound_work_leaves_them_room() {
+        let mut specs = vec![node_spec(1, BillingMode::Reserved, 1), node_spec(2, BillingMode::Reserved, 1)];
+        specs[0].gpu_model = "T4".into();
+        specs[1].gpu_model = "G2".into();
+        let nodes = cluster(specs);
+        let t4_only = JobSpec { gpu_models: vec!["T4".into()], ..small(1, 8192) };
+        assert_eq!(best_fit(&nodes, &t4_only).unwrap().node, NodeId(1));
+        let a100_only = JobSpec { gpu_models: vec!["A100".into()], ..small(2, 8192) };
+        assert_eq!(best_fit(&nodes, &a100_only), None, "no node of its model");
+        // Half the typical work may use T4s only: work that may run anywhere goes to the G2.
+        let shape = |spec: &JobSpec| frag_gradient::Shape { mem: 0, ..frag_gradient::shape_of_spec(spec) };
+        let workload = frag_gradient::Workload { shapes: vec![(shape(&t4_only), 0.5), (shape(&small(3, 8192)), 0.5)] };
+        let frees: Vec<frag_gradient::NodeFree> = nodes.values().map(|n| frag_gradient::node_free(n, false)).collect();
+        let weigher = frag_gradient::Weigher::new(workload, frees.iter());
+        let opts = Options { fit: FitPolicy::Fragmentation, workload: Some(&weigher), ..Options::default() };
+        assert_eq!(place(&nodes, &small(4, 8192), false, &opts).unwrap().node, NodeId(2));
+        assert_eq!(place(&nodes, &t4_only, false, &opts).unwrap().node, NodeId(1));
     }
 }

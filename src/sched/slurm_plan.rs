@@ -124,6 +124,7 @@ fn as_job(job: &SlurmJob, now: At) -> Job {
         cpus: 0,
         host_mem: Mib(0),
         est_runtime: job.time_limit,
+        gpu_models: Vec::new(),
     };
     let mut queued = Job::new(spec, job.submitted.unwrap_or(now));
     queued.requeues = job.restarts;

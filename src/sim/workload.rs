@@ -151,6 +151,7 @@ impl Workload {
                 cpus,
                 host_mem,
                 est_runtime,
+                gpu_models: Vec::new(),
             },
             step_secs,
             util,

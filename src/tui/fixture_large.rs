@@ -285,6 +285,7 @@ fn job(seed: u64, n: u64) -> JobSpec {
         cpus: 4 * u32::from(gpus),
         host_mem: Mib(16_384 * u32::from(gpus)),
         est_runtime: Some(Secs(est)),
+        gpu_models: Vec::new(),
     }
 }
 

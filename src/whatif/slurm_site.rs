@@ -367,6 +367,7 @@ impl Reading {
             cpus: 0,
             host_mem: Mib(0),
             est_runtime: job.time_limit.filter(|s| (1..=HORIZON_SECS).contains(&s.0)),
+            gpu_models: Vec::new(),
         };
         Ok((submitted.max(self.first_at), Observed { spec, rate, failed_at_step, predicted_secs }))
     }

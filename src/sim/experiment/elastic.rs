@@ -160,6 +160,7 @@ fn sim_jobs(config: &ExperimentConfig, jobs: &[Job]) -> Vec<(At, SimJob)> {
                 cpus: 4,
                 host_mem: Mib(16_384),
                 est_runtime: None,
+                gpu_models: Vec::new(),
             };
             let at = config.start + chrono::TimeDelta::milliseconds((j.arrival * 1000.0) as i64);
             (at, SimJob { spec, step_secs: j.work_secs() / layers as f64, util: 85.0, fails_at_step: None })
