@@ -310,10 +310,12 @@ impl ModelPressure {
     }
 }
 
-/// The typical shapes of a list of shapes, keyed as the room keys them
-/// (host memory left out, as the paper leaves it out).
+/// The typical shapes of a list of shapes as the room keys them (`workload_of`):
+/// jobs that ask no GPU left out, host memory left out as the paper
+/// leaves it out. (Kept in, the CPU-only pods of the trace's `cpu*` lists
+/// made the policy hoard CPUs for them: 0.2–0.5 points below FGD there.)
 pub fn typical_of(shapes: &[Shape]) -> Workload {
-    let keyed: Vec<Shape> = shapes.iter().map(|s| Shape { mem: 0, ..s.clone() }).collect();
+    let keyed: Vec<Shape> = shapes.iter().filter(|s| s.gpus > 0).map(|s| Shape { mem: 0, ..s.clone() }).collect();
     Workload::typical(keyed.iter())
 }
 
