@@ -97,6 +97,12 @@ pub fn arrival_run(nodes: &[NodeFree], pods: &PodList, workloads: &Workloads, po
             }
         }
         Protocol::Draws => {
+            let mut record = |curve: &mut Curve, step: usize, allocated: u64, nodes: &[NodeFree]| {
+                curve.allocation[step] = allocated as f64 / capacity as f64;
+                if step == 7 {
+                    curve.fragmentation_at_80 = fragmentation_at(nodes);
+                }
+            };
             loop {
                 let shape = &pods.shapes[draws.random_range(0..pods.shapes.len())];
                 let demand = shape.units();
@@ -104,20 +110,14 @@ pub fn arrival_run(nodes: &[NodeFree], pods: &PodList, workloads: &Workloads, po
                     break;
                 }
                 while step < STEPS && (arrived + demand) * 10 > capacity * (step as u64 + 1) {
-                    curve.allocation[step] = allocated as f64 / capacity as f64;
-                    if step == 7 {
-                        curve.fragmentation_at_80 = fragmentation_at(&nodes);
-                    }
+                    record(&mut curve, step, allocated, &nodes);
                     step += 1;
                 }
                 arrived += demand;
                 place(&mut nodes, shape, &mut allocated, &mut curve.failed);
             }
             while step < STEPS {
-                curve.allocation[step] = allocated as f64 / capacity as f64;
-                if step == 7 {
-                    curve.fragmentation_at_80 = fragmentation_at(&nodes);
-                }
+                record(&mut curve, step, allocated, &nodes);
                 step += 1;
             }
         }

@@ -114,16 +114,11 @@ impl NodeFree {
         next
     }
 
-    /// Where on this node `shape` grows F_n(M) least: the GPUs to use and
-    /// the growth, or `None` if it does not fit.
-    pub fn least_growth(&self, shape: &Shape, workload: &Workload) -> Option<(f64, Vec<usize>)> {
-        self.least_growth_by(shape, |n| n.fragmentation(workload))
-    }
-
-    /// `least_growth` with F_n(M) computed by `frag` (a memo, say). A
-    /// one-GPU share tries each distinct GPU state; a whole-GPU or
-    /// multi-GPU job takes the tightest GPUs that host it (those are
-    /// interchangeable for the measure).
+    /// Where on this node `shape` grows F_n(M) least, with F_n(M)
+    /// computed by `frag` (a memo, say): the growth and the GPUs to use, or
+    /// `None` if it does not fit. A one-GPU share tries each distinct GPU
+    /// state; a whole-GPU or multi-GPU job takes the tightest GPUs that host
+    /// it (those are interchangeable for the measure).
     pub fn least_growth_by(&self, shape: &Shape, mut frag: impl FnMut(&NodeFree) -> f64) -> Option<(f64, Vec<usize>)> {
         if !self.fits(shape) {
             return None;
@@ -493,11 +488,11 @@ mod tests {
         // GPU 0 has 500 free, GPU 1 has 1000: workload is half 500-shares, half whole GPUs.
         let n = node(8000, &[500, 1000]);
         let m = Workload { shapes: vec![(share(500, 0), 0.5), (whole(1), 0.5)] };
-        let (growth, gpus) = n.least_growth(&share(500, 0), &m).unwrap();
+        let (growth, gpus) = n.least_growth_by(&share(500, 0), |x| x.fragmentation(&m)).unwrap();
         assert_eq!(gpus, vec![0], "filling GPU 0 keeps the whole GPU free");
         // Before: F = 0.5·0 + 0.5·500 = 250; after: F = 0 (GPU 1 whole, serves both).
         assert!((growth + 250.0).abs() < 1e-9);
-        assert_eq!(n.least_growth(&whole(2), &m), None);
+        assert_eq!(n.least_growth_by(&whole(2), |x| x.fragmentation(&m)), None);
     }
 
     #[test]
