@@ -450,6 +450,14 @@ pub enum BenchWhat {
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
     },
+    /// The queue at scale alone: `Room::apply` per event with 1,000, 10,000
+    /// and 100,000 jobs queued under each discipline, a sweep of 10,000
+    /// submissions and the starts as running jobs end at the largest queue.
+    Queue {
+        /// Tiny sizes (a smoke run).
+        #[arg(long)]
+        quick: bool,
+    },
     /// The same real sbatch jobs on the multi-node Slurm of .ci/slurm-multi-up,
     /// run by Slurm alone and then governed by the room (DRF), with a price
     /// rise and a spot interruption: waits, DRF share error, spot use,

@@ -86,6 +86,7 @@ fn run(cli: Cli) -> Result<()> {
         Some(Command::Bench { what: Some(cli::BenchWhat::Placement { seeds, quick, pods, policies, out }), .. }) => {
             runs::run_placement_bench(seeds, quick, pods, &policies, out)
         }
+        Some(Command::Bench { what: Some(cli::BenchWhat::Queue { quick }), .. }) => runs::run_queue_bench(quick),
         Some(Command::Bench { what: Some(cli::BenchWhat::Slurm { conf, seed, jobs, quick, work_dir, out }), .. }) => {
             runs::run_slurm_bench(conf, seed, jobs, quick, work_dir, out)
         }

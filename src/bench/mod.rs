@@ -13,7 +13,9 @@
 //!   that size against the 100 ms frame budget, and the memory the console
 //!   process then holds against 100 MB (`console`, in a child process);
 //! * what one event costs `Room::apply` with 1,000, 10,000 and 100,000 jobs
-//!   queued (`per_event`);
+//!   queued under each discipline, and how fast a sweep is taken in and
+//!   jobs start at the largest queue (`per_event`; alone: `gpuroom bench
+//!   queue`);
 //! * a clean `cargo build --release` of the source tree against 6 minutes,
 //!   and the release binary against 60 MB (`build`).
 //!
@@ -29,7 +31,7 @@
 mod build;
 mod console;
 mod machine;
-mod per_event;
+pub mod per_event;
 pub mod placement;
 pub mod placement_page;
 pub mod placement_policies;
@@ -54,7 +56,7 @@ use anyhow::Context;
 pub use build::BuildFigures;
 pub use console::{ConsoleFigures, ConsoleRun, FrameFigures, MemoryFigures, PROBE_ARG, Probe, Spread, console_memory_probe};
 pub use machine::Machine;
-pub use per_event::PerEventFigures;
+pub use per_event::{PerEventFigures, QueueFigures, RateFigures};
 use progress::progress;
 pub use report::{FRAME_BUDGET_MS, MEMORY_TARGET_MB, MONTH_LOGGED_TARGET_SECS, MONTH_TARGET_SECS, Report};
 pub use throughput::{ApplyFigures, MonthFigures};
@@ -92,10 +94,10 @@ pub fn run_with(opts: &BenchOptions, probe: &Probe) -> anyhow::Result<Report> {
     let plan = throughput::month_plan(&traces, quick)?;
     let month = throughput::run_month(&plan, &traces, false)?;
     let month_logged = throughput::run_month(&plan, &traces, true)?;
-    let per_event = per_event::measure(quick);
+    let queue = per_event::measure(quick);
     // Last, alone: it keeps both cores busy for minutes.
     let build = build::measure(opts.build && !quick);
-    let report = Report { machine, quick, apply, month, month_logged, console, per_event, build, total_secs: started.elapsed().as_secs_f64() };
+    let report = Report { machine, quick, apply, month, month_logged, console, queue, build, total_secs: started.elapsed().as_secs_f64() };
     if let Some(path) = &opts.out {
         write_page(path, &report.markdown())?;
     }

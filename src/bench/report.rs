@@ -7,8 +7,9 @@ use std::fmt::Write;
 use super::build::BuildFigures;
 use super::console::ConsoleRun;
 use super::machine::Machine;
-use super::per_event::PerEventFigures;
+use super::per_event::{PerEventFigures, QueueFigures, RateFigures};
 use super::throughput::{ApplyFigures, MonthFigures};
+use crate::domain::discipline::DisciplineKind;
 
 /// A scrape must render well inside Prometheus's usual 1 s scrape interval
 /// at its fastest; a tenth of it leaves the engine its batches.
@@ -39,8 +40,9 @@ pub struct Report {
     /// The same span with the SQLite event log on a temporary file.
     pub month_logged: MonthFigures,
     pub console: ConsoleRun,
-    /// `Room::apply` per event at growing queue sizes.
-    pub per_event: Vec<PerEventFigures>,
+    /// `Room::apply` per event at growing queue sizes, and the submission
+    /// and start rates at the largest.
+    pub queue: QueueFigures,
     /// The first build and the binary.
     pub build: BuildFigures,
     /// Wall seconds of the whole bench.
@@ -110,9 +112,20 @@ fn log_row(m: &MonthFigures) -> Row {
     }
 }
 
+/// Per event at ~100,000 queued ÷ at ~1,000, per discipline (issue 38).
+pub const PER_EVENT_GROWTH_TARGET: f64 = 3.0;
+/// Submissions and starts a busy Slurm controller is documented to sustain.
+pub const SUBMIT_TARGET_PER_SEC: f64 = 1_000.0;
+pub const START_TARGET_PER_SEC: f64 = 500.0;
+
 fn per_event_row(p: &PerEventFigures) -> Row {
     Row {
-        measure: format!("`Room::apply` per event, {} GPUs, {} jobs queued", thousands(p.gpus as u64), thousands(u64::from(p.queued))),
+        measure: format!(
+            "`Room::apply` per event, {} GPUs, {} jobs queued, {}",
+            thousands(p.gpus as u64),
+            thousands(u64::from(p.queued)),
+            p.discipline.discipline().name()
+        ),
         figure: format!(
             "{:.1} µs ({} events of telemetry, job ends and prices in {:.3} s; the room built in {:.1} s from {} jobs)",
             p.micros_per_event,
@@ -123,6 +136,53 @@ fn per_event_row(p: &PerEventFigures) -> Row {
         ),
         target: "—".into(),
         ratio: "—".into(),
+    }
+}
+
+fn growth_row(q: &QueueFigures, discipline: DisciplineKind) -> Option<Row> {
+    let sizes: Vec<&PerEventFigures> = q.per_event.iter().filter(|p| p.discipline == discipline).collect();
+    let (first, last) = (sizes.first()?, sizes.last()?);
+    let growth = q.growth(discipline)?;
+    Some(Row {
+        measure: format!(
+            "per event at {} queued ÷ at {} queued, {}",
+            thousands(u64::from(last.queued)),
+            thousands(u64::from(first.queued)),
+            discipline.discipline().name()
+        ),
+        figure: format!("{growth:.2}× ({:.1} µs ÷ {:.1} µs)", last.micros_per_event, first.micros_per_event),
+        target: format!("≤ {PER_EVENT_GROWTH_TARGET:.0}×"),
+        ratio: ratio(growth, PER_EVENT_GROWTH_TARGET),
+    })
+}
+
+/// A rate against a floor: the ratio is floor ÷ rate, so below 1 meets it too.
+fn rate_rows(r: &RateFigures) -> [Row; 2] {
+    let name = r.discipline.discipline().name();
+    [
+        Row {
+            measure: format!("a sweep of {} submissions into {} queued, {name}", thousands(r.submitted), thousands(u64::from(r.queued))),
+            figure: format!("{} jobs/s ({:.3} s in `Room::apply`)", thousands(r.jobs_per_sec().round() as u64), r.submit_secs),
+            target: format!("≥ {} jobs/s", thousands(SUBMIT_TARGET_PER_SEC as u64)),
+            ratio: ratio(SUBMIT_TARGET_PER_SEC, r.jobs_per_sec()),
+        },
+        Row {
+            measure: format!("jobs started as {} running ones end, that queue, {name}", thousands(r.ended)),
+            figure: format!("{} starts/s ({} starts in {:.3} s)", thousands(r.starts_per_sec().round() as u64), thousands(r.starts), r.start_secs),
+            target: format!("≥ {} starts/s", thousands(START_TARGET_PER_SEC as u64)),
+            ratio: ratio(START_TARGET_PER_SEC, r.starts_per_sec()),
+        },
+    ]
+}
+
+impl QueueFigures {
+    /// Every row of the queue's scale: per event by size and discipline,
+    /// the growth per discipline, the rates.
+    pub fn rows(&self) -> Vec<Row> {
+        let mut rows: Vec<Row> = self.per_event.iter().map(per_event_row).collect();
+        rows.extend(DisciplineKind::ALL.into_iter().filter_map(|d| growth_row(self, d)));
+        rows.extend(self.rates.iter().flat_map(rate_rows));
+        rows
     }
 }
 
@@ -247,7 +307,7 @@ impl Report {
                 ratio: ratio(s.render.median_ms, SCRAPE_TARGET_MS),
             });
         }
-        rows.extend(self.per_event.iter().map(per_event_row));
+        rows.extend(self.queue.rows());
         rows.extend(build_rows(&self.build));
         rows
     }

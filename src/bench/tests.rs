@@ -4,6 +4,7 @@
 
 use super::console::{MARKER, ScrapeFigures, parse_probe_output, parse_status};
 use super::*;
+use crate::domain::discipline::DisciplineKind;
 
 /// Set in the child that `probe_child` runs the console probe in.
 const CHILD_ENV: &str = "GPUROOM_BENCH_PROBE_CHILD";
@@ -81,13 +82,25 @@ fn quick_bench_reports_every_figure_and_a_markdown_page() {
         positive("rss", m.rss_mb);
         assert!(m.hwm_mb >= m.rss_mb);
     }
-    // The per-event cost at two queue sizes, the larger queue the longer.
-    assert_eq!(report.per_event.len(), 2);
-    for p in &report.per_event {
+    // The per-event cost at two queue sizes under each discipline, the larger queue the longer.
+    let q = &report.queue;
+    assert_eq!(q.per_event.len(), 2 * DisciplineKind::ALL.len());
+    for p in &q.per_event {
         assert!(p.events > 0 && p.queued > 0, "{p:?}");
         positive("per-event µs", p.micros_per_event);
     }
-    assert!(report.per_event[1].queued > report.per_event[0].queued);
+    for d in DisciplineKind::ALL {
+        let sizes: Vec<_> = q.per_event.iter().filter(|p| p.discipline == d).collect();
+        assert!(sizes[1].queued > sizes[0].queued, "{d:?}");
+        positive("growth", q.growth(d).unwrap());
+    }
+    // The rates at the larger queue: every submission taken, jobs started as others end.
+    assert_eq!(q.rates.len(), DisciplineKind::ALL.len());
+    for r in &q.rates {
+        assert_eq!(r.submitted, 200, "{r:?}");
+        assert!(r.ended > 0 && r.starts > 0, "{r:?}");
+        positive("jobs/s", r.jobs_per_sec());
+    }
     // A quick run never builds, and says so; a debug test binary is not the shipped one.
     assert!(report.build.clean_build_secs.as_ref().is_err_and(|why| why.starts_with("not measured")));
     assert!(report.build.binary.as_ref().is_err_and(|why| why.contains("debug build")));

@@ -265,6 +265,15 @@ pub fn run_bench(quick: bool, out: Option<std::path::PathBuf>, build: bool, prob
     Ok(())
 }
 
+/// `gpuroom bench queue`: the queue-scale rows of `gpuroom bench` alone.
+pub fn run_queue_bench(quick: bool) -> Result<()> {
+    let rows = crate::bench::per_event::measure(quick).rows();
+    for row in rows {
+        println!("{} | {} | {} | {}", row.measure, row.figure, row.target, row.ratio);
+    }
+    Ok(())
+}
+
 /// The last line of a recorded run: where its log is and how to replay it.
 pub(crate) fn print_log_footer(store: &Store) -> Result<()> {
     let path = shown(store.path());

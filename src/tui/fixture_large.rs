@@ -77,15 +77,24 @@ fn unit(seed: u64, a: u64, b: u64) -> f64 {
 /// what is placed, saves at once what is asked to save, stops what is asked
 /// to stop. Returns the time spent in `Room::apply` (for the benchmarks).
 fn feed(room: &mut Room, at: At, event: Event) -> Duration {
+    play(room, at, event).0
+}
+
+/// `feed`, also counting the jobs the room started (for the benchmarks).
+pub fn play(room: &mut Room, at: At, event: Event) -> (Duration, u64) {
     let mut pending = VecDeque::from([event]);
     let mut applying = Duration::ZERO;
+    let mut starts = 0;
     while let Some(event) = pending.pop_front() {
         let started = Instant::now();
         let effects = room.apply(at, &event);
         applying += started.elapsed();
         for effect in effects {
             match effect {
-                Effect::StartJob { job, .. } => pending.push_back(Event::JobStarted { job }),
+                Effect::StartJob { job, .. } => {
+                    starts += 1;
+                    pending.push_back(Event::JobStarted { job });
+                }
                 Effect::Checkpoint { job, .. } => {
                     let (step, bytes) = room.job(job).map_or((0, 0), |j| (j.steps_done, u64::from(j.spec.checkpoint_size.0) << 20));
                     pending.push_back(Event::CheckpointDone { job, step, bytes });
@@ -95,7 +104,7 @@ fn feed(room: &mut Room, at: At, event: Event) -> Duration {
             }
         }
     }
-    applying
+    (applying, starts)
 }
 
 /// How long a job really runs: its estimate × 0.5–1.3 (from its id), so
@@ -231,7 +240,7 @@ fn price_ticks(room: &mut Room, seed: u64, at: At, r: i64) {
 /// Job `n` (1-based): its tenant by share, its size (half 1-GPU, of them
 /// 40% sharing a GPU; 2, 4 and 8 GPUs for the rest), class, pool preference
 /// and an estimate of 20 minutes to 2 days.
-fn job(seed: u64, n: u64) -> JobSpec {
+pub fn job(seed: u64, n: u64) -> JobSpec {
     let u = |salt: u64| unit(seed, n, salt + 10);
     let pick = (u(0) * 100.0) as u32;
     let mut acc = 0;
