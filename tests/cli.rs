@@ -161,6 +161,26 @@ fn the_quick_bench_prints_figures_and_writes_its_page() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `gpuroom bench queue --quick`: the queue-scale rows alone, per event at
+/// two queue sizes under each discipline, the growth, and the two rates.
+#[test]
+fn the_queue_bench_prints_each_discipline_and_the_rates() {
+    let out = gpuroom(&["bench", "queue", "--quick"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.lines().count(), 20, "{text}");
+    for discipline in ["fifo", "priority", "drf", "mlfq"] {
+        assert_eq!(
+            text.lines().filter(|l| l.starts_with("`Room::apply` per event") && l.contains(&format!("queued, {discipline} |"))).count(),
+            2,
+            "{discipline}:\n{text}"
+        );
+        assert!(text.contains(&format!("÷ at 157 queued, {discipline} |")), "{discipline}:\n{text}");
+    }
+    assert_eq!(text.lines().filter(|l| l.contains("jobs/s") && l.contains("≥ 1,000 jobs/s")).count(), 4, "{text}");
+    assert_eq!(text.lines().filter(|l| l.contains("starts/s") && l.contains("≥ 500 starts/s")).count(), 4, "{text}");
+}
+
 /// `gpuroom bench placement --quick` with an extra pod list that has only
 /// some of the trace's columns (no gpu_spec, qos, phase or times, as some of
 /// the 2023 trace's lists): every policy is printed under both protocols

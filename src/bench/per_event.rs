@@ -72,7 +72,7 @@ impl QueueFigures {
     pub fn growth(&self, discipline: DisciplineKind) -> Option<f64> {
         let mut sizes = self.per_event.iter().filter(|p| p.discipline == discipline);
         let first = sizes.next()?;
-        let last = sizes.last()?;
+        let last = sizes.next_back()?;
         Some(last.micros_per_event / first.micros_per_event.max(1e-9))
     }
 }

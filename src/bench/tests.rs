@@ -116,8 +116,9 @@ fn quick_bench_reports_every_figure_and_a_markdown_page() {
     let rows = report.rows();
     assert_eq!(
         rows.len(),
-        16,
-        "apply, 2 months, the log, the what-if, the room's build, view, 2 frame sizes, RSS, HWM, a scrape, 2 queue sizes, first build, binary"
+        34,
+        "apply, 2 months, the log, the what-if, the room's build, view, 2 frame sizes, RSS, HWM, a scrape, first build, binary; \
+         2 queue sizes × 4 disciplines, 4 growths, 2 rates × 4 disciplines"
     );
     assert!(rows.iter().any(|r| r.measure.starts_with("a `/metrics` scrape") && r.figure.contains("series")), "the scrape row");
     for r in &rows {
