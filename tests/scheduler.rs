@@ -350,3 +350,26 @@ fn a_backlog_past_its_limit_is_one_alarm_per_tenant_and_class_that_counts_and_cl
     assert!(h.room.view().alarms.iter().all(|a| !a.id.starts_with("wait:") || !a.is_active()), "cleared once none waits");
     assert!(h.effects.iter().any(|e| matches!(e, Effect::AlarmCleared { id } if id == "wait:a:eval")));
 }
+
+/// A job bound to GPU models that finds no room says nothing of a job of
+/// the same size that may run anywhere: in the same pass, the unbound job
+/// still starts, on the other model.
+#[test]
+fn a_model_bound_job_that_cannot_start_does_not_hold_back_unbound_work_of_its_size() {
+    let mut room = Room::default();
+    room.apply(t(0), &Event::TenantDefined { spec: tenant_spec("a", 16) });
+    for (id, model) in [(1, "T4"), (2, "G2")] {
+        let mut spec = node_spec(id, BillingMode::Reserved, 1);
+        spec.gpu_model = model.into();
+        room.apply(t(0), &Event::NodeUp { spec });
+    }
+    let bound = |id: u64| JobSpec { gpu_models: vec!["T4".into()], ..job_spec(id, "a", 1) };
+    let started = |effects: Vec<Effect>| -> Vec<(JobId, NodeId)> {
+        effects.into_iter().filter_map(|e| if let Effect::StartJob { job, node, .. } = e { Some((job, node)) } else { None }).collect()
+    };
+    assert_eq!(started(room.apply(t(1), &Event::JobSubmitted { spec: bound(1) })), vec![(JobId(1), NodeId(1))]);
+    // The T4 is taken: the second T4 job waits, the unbound one of its size goes to the G2.
+    let effects = room.apply(t(2), &Event::JobsSubmitted { specs: vec![bound(2), job_spec(3, "a", 1)] });
+    assert_eq!(started(effects), vec![(JobId(3), NodeId(2))]);
+    assert_eq!(room.job(JobId(2)).map(|j| j.phase()), Some(Phase::Queued));
+}

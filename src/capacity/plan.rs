@@ -48,6 +48,14 @@ pub struct Waiting {
     pub starts_by: Option<At>,
     /// The one pool it may run in (an operator sent it there).
     pub only: Option<PoolTarget>,
+    /// The GPU models it may run on (empty: any).
+    pub models: Vec<String>,
+}
+
+impl Waiting {
+    fn takes_model(&self, model: &str) -> bool {
+        self.models.is_empty() || self.models.iter().any(|m| m == model)
+    }
 }
 
 /// A node on its way (booting, or asked for and not yet answered), with
@@ -59,17 +67,25 @@ pub struct Incoming {
     pub gpu_mem: Mib,
     pub cpus_free: u32,
     pub host_mem_free: Mib,
+    /// Its GPU model, where known (a model-bound job waits for its own).
+    pub gpu_model: Option<String>,
     /// The plan's own new node (index into the result), or capacity the room already had coming.
     planned: Option<usize>,
 }
 
 impl Incoming {
     pub fn new(pool: PoolTarget, free_gpus: u32, gpu_mem: Mib, cpus_free: u32, host_mem_free: Mib) -> Incoming {
-        Incoming { pool, free_gpus, gpu_mem, cpus_free, host_mem_free, planned: None }
+        Incoming { pool, free_gpus, gpu_mem, cpus_free, host_mem_free, gpu_model: None, planned: None }
+    }
+
+    /// The same, of GPU model `model`.
+    pub fn of_model(self, model: &str) -> Incoming {
+        Incoming { gpu_model: Some(model.to_string()), ..self }
     }
 
     fn fits(&self, job: &Waiting) -> bool {
         allows(job, self.pool.billing)
+            && self.gpu_model.as_deref().is_none_or(|m| job.takes_model(m))
             && job.only.as_ref().is_none_or(|only| *only == self.pool)
             && u32::from(job.gpus) <= self.free_gpus
             && job.gpu_mem <= self.gpu_mem
@@ -114,6 +130,7 @@ fn allows(job: &Waiting, billing: BillingMode) -> bool {
 fn fits_new(job: &Waiting, pool: &PoolSpec) -> bool {
     let n = &pool.node;
     allows(job, n.billing)
+        && job.takes_model(&n.gpu_model)
         && job.only.as_ref().is_none_or(|only| *only == pool.target())
         && job.gpus <= n.gpu_count
         && job.gpu_mem <= n.gpu_memory
@@ -180,7 +197,7 @@ pub fn scale_up(now: At, config: &CapacityConfig, offers: &[Offer<'_>], waiting:
             fleet.stable += pool.gpus();
         }
         let n = &pool.node;
-        let mut node = Incoming::new(pool.target(), pool.gpus(), n.gpu_memory, n.cpus, n.host_memory);
+        let mut node = Incoming::new(pool.target(), pool.gpus(), n.gpu_memory, n.cpus, n.host_memory).of_model(&n.gpu_model);
         node.take(job);
         node.planned = Some(planned.len());
         spare.push(node);
@@ -244,7 +261,18 @@ mod tests {
     }
 
     fn job(id: u64, gpus: u8) -> Waiting {
-        Waiting { job: JobId(id), gpus, gpu_mem: Mib(8000), cpus: 1, host_mem: Mib(1000), on_demand: true, spot: true, starts_by: None, only: None }
+        Waiting {
+            job: JobId(id),
+            gpus,
+            gpu_mem: Mib(8000),
+            cpus: 1,
+            host_mem: Mib(1000),
+            on_demand: true,
+            spot: true,
+            starts_by: None,
+            only: None,
+            models: Vec::new(),
+        }
     }
 
     const FLEET: FleetGpus = FleetGpus { stable: 16, total: 16, elastic: 0 };
@@ -271,6 +299,23 @@ mod tests {
         assert_eq!(scale_up(t(0), &cfg, &offers, &four[..1], &[], FLEET)[0].pool.instance_type, "eight");
         // But one 1-GPU job alone pays for one GPU, not eight.
         assert_eq!(scale_up(t(0), &cfg, &offers, &[job(9, 1)], &[], FLEET)[0].pool.instance_type, "one");
+    }
+
+    #[test]
+    fn a_job_bound_to_gpu_models_is_bought_a_node_of_its_model_or_none() {
+        let mut t4 = pool(BillingMode::OnDemand, "t4", 1, 1.0, 10);
+        t4.node.gpu_model = "T4".into();
+        let mut a100 = pool(BillingMode::OnDemand, "a100", 1, 4.0, 10);
+        a100.node.gpu_model = "A100".into();
+        let cfg = CapacityConfig::default();
+        let bound = Waiting { models: vec!["A100".into()], ..job(1, 1) };
+        // The T4 is cheaper, but the job cannot run there.
+        let plan = scale_up(t(0), &cfg, &[offer(&t4), offer(&a100)], std::slice::from_ref(&bound), &[], FLEET);
+        assert_eq!(plan.iter().map(|p| p.pool.instance_type.as_str()).collect::<Vec<_>>(), ["a100"]);
+        assert!(scale_up(t(0), &cfg, &[offer(&t4)], std::slice::from_ref(&bound), &[], FLEET).is_empty(), "no pool of its model");
+        // A T4 on its way does not serve it either.
+        let coming = [Incoming::new(t4.target(), 1, Mib(16384), 8, Mib(60_000)).of_model("T4")];
+        assert_eq!(scale_up(t(0), &cfg, &[offer(&t4), offer(&a100)], std::slice::from_ref(&bound), &coming, FLEET).len(), 1);
     }
 
     #[test]

@@ -470,6 +470,7 @@ impl Elastic<'_> {
                 spot,
                 starts_by,
                 only: job.target.as_deref().cloned(),
+                models: job.spec.gpu_models.clone(),
             });
         }
         if waiting.is_empty() {
@@ -487,7 +488,9 @@ impl Elastic<'_> {
                 fleet.elastic += gpus;
             }
             if matches!(node.state, NodeState::Booting { .. }) {
-                incoming.push(Incoming::new(PoolTarget::of(&node.spec), gpus, node.spec.gpu_memory, node.spec.cpus, node.spec.host_memory));
+                incoming.push(
+                    Incoming::new(PoolTarget::of(&node.spec), gpus, node.spec.gpu_memory, node.spec.cpus, node.spec.host_memory).of_model(&node.spec.gpu_model),
+                );
             }
         }
         let mut offers = Vec::new();
@@ -495,7 +498,7 @@ impl Elastic<'_> {
             let pending = self.state.pending_in(target);
             for _ in 0..pending {
                 let n = &pool.node;
-                incoming.push(Incoming::new(target.clone(), pool.gpus(), n.gpu_memory, n.cpus, n.host_memory));
+                incoming.push(Incoming::new(target.clone(), pool.gpus(), n.gpu_memory, n.cpus, n.host_memory).of_model(&n.gpu_model));
             }
             let gpus = pending * pool.gpus();
             fleet.total += gpus;

@@ -115,7 +115,11 @@ pub struct Costly {
 }
 
 fn fits(s: &JobSpec, n: &NodeSpec) -> bool {
-    s.gpus <= n.gpu_count && s.gpu_mem <= n.gpu_memory && s.cpus <= n.cpus && s.host_mem <= n.host_memory
+    s.gpus <= n.gpu_count
+        && s.gpu_mem <= n.gpu_memory
+        && s.cpus <= n.cpus
+        && s.host_mem <= n.host_memory
+        && (s.gpu_models.is_empty() || s.gpu_models.contains(&n.gpu_model))
 }
 
 impl Costly {
@@ -460,8 +464,9 @@ impl Ask {
 
 fn shape_of(job: &Job, keep_off: bool, spot_only: bool) -> Option<(Leave, Ask)> {
     let s = &job.spec;
-    // A job of no GPUs fits nowhere, which says nothing of the others.
-    if job.target.is_some() || job.avoid.is_some() || s.gpus == 0 {
+    // A job of no GPUs fits nowhere, which says nothing of the others; nor
+    // does one bound to GPU models, which other jobs of its size are not.
+    if job.target.is_some() || job.avoid.is_some() || s.gpus == 0 || !s.gpu_models.is_empty() {
         return None;
     }
     let pool = match s.pool {

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use super::placement::pool_allows;
+use super::placement::{model_allows, pool_allows};
 use crate::domain::cluster::Node;
 use crate::domain::ids::{JobId, NodeId};
 use crate::domain::job::JobSpec;
@@ -27,7 +27,8 @@ pub struct Reservation {
 pub fn reserve(nodes: &BTreeMap<NodeId, Node>, spec: &JobSpec, escalated: bool, ends: &BTreeMap<JobId, At>, now: At) -> Option<Reservation> {
     let wanted = u32::from(spec.gpus);
     let mut best: Option<Reservation> = None;
-    for node in nodes.values().filter(|n| n.accepts_work() && pool_allows(spec.pool, escalated, n.spec.billing)) {
+    // A node of another GPU model never frees up for a model-bound job.
+    for node in nodes.values().filter(|n| n.accepts_work() && pool_allows(spec.pool, escalated, n.spec.billing) && model_allows(spec, n)) {
         let eligible: Vec<&crate::domain::cluster::Gpu> =
             node.gpus.iter().filter(|g| g.memory.0 >= spec.gpu_mem.0 && (wanted == 1 || g.mig.is_none())).collect();
         if (eligible.len() as u32) < wanted {

@@ -226,6 +226,7 @@ pub fn choose(
         spot: entry.billing != PowerBilling::OnDemand,
         starts_by: None,
         only: None,
+        models: Vec::new(),
     };
     let planned = plan::scale_up(now, &policy.capacity, &offers, &[waiting], &[], fleet);
     let shut: Vec<String> = candidates.iter().filter_map(|c| c.shut.as_ref().map(|why| format!("{}: {why}", c.pool.target()))).collect();
