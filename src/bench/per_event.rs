@@ -68,11 +68,16 @@ pub struct QueueFigures {
 }
 
 impl QueueFigures {
-    /// Per event at the largest queue ÷ at the smallest, for `discipline`.
-    pub fn growth(&self, discipline: DisciplineKind) -> Option<f64> {
+    /// The smallest and the largest queue measured under `discipline`.
+    pub fn ends(&self, discipline: DisciplineKind) -> Option<(&PerEventFigures, &PerEventFigures)> {
         let mut sizes = self.per_event.iter().filter(|p| p.discipline == discipline);
         let first = sizes.next()?;
-        let last = sizes.next_back()?;
+        Some((first, sizes.next_back()?))
+    }
+
+    /// Per event at the largest queue ÷ at the smallest, for `discipline`.
+    pub fn growth(&self, discipline: DisciplineKind) -> Option<f64> {
+        let (first, last) = self.ends(discipline)?;
         Some(last.micros_per_event / first.micros_per_event.max(1e-9))
     }
 }

@@ -140,8 +140,7 @@ fn per_event_row(p: &PerEventFigures) -> Row {
 }
 
 fn growth_row(q: &QueueFigures, discipline: DisciplineKind) -> Option<Row> {
-    let sizes: Vec<&PerEventFigures> = q.per_event.iter().filter(|p| p.discipline == discipline).collect();
-    let (first, last) = (sizes.first()?, sizes.last()?);
+    let (first, last) = q.ends(discipline)?;
     let growth = q.growth(discipline)?;
     Some(Row {
         measure: format!(

@@ -54,7 +54,7 @@ pub struct Waiting {
 
 impl Waiting {
     fn takes_model(&self, model: &str) -> bool {
-        self.models.is_empty() || self.models.iter().any(|m| m == model)
+        crate::domain::job::models_allow(&self.models, model)
     }
 }
 

@@ -94,6 +94,11 @@ pub struct JobSpec {
     pub gpu_models: Vec<String>,
 }
 
+/// Whether work bound to `models` (empty: any) may run on GPU model `model`.
+pub fn models_allow(models: &[String], model: &str) -> bool {
+    models.is_empty() || models.iter().any(|m| m == model)
+}
+
 /// Why a job was stopped before it finished.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum StopReason {

@@ -119,7 +119,7 @@ fn fits(s: &JobSpec, n: &NodeSpec) -> bool {
         && s.gpu_mem <= n.gpu_memory
         && s.cpus <= n.cpus
         && s.host_mem <= n.host_memory
-        && (s.gpu_models.is_empty() || s.gpu_models.contains(&n.gpu_model))
+        && crate::domain::job::models_allow(&s.gpu_models, &n.gpu_model)
 }
 
 impl Costly {

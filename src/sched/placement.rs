@@ -60,7 +60,7 @@ pub fn pool_allows(pool: PoolPreference, escalated: bool, mode: BillingMode) -> 
 
 /// Whether the job may run on the node's GPU model (a job that names none runs on any).
 pub fn model_allows(spec: &JobSpec, node: &Node) -> bool {
-    spec.gpu_models.is_empty() || spec.gpu_models.contains(&node.spec.gpu_model)
+    crate::domain::job::models_allow(&spec.gpu_models, &node.spec.gpu_model)
 }
 
 /// The free block of `gpu` that holds `size`: the smallest (best fit) or the
