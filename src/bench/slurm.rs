@@ -197,10 +197,10 @@ fn tau(f: &Figures) -> String {
 }
 
 fn commands(record: &RunRecord) -> String {
-    if record.commands.is_empty() && record.failed == 0 {
+    if record.commands.is_empty() && record.refused.is_empty() {
         return "none".into();
     }
     let done: BTreeMap<&str, usize> = record.commands.iter().map(|(k, v)| (k.as_str(), *v)).collect();
     let list: Vec<String> = done.iter().map(|(verb, n)| format!("{verb} {n}")).collect();
-    format!("{}; {}", list.join(", "), record.failed)
+    format!("{}; {}", list.join(", "), record.refused.len())
 }

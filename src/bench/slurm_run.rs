@@ -79,9 +79,10 @@ pub fn nodes(script: &Script) -> Vec<BenchNode> {
 pub struct RunRecord {
     pub samples: Vec<Sample>,
     pub outcomes: Vec<JobOutcome>,
-    /// Commands the room sent (verb → done), and those that failed.
+    /// Commands the room sent (verb → done).
     pub commands: BTreeMap<String, usize>,
-    pub failed: usize,
+    /// Commands Slurm refused: the verb and Slurm's reason, as audited.
+    pub refused: Vec<(String, String)>,
     pub followed: u64,
     pub out_of_order: u64,
     pub finished: bool,
@@ -266,7 +267,7 @@ pub async fn one_run(conf: &Path, jobs: &[BenchJob], script: &Script, governed: 
         if r.outcome == "done" {
             *record.commands.entry(r.verb).or_default() += 1;
         } else if r.outcome != "sent" {
-            record.failed += 1;
+            record.refused.push((r.verb, r.detail));
         }
     }
     let govern = &live.engine.room().slurm().govern;

@@ -196,22 +196,26 @@ impl SlurmCli {
         let (cluster, version) = self.identity().await?;
         let partitions = self.run("scontrol", &["show", "partition", "--oneliner"], false).await?;
         let partitions = text::partitions("scontrol show partition", &partitions).map_err(|e| Self::bad_reply("scontrol show partition", e))?;
+        // Nodes before jobs: a job that starts between the two reads then
+        // shows as running on a node that still looks free, never as pending
+        // on a node its own start already fills; the room would re-place
+        // such a job elsewhere, and Slurm, having started it, refuses that.
         if self.uses_json() {
-            match self.run("squeue", &["--json"], false).await {
+            match self.run("sinfo", &["-N", "--json"], false).await {
                 Ok(body) => {
-                    let jobs = json::jobs("squeue --json", &body).map_err(|e| Self::bad_reply("squeue --json", e))?;
-                    let body = self.run("sinfo", &["-N", "--json"], false).await?;
                     let nodes = json::nodes("sinfo -N --json", &body).map_err(|e| Self::bad_reply("sinfo -N --json", e))?;
+                    let body = self.run("squeue", &["--json"], false).await?;
+                    let jobs = json::jobs("squeue --json", &body).map_err(|e| Self::bad_reply("squeue --json", e))?;
                     return Ok(SlurmSnapshot { cluster, version, partitions, nodes, jobs });
                 }
                 Err(e) if Self::no_json(&e) => self.json.store(false, Ordering::Relaxed),
                 Err(e) => return Err(e),
             }
         }
-        let body = self.run("squeue", &["-h", "-a", "-t", "all", "-O", text::SQUEUE_FORMAT], false).await?;
-        let jobs = text::jobs("squeue -O", &body).map_err(|e| Self::bad_reply("squeue -O", e))?;
         let body = self.run("sinfo", &["-h", "-N", "-O", text::SINFO_FORMAT], false).await?;
         let nodes = text::nodes("sinfo -O", &body).map_err(|e| Self::bad_reply("sinfo -O", e))?;
+        let body = self.run("squeue", &["-h", "-a", "-t", "all", "-O", text::SQUEUE_FORMAT], false).await?;
+        let jobs = text::jobs("squeue -O", &body).map_err(|e| Self::bad_reply("squeue -O", e))?;
         Ok(SlurmSnapshot { cluster, version, partitions, nodes, jobs })
     }
 
