@@ -178,7 +178,7 @@ pub struct QueueView {
     pub running: u32,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TenantQueue {
     pub tenant: String,
     pub queued: u32,

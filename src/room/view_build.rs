@@ -3,22 +3,25 @@
 //! text that came from outside and derives the figures panes show (burn per
 //! hour, projections, fragmentation), so panes only draw.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::Room;
 use super::cost::node_rate;
 use super::journal::AuditEntry;
+use super::predict::{Likeness, Predictor};
 use super::view::*;
 use super::view_slurm::slurm_view;
 use crate::cost::budget::threshold;
 use crate::domain::cluster::{BillingMode, NodeState};
-use crate::domain::ids::JobId;
-use crate::domain::job::Phase;
+use crate::domain::ids::{JobId, TenantId};
+use crate::domain::job::{Job, Phase};
 use crate::domain::text::clean;
 use crate::domain::units::{At, Mib, Micros, MicrosPerHour, Secs, start_of_next_month};
 use crate::market::Trend;
 use crate::sched::frag_gradient::{self, Shape};
+use crate::sched::frag_measure::FleetMeasure;
 use crate::sched::fragmentation::{self};
+use crate::sched::quota::Held;
 
 impl Room {
     pub fn view(&self) -> View {
@@ -26,10 +29,13 @@ impl Room {
         let mut view =
             View { at: now, events: self.journal.stats.events, discipline: self.config.sched.discipline.discipline().name().to_string(), ..View::default() };
         self.fill_nodes(&mut view);
-        self.fill_jobs(&mut view);
+        // Read once: the job rows, spot rows and budgets each walk them, and a
+        // walk of the job map costs a lookup per job (100,000 at scale).
+        let active: Vec<&Job> = self.fleet.active_jobs().collect();
+        self.fill_jobs(&mut view, &active);
         self.fill_market(&mut view);
-        self.fill_spot_jobs(&mut view);
-        self.fill_budgets(&mut view);
+        self.fill_spot_jobs(&mut view, &active);
+        self.fill_budgets(&mut view, &active);
         view.alarms = self
             .journal
             .alarms
@@ -79,7 +85,12 @@ impl Room {
         let workload =
             frag_gradient::workload_of(self.fleet.queued_ids().chain(self.fleet.holding_ids()).filter_map(|id| self.fleet.jobs.get(&id)).map(|j| &j.spec));
         let time_sharing = self.config.sched.time_sharing;
-        let mut frees: Vec<frag_gradient::NodeFree> = Vec::new();
+        // Nodes in the same state measure the same: on a large fleet most
+        // are (full, or empty), and each measure looks at every group of
+        // typical shapes.
+        let measure = FleetMeasure::new(&workload);
+        let mut measured: HashMap<frag_gradient::NodeFree, f64> = HashMap::new();
+        let mut free_units = 0u64;
         let mut workload_frag = 0.0;
         let cluster = &mut view.cluster;
         let mut burn = 0i64;
@@ -144,9 +155,9 @@ impl Room {
                 _ => state,
             };
             let free = node.accepts_work().then(|| frag_gradient::node_free(node, time_sharing));
-            let node_frag = free.as_ref().map(|f| f.fragmentation(&workload));
+            free_units += free.as_ref().map_or(0, frag_gradient::NodeFree::free_units);
+            let node_frag = free.map(|f| *measured.entry(f).or_insert_with_key(|f| measure.fragmentation(f)));
             workload_frag += node_frag.unwrap_or(0.0);
-            frees.extend(free);
             view.nodes.push(NodeView {
                 id: node.spec.id,
                 // On a Slurm site the on-call engineer knows nodes by Slurm's names.
@@ -166,12 +177,13 @@ impl Room {
         cluster.util_mean = if util_n > 0 { util_sum / f64::from(util_n) } else { 0.0 };
         view.pools = self.pool_rows();
         cluster.fragmentation = fragmentation::measure(&self.fleet.nodes);
-        let free_units: u64 = frees.iter().map(frag_gradient::NodeFree::free_units).sum();
+        let frees: Vec<frag_gradient::NodeFree> = measured.into_keys().collect();
+
         cluster.fragmentation.workload = if free_units > 0 { workload_frag / free_units as f64 } else { 0.0 };
         cluster.fragmentation.typical_shapes = workload.shapes.len() as u32;
         // Shapes that differ only in CPUs read the same: name each once.
         let mut unplaceable: Vec<String> = Vec::new();
-        for label in workload.unplaceable(&frees).into_iter().map(shape_label) {
+        for label in measure.unplaceable(&frees).into_iter().map(shape_label) {
             if !unplaceable.contains(&label) {
                 unplaceable.push(label);
             }
@@ -206,62 +218,33 @@ impl Room {
         pools.into_values().collect()
     }
 
-    fn fill_jobs(&self, view: &mut View) {
+    fn fill_jobs(&self, view: &mut View, active: &[&Job]) {
         let now = self.now.unwrap_or_default();
-        let borrowed = self.fleet.borrowed();
+        let mut rows = Rows { now, borrowed: self.fleet.borrowed(), held: self.fleet.holdings().1, predicted: HashMap::new() };
+        // Queued jobs in the discipline's order, built in that order rather
+        // than sorted into it (100,000 queued jobs cost a sort per view).
+        let mut queued: Vec<(&Job, JobRow)> = self
+            .fleet
+            .ordered_queue(&self.config.sched, now)
+            .into_iter()
+            .filter(|j| j.phase() == Phase::Queued)
+            .map(|j| (j, self.job_row(j, &mut rows)))
+            .collect();
         let mut running = Vec::new();
-        let mut queued = Vec::new();
-        for job in self.fleet.active_jobs() {
-            let phase = job.phase();
-            let node = job.placement.as_ref().and_then(|p| self.fleet.nodes.get(&p.node));
-            let eta = self
-                .fleet
-                .rates
-                .get(&job.spec.id)
-                .and_then(|r| r.remaining_secs(job.spec.steps_total.saturating_sub(job.steps_done)))
-                .and_then(|(mean, _)| Secs::from_f64(mean));
-            let row = JobRow {
-                id: job.spec.id,
-                name: clean(&job.spec.name),
-                tenant: clean(&job.spec.tags.tenant.0),
-                project: clean(&job.spec.tags.project),
-                env: clean(&job.spec.tags.env),
-                model: clean(&job.spec.tags.model),
-                class: job.spec.class,
-                phase,
-                state: if phase == Phase::Queued && job.requeues > 0 { "requeued".into() } else { phase.label().into() },
-                gpus: job.spec.gpus,
-                gpu_mem: job.spec.gpu_mem,
-                node: node.map(|n| clean(&n.spec.name)),
-                billing: node.map(|n| n.spec.billing),
-                progress: job.progress(),
-                wait: Secs(job.wait_secs(now)),
-                eta,
-                predicted_runtime: (phase == Phase::Queued)
-                    .then(|| self.predictor.predict(job))
-                    .flatten()
-                    // A handful of finished jobs say little; show it once there are enough.
-                    .filter(|p| p.samples >= crate::predict::lifetime::MIN_RELIABLE_SAMPLES)
-                    .and_then(|p| Secs::from_f64(p.mean_secs)),
-                cost: job.cost,
-                attempts: job.attempts,
-                borrowed: borrowed.contains(&job.spec.id),
-                escalated: job.escalated,
-                target: job.target.as_deref().cloned(),
-                pool: job.spec.pool,
-                unsaved: if job.spec.steps_total == 0 {
-                    0.0
-                } else {
-                    (job.steps_done.saturating_sub(job.steps_saved) as f64 / job.spec.steps_total as f64).clamp(0.0, 1.0)
-                },
-                last_save: job.last_checkpoint_at,
-                save_secs: job.checkpoint_secs,
-                waits_for: (phase == Phase::Queued).then(|| self.waits_for(job, now)),
-            };
-            if phase == Phase::Queued {
-                queued.push((job, row));
+        let mut waiting = 0;
+        for job in active {
+            if job.phase() == Phase::Queued {
+                waiting += 1;
             } else {
-                running.push(row);
+                running.push(self.job_row(job, &mut rows));
+            }
+        }
+        // A waiting job the order does not list (never, while the queue's
+        // index holds) still shows, last.
+        if waiting != queued.len() {
+            let listed: HashSet<JobId> = queued.iter().map(|(j, _)| j.spec.id).collect();
+            for job in active.iter().filter(|j| j.phase() == Phase::Queued && !listed.contains(&j.spec.id)) {
+                queued.push((job, self.job_row(job, &mut rows)));
             }
         }
         let q = &mut view.queue;
@@ -272,26 +255,111 @@ impl Room {
             q.oldest_wait = Some(row.wait);
             q.oldest_job = Some(job.spec.id);
         }
+        // One pass over each list, not one per tenant; tenants are few, so
+        // a short list beats hashing every job's tenant name.
+        let mut waiting: Vec<(&TenantId, TenantQueue)> = Vec::new();
+        for (job, row) in &queued {
+            let tenant = &job.spec.tags.tenant;
+            let at = match waiting.iter().position(|(t, _)| *t == tenant) {
+                Some(at) => at,
+                None => {
+                    waiting.push((tenant, TenantQueue::default()));
+                    waiting.len() - 1
+                }
+            };
+            let t = &mut waiting[at].1;
+            t.queued += 1;
+            t.gpus_asked += u32::from(job.spec.gpus);
+            t.oldest_wait = t.oldest_wait.max(Some(row.wait));
+        }
+        let mut holding: Vec<(&str, TenantQueue)> = Vec::new();
+        for row in &running {
+            let at = match holding.iter().position(|(t, _)| *t == row.tenant) {
+                Some(at) => at,
+                None => {
+                    holding.push((&row.tenant, TenantQueue::default()));
+                    holding.len() - 1
+                }
+            };
+            let t = &mut holding[at].1;
+            t.running += 1;
+            t.gpus_held += u32::from(row.gpus);
+            t.borrowed_gpus += if row.borrowed { u32::from(row.gpus) } else { 0 };
+        }
         for (tenant, spec) in &self.fleet.tenants {
-            let mine_q: Vec<_> = queued.iter().filter(|(j, _)| &j.spec.tags.tenant == tenant).collect();
-            let held: Vec<&JobRow> = running.iter().filter(|r| r.tenant == clean(&tenant.0)).collect();
+            let name = clean(&tenant.0);
+            let w = waiting.iter().find(|(t, _)| *t == tenant).map(|(_, q)| q.clone()).unwrap_or_default();
+            let h = holding.iter().find(|(t, _)| *t == name).map(|(_, q)| q.clone()).unwrap_or_default();
             q.by_tenant.push(TenantQueue {
-                tenant: clean(&tenant.0),
-                queued: mine_q.len() as u32,
-                gpus_asked: mine_q.iter().map(|(j, _)| u32::from(j.spec.gpus)).sum(),
-                running: held.len() as u32,
-                gpus_held: held.iter().map(|r| u32::from(r.gpus)).sum(),
-                borrowed_gpus: held.iter().filter(|r| r.borrowed).map(|r| u32::from(r.gpus)).sum(),
+                tenant: name,
+                queued: w.queued,
+                gpus_asked: w.gpus_asked,
+                running: h.running,
+                gpus_held: h.gpus_held,
+                borrowed_gpus: h.borrowed_gpus,
                 quota_gpus: spec.quota_gpus,
-                oldest_wait: mine_q.iter().map(|(_, r)| r.wait).max(),
+                oldest_wait: w.oldest_wait,
             });
         }
-        let position: std::collections::BTreeMap<JobId, usize> =
-            self.fleet.ordered_queue(&self.config.sched, now).iter().enumerate().map(|(i, j)| (j.spec.id, i)).collect();
-        queued.sort_by_key(|(j, _)| position.get(&j.spec.id).copied().unwrap_or(usize::MAX));
         running.sort_by(|a, b| a.node.cmp(&b.node).then(a.id.cmp(&b.id)));
         view.jobs = running;
         view.jobs.extend(queued.into_iter().map(|(_, r)| r));
+    }
+
+    /// One job's row in the view.
+    fn job_row<'j>(&self, job: &'j Job, rows: &mut Rows<'j>) -> JobRow {
+        let now = rows.now;
+        let phase = job.phase();
+        let node = job.placement.as_ref().and_then(|p| self.fleet.nodes.get(&p.node));
+        let eta = self
+            .fleet
+            .rates
+            .get(&job.spec.id)
+            .and_then(|r| r.remaining_secs(job.spec.steps_total.saturating_sub(job.steps_done)))
+            .and_then(|(mean, _)| Secs::from_f64(mean));
+        let predicted_runtime = match phase {
+            Phase::Queued => *rows.predicted.entry(Predictor::likeness(job)).or_insert_with(|| {
+                self.predictor
+                    .predict(job)
+                    // A handful of finished jobs say little; show it once there are enough.
+                    .filter(|p| p.samples >= crate::predict::lifetime::MIN_RELIABLE_SAMPLES)
+                    .and_then(|p| Secs::from_f64(p.mean_secs))
+            }),
+            _ => None,
+        };
+        JobRow {
+            id: job.spec.id,
+            name: clean(&job.spec.name),
+            tenant: clean(&job.spec.tags.tenant.0),
+            project: clean(&job.spec.tags.project),
+            env: clean(&job.spec.tags.env),
+            model: clean(&job.spec.tags.model),
+            class: job.spec.class,
+            phase,
+            state: if phase == Phase::Queued && job.requeues > 0 { "requeued".into() } else { phase.label().into() },
+            gpus: job.spec.gpus,
+            gpu_mem: job.spec.gpu_mem,
+            node: node.map(|n| clean(&n.spec.name)),
+            billing: node.map(|n| n.spec.billing),
+            progress: job.progress(),
+            wait: Secs(job.wait_secs(now)),
+            eta,
+            predicted_runtime,
+            cost: job.cost,
+            attempts: job.attempts,
+            borrowed: rows.borrowed.contains(&job.spec.id),
+            escalated: job.escalated,
+            target: job.target.as_deref().cloned(),
+            pool: job.spec.pool,
+            unsaved: if job.spec.steps_total == 0 {
+                0.0
+            } else {
+                (job.steps_done.saturating_sub(job.steps_saved) as f64 / job.spec.steps_total as f64).clamp(0.0, 1.0)
+            },
+            last_save: job.last_checkpoint_at,
+            save_secs: job.checkpoint_secs,
+            waits_for: (phase == Phase::Queued).then(|| self.waits_for(job, now, &rows.held)),
+        }
     }
 
     fn fill_market(&self, view: &mut View) {
@@ -323,8 +391,8 @@ impl Room {
         }
     }
 
-    fn fill_spot_jobs(&self, view: &mut View) {
-        for job in self.fleet.active_jobs() {
+    fn fill_spot_jobs(&self, view: &mut View, active: &[&Job]) {
+        for job in active {
             let phase = job.phase();
             if !phase.holds_gpus() {
                 continue;
@@ -400,7 +468,7 @@ impl Room {
         });
     }
 
-    fn fill_budgets(&self, view: &mut View) {
+    fn fill_budgets(&self, view: &mut View, active: &[&Job]) {
         let now = self.now.unwrap_or_default();
         // Burn per tenant: each unit's hourly share of its instance (as the
         // accrual charges it: 1/gpus, or a MIG slice's memory share), split
@@ -426,7 +494,7 @@ impl Room {
                 }
             }
         }
-        for job in self.fleet.active_jobs() {
+        for job in active {
             if job.phase().holds_gpus() {
                 *held.entry(job.spec.tags.tenant.0.as_str()).or_default() += u32::from(job.spec.gpus);
             }
@@ -441,7 +509,7 @@ impl Room {
             let d = book.done_output;
             output.insert(tenant.0.as_str(), [(d.request_cost.0.into(), d.requests.into()), (d.token_cost.0.into(), d.tokens.into())]);
         }
-        for job in self.fleet.active_jobs().filter(|j| j.requests > 0 || j.tokens > 0) {
+        for job in active.iter().filter(|j| j.requests > 0 || j.tokens > 0) {
             let total = i128::from((job.cost + job.service_cost).0);
             let sums = output.entry(job.spec.tags.tenant.0.as_str()).or_default();
             for (sum, n) in sums.iter_mut().zip([job.requests, job.tokens]) {
@@ -571,7 +639,7 @@ impl Room {
     }
 
     /// Why a queued job waits, in a few words.
-    fn waits_for(&self, job: &crate::domain::job::Job, now: At) -> String {
+    fn waits_for(&self, job: &Job, now: At, held: &BTreeMap<TenantId, Held>) -> String {
         let tenant = &job.spec.tags.tenant;
         let at_limit = self.config.cost.budget.at_limit;
         let anywhere = self.budgets.allows(at_limit, tenant, false);
@@ -582,7 +650,6 @@ impl Room {
         if !anywhere && job.spec.pool == crate::domain::job::PoolPreference::NoSpot {
             return "budget: spot only, and it may not run on spot".into();
         }
-        let (_, held) = self.fleet.holdings();
         let quota = self.fleet.tenants.get(tenant);
         if crate::sched::quota::admit(&job.spec, held.get(tenant).copied().unwrap_or_default(), quota) == crate::sched::quota::Admission::Refused {
             let (have, q) = (held.get(tenant).map_or(0, |h| h.gpus), quota.map_or(0, |q| q.quota_gpus));
@@ -612,6 +679,15 @@ impl Room {
             "no fit: capacity is planned each minute".into()
         }
     }
+}
+
+/// What every job row of one view reads: the moment, who borrows, what
+/// each tenant holds, and the predictions made so far, one per likeness.
+struct Rows<'j> {
+    now: At,
+    borrowed: std::collections::BTreeSet<JobId>,
+    held: BTreeMap<TenantId, Held>,
+    predicted: HashMap<Likeness<'j>, Option<Secs>>,
 }
 
 /// What is allocated of a GPU: a Slurm job's GRES is the whole of it.

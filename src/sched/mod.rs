@@ -11,6 +11,7 @@
 //! * `fragmentation` — how fragmented the free memory is;
 //! * `frag_gradient` — a node's expected fragmentation for the workload's
 //!   typical shapes, and placement where it grows least (FGD);
+//! * `frag_measure` — that measure over a whole fleet at once (the console's);
 //! * `slurm_advice` — the quota policy applied to a Slurm cluster's jobs.
 //! * `slurm_plan` — the room's order and placement for Slurm's pending GPU jobs.
 //! * `slurm_priorities` — the room's order as Slurm priorities, renumbering only what is out of place.
@@ -23,6 +24,7 @@ pub mod backfill;
 pub mod config;
 pub mod discipline;
 pub mod frag_gradient;
+pub mod frag_measure;
 pub mod fragmentation;
 pub mod placement;
 pub mod preempt;
