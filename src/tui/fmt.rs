@@ -17,6 +17,11 @@ pub const RAMP: [char; 9] = [' ', '▁', '▂', '▃', '▄', '▅', '▆', '▇
 
 /// Display width of a string in terminal cells.
 pub fn width(s: &str) -> usize {
+    // Printable ASCII is one column a byte: most of what a table measures
+    // (ids, names, figures), skipping the Unicode tables per character.
+    if s.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+        return s.len();
+    }
     Span::raw(s).width()
 }
 
@@ -190,6 +195,13 @@ pub fn fit_groups<'a>(groups: Vec<Vec<Span<'a>>>, w: usize) -> Line<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn width_takes_the_ascii_shortcut_only_where_it_agrees_with_unicode() {
+        for s in ["", "j12345", "$1,234.56", "nlp-llama 7b", "tab\there", "bell\x07", "日本語", "café", "🚀 go", "\u{200b}zero"] {
+            assert_eq!(width(s), Span::raw(s).width(), "{s:?}");
+        }
+    }
 
     #[test]
     fn truncates_names_by_display_width() {

@@ -102,12 +102,26 @@ impl JobOrder {
         let mut rows: Vec<usize> = (0..view.jobs.len()).filter(|i| self.matches(&view.jobs[*i])).collect();
         let jobs = &view.jobs;
         let key = self.sort;
+        match key {
+            // The engine's order as it is.
+            SortKey::Queue => {}
+            // Its key is worked out once per row, not twice per comparison
+            // (100,000 rows are 1.7 million comparisons a frame).
+            SortKey::Attention => rows.sort_by_cached_key(|i| attention(&jobs[*i])),
+            _ => self.sort_by_field(&mut rows, jobs),
+        }
+        if key.descending_by_default() != self.reversed {
+            rows.reverse();
+        }
+        rows
+    }
+
+    fn sort_by_field(&self, rows: &mut [usize], jobs: &[JobRow]) {
         // A stable sort keeps the engine's order among equals.
         rows.sort_by(|a, b| {
             let (x, y) = (&jobs[*a], &jobs[*b]);
-            match key {
-                SortKey::Attention => attention(x).cmp(&attention(y)),
-                SortKey::Queue => std::cmp::Ordering::Equal,
+            match self.sort {
+                SortKey::Attention | SortKey::Queue => std::cmp::Ordering::Equal,
                 // A queued job's wait is now; a running job's is history: the waiting first.
                 SortKey::Wait => waiting(x).cmp(&waiting(y)).then(x.wait.cmp(&y.wait)),
                 SortKey::Cost => x.cost.cmp(&y.cost),
@@ -119,10 +133,6 @@ impl JobOrder {
                 SortKey::Name => x.name.cmp(&y.name),
             }
         });
-        if key.descending_by_default() != self.reversed {
-            rows.reverse();
-        }
-        rows
     }
 
     /// "sort wait ↓", for the pane title; `None` for the default order.

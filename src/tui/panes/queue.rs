@@ -8,13 +8,14 @@
 //! not draw outside its `Rect`.
 
 use std::cell::Cell;
+use std::fmt::Write;
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
-use super::shared::{Col, PaneProps, fit_columns, frame, header_line, table_line, widest};
+use super::shared::{Col, PaneProps, fit_columns, frame, header_line, table_line, widest, widest_shown};
 use crate::domain::ids::JobId;
 use crate::domain::job::Phase;
 use crate::domain::units::Secs;
@@ -152,14 +153,35 @@ fn any_reason(jobs: &[JobRow]) -> bool {
 }
 
 fn job_columns(jobs: &[JobRow]) -> Vec<Col> {
-    let cost_w = widest(jobs.iter().map(|j| j.cost.to_string()).collect::<Vec<_>>().iter().map(String::as_str), 4, 12);
+    // A cost's width grows with its size: the largest and the most negative
+    // cost set the column, two figures to format instead of one per job.
+    let (low, high) = (jobs.iter().map(|j| j.cost).min(), jobs.iter().map(|j| j.cost).max());
+    let cost_w = widest_shown(
+        low.into_iter().chain(high),
+        |text, cost| {
+            let _ = write!(text, "{cost}");
+        },
+        4,
+        12,
+    );
     // With jobs waiting, how long and for what outrank a running job's
     // progress and ETA: a narrow pane (80×24) keeps WAIT and WAITS FOR.
     let waiting = any_reason(jobs);
     let (wait, running) = if waiting { (1, 3) } else { (3, 1) };
     let mut cols = vec![
         Col::left(" ", 1, 0),
-        Col::left("ID", widest(jobs.iter().map(|j| j.id.to_string()).collect::<Vec<_>>().iter().map(String::as_str), 2, 8), 0),
+        Col::left(
+            "ID",
+            widest_shown(
+                jobs.iter(),
+                |text, j| {
+                    let _ = write!(text, "{}", j.id);
+                },
+                2,
+                8,
+            ),
+            0,
+        ),
         Col::flex("NAME", 9, 28, 0),
         Col::left("TENANT", widest(jobs.iter().map(|j| j.tenant.as_str()), 6, 10), 5),
         Col::left("STATE", 10, 1),

@@ -133,7 +133,34 @@ pub fn header_line<'a>(cols: &[Col], widths: &[Option<usize>], style: Style) -> 
 
 /// Widest display width among `items`, at least `min`, at most `max`.
 pub fn widest<'a>(items: impl Iterator<Item = &'a str>, min: usize, max: usize) -> usize {
-    items.map(fmt::width).max().unwrap_or(0).clamp(min, max.max(min))
+    let cap = max.max(min);
+    let mut most = 0;
+    // Past the cap nothing more can change the width: stop reading (a
+    // queue of 100,000 rows is measured every frame).
+    for item in items {
+        most = most.max(fmt::width(item));
+        if most >= cap {
+            break;
+        }
+    }
+    most.clamp(min, cap)
+}
+
+/// `widest` over what `shown` writes for each item, through one buffer
+/// instead of a string per item.
+pub fn widest_shown<T>(items: impl Iterator<Item = T>, shown: impl Fn(&mut String, T), min: usize, max: usize) -> usize {
+    let mut text = String::new();
+    let cap = max.max(min);
+    let mut most = 0;
+    for item in items {
+        text.clear();
+        shown(&mut text, item);
+        most = most.max(fmt::width(&text));
+        if most >= cap {
+            break;
+        }
+    }
+    most.clamp(min, cap)
 }
 
 #[cfg(test)]
