@@ -353,6 +353,9 @@ pub enum Command {
         /// The console measurement's child process (started by the bench itself).
         #[arg(long = "probe-memory", hide = true)]
         probe_memory: bool,
+        /// With --probe-memory: the 10,000-GPU room instead of the 1,000-GPU one.
+        #[arg(long, hide = true, requires = "probe_memory")]
+        large: bool,
     },
     /// Render the console after a simulated warm-up to an SVG file.
     Screenshot {

@@ -90,7 +90,10 @@ fn run(cli: Cli) -> Result<()> {
         Some(Command::Bench { what: Some(cli::BenchWhat::Slurm { conf, seed, jobs, quick, work_dir, out }), .. }) => {
             runs::run_slurm_bench(conf, seed, jobs, quick, work_dir, out)
         }
-        Some(Command::Bench { what: None, quick, out, no_build, probe_memory }) => runs::run_bench(quick, out, !no_build, probe_memory),
+        Some(Command::Bench { what: None, quick, out, no_build, probe_memory, large }) => {
+            let probe = probe_memory.then_some(if large { gpuroom::bench::Scale::Large } else { gpuroom::bench::Scale::Site });
+            runs::run_bench(quick, out, !no_build, probe)
+        }
         Some(Command::Engine { db, world, policy, speed, until_hours, step_minutes, metrics }) => {
             let factor = match speed {
                 Pace::Factor(f) => Some(f),

@@ -98,9 +98,39 @@ pub struct ScrapeFigures {
     pub render: Spread,
 }
 
-/// Sizes of the measurement: (GPUs, jobs, views, frames per size).
-fn sizes(quick: bool) -> (usize, usize, usize, usize) {
-    if quick { (100, 1_000, 5, 10) } else { (1_000, 10_000, 20, 50) }
+/// Which room the console is measured on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scale {
+    /// 1,000 GPUs and 10,000 jobs: the month's site.
+    Site,
+    /// 10,000 GPUs and 100,000 jobs: the largest public GPU traces' size.
+    Large,
+}
+
+impl Scale {
+    /// The environment variable that tells a test binary's probe child the scale.
+    pub const ENV: &'static str = "GPUROOM_BENCH_PROBE_SCALE";
+
+    fn name(self) -> &'static str {
+        match self {
+            Scale::Site => "site",
+            Scale::Large => "large",
+        }
+    }
+
+    pub fn from_env() -> Scale {
+        if std::env::var(Scale::ENV).as_deref() == Ok("large") { Scale::Large } else { Scale::Site }
+    }
+
+    /// Sizes of the measurement: (GPUs, jobs, views, frames per size).
+    fn sizes(self, quick: bool) -> (usize, usize, usize, usize) {
+        match (self, quick) {
+            (Scale::Site, true) => (100, 1_000, 5, 10),
+            (Scale::Site, false) => (1_000, 10_000, 20, 50),
+            (Scale::Large, true) => (400, 4_000, 3, 5),
+            (Scale::Large, false) => (10_000, 100_000, 10, 20),
+        }
+    }
 }
 
 fn ms(d: Duration) -> f64 {
@@ -122,8 +152,8 @@ pub(crate) fn parse_status(status: &str) -> Option<MemoryFigures> {
 
 /// Builds the large room and its view, times views and frames, then reads
 /// what the process holds. In this process.
-pub fn measure_here(quick: bool) -> ConsoleFigures {
-    let (gpus, jobs, views, frames) = sizes(quick);
+pub fn measure_here(quick: bool, scale: Scale) -> ConsoleFigures {
+    let (gpus, jobs, views, frames) = scale.sizes(quick);
     progress(format_args!("console: building the room ({gpus} GPUs, {jobs} jobs) through Room::apply"));
     let started = Instant::now();
     let room = large_room(gpus, jobs, SEED);
@@ -189,11 +219,11 @@ pub fn measure_here(quick: bool) -> ConsoleFigures {
     }
 }
 
-/// The child's side (`gpuroom bench --probe-memory [--quick]`): measures the
-/// console in this fresh process and prints the figures on one line for the
-/// parent. Progress goes to standard error.
-pub fn console_memory_probe(quick: bool) -> anyhow::Result<()> {
-    let figures = measure_here(quick);
+/// The child's side (`gpuroom bench --probe-memory [--quick] [--large]`):
+/// measures the console in this fresh process and prints the figures on one
+/// line for the parent. Progress goes to standard error.
+pub fn console_memory_probe(quick: bool, scale: Scale) -> anyhow::Result<()> {
+    let figures = measure_here(quick, scale);
     println!("\n{MARKER}{}", serde_json::to_string(&figures)?);
     Ok(())
 }
@@ -226,7 +256,7 @@ pub(crate) fn parse_probe_output(stdout: &str) -> Option<ConsoleFigures> {
     })
 }
 
-fn run_child(probe: &Probe, quick: bool) -> Result<ConsoleFigures, String> {
+fn run_child(probe: &Probe, quick: bool, scale: Scale) -> Result<ConsoleFigures, String> {
     let exe = std::env::current_exe().map_err(|e| format!("no path to this executable: {e}"))?;
     let mut cmd = Command::new(&exe);
     match probe {
@@ -235,10 +265,14 @@ fn run_child(probe: &Probe, quick: bool) -> Result<ConsoleFigures, String> {
             if quick {
                 cmd.arg("--quick");
             }
+            if scale == Scale::Large {
+                cmd.arg("--large");
+            }
         }
         Probe::Exe { args, env } => {
             cmd.args(args);
             cmd.envs(env.iter().map(|(k, v)| (k, v)));
+            cmd.env(Scale::ENV, scale.name());
         }
         Probe::InProcess => return Err("asked to measure in this process".into()),
     }
@@ -252,14 +286,14 @@ fn run_child(probe: &Probe, quick: bool) -> Result<ConsoleFigures, String> {
 
 /// The console's figures, from a child process if `probe` can run one, else
 /// from this process (its memory then includes whatever ran before).
-pub fn measure(probe: &Probe, quick: bool) -> ConsoleRun {
-    match run_child(probe, quick) {
+pub fn measure(probe: &Probe, quick: bool, scale: Scale) -> ConsoleRun {
+    match run_child(probe, quick, scale) {
         Ok(figures) => ConsoleRun { figures, measured_in: "a child process that does nothing else".into() },
         Err(why) => {
             if !matches!(probe, Probe::InProcess) {
                 progress(format_args!("console: measuring in this process instead: {why}"));
             }
-            ConsoleRun { figures: measure_here(quick), measured_in: format!("this process ({why}); memory includes the benchmarks before it") }
+            ConsoleRun { figures: measure_here(quick, scale), measured_in: format!("this process ({why}); memory includes the benchmarks before it") }
         }
     }
 }

@@ -30,6 +30,7 @@
 
 mod build;
 mod console;
+mod console_report;
 mod machine;
 pub mod per_event;
 pub mod placement;
@@ -54,11 +55,11 @@ use std::time::Instant;
 use anyhow::Context;
 
 pub use build::BuildFigures;
-pub use console::{ConsoleFigures, ConsoleRun, FrameFigures, MemoryFigures, PROBE_ARG, Probe, Spread, console_memory_probe};
+pub use console::{ConsoleFigures, ConsoleRun, FrameFigures, MemoryFigures, PROBE_ARG, Probe, Scale, Spread, console_memory_probe};
 pub use machine::Machine;
 pub use per_event::{PerEventFigures, QueueFigures, RateFigures};
 use progress::progress;
-pub use report::{FRAME_BUDGET_MS, MEMORY_TARGET_MB, MONTH_LOGGED_TARGET_SECS, MONTH_TARGET_SECS, Report};
+pub use report::{MONTH_LOGGED_TARGET_SECS, MONTH_TARGET_SECS, Report};
 pub use throughput::{ApplyFigures, MonthFigures};
 
 use crate::sim::Traces;
@@ -88,7 +89,8 @@ pub fn run_with(opts: &BenchOptions, probe: &Probe) -> anyhow::Result<Report> {
     let quick = opts.quick;
     progress(format_args!("{} run, {} build, {} cores", if quick { "quick" } else { "full" }, machine.profile, machine.cores));
     // First, so that an in-process fallback's memory is mostly the console's.
-    let console = console::measure(probe, quick);
+    let console = console::measure(probe, quick, Scale::Site);
+    let console_large = console::measure(probe, quick, Scale::Large);
     let traces = Traces::embedded().context("parsing the embedded traces")?;
     let apply = if quick { throughput::apply_rate(&traces, 3, 2)? } else { throughput::apply_rate(&traces, 24, 5)? };
     let plan = throughput::month_plan(&traces, quick)?;
@@ -97,7 +99,7 @@ pub fn run_with(opts: &BenchOptions, probe: &Probe) -> anyhow::Result<Report> {
     let queue = per_event::measure(quick);
     // Last, alone: it keeps both cores busy for minutes.
     let build = build::measure(opts.build && !quick);
-    let report = Report { machine, quick, apply, month, month_logged, console, queue, build, total_secs: started.elapsed().as_secs_f64() };
+    let report = Report { machine, quick, apply, month, month_logged, console, console_large, queue, build, total_secs: started.elapsed().as_secs_f64() };
     if let Some(path) = &opts.out {
         write_page(path, &report.markdown())?;
     }

@@ -6,29 +6,21 @@ use std::fmt::Write;
 
 use super::build::BuildFigures;
 use super::console::ConsoleRun;
+use super::console_report::{LARGE, SITE, VIEW_GROWTH_TARGET, console_rows};
 use super::machine::Machine;
 use super::per_event::{PerEventFigures, QueueFigures, RateFigures};
 use super::throughput::{ApplyFigures, MonthFigures};
 use crate::domain::discipline::DisciplineKind;
 
-/// A scrape must render well inside Prometheus's usual 1 s scrape interval
-/// at its fastest; a tenth of it leaves the engine its batches.
-const SCRAPE_TARGET_MS: f64 = 100.0;
 /// The month's targets (issue 19): wall seconds without and with the log.
 pub const MONTH_TARGET_SECS: f64 = 25.0;
 pub const MONTH_LOGGED_TARGET_SECS: f64 = 35.0;
 /// The logged month's log on disk.
 pub const LOG_TARGET_MB: f64 = 300.0;
-/// Building the console's 1,000-GPU / 10,000-job room through `Room::apply`.
-pub const ROOM_BUILD_TARGET_SECS: f64 = 2.0;
 /// A first `cargo build --release` on this machine.
 pub const FIRST_BUILD_TARGET_SECS: f64 = 360.0;
 /// The release binary.
 pub const BINARY_TARGET_MB: f64 = 60.0;
-/// A frame (and a view) against the console's frame budget.
-pub const FRAME_BUDGET_MS: f64 = 100.0;
-/// The console process's memory target.
-pub const MEMORY_TARGET_MB: f64 = 100.0;
 
 /// Every figure of a run, and the machine it ran on.
 #[derive(Clone, Debug, PartialEq)]
@@ -40,6 +32,8 @@ pub struct Report {
     /// The same span with the SQLite event log on a temporary file.
     pub month_logged: MonthFigures,
     pub console: ConsoleRun,
+    /// The same at 10,000 GPUs / 100,000 jobs.
+    pub console_large: ConsoleRun,
     /// `Room::apply` per event at growing queue sizes, and the submission
     /// and start rates at the largest.
     pub queue: QueueFigures,
@@ -72,7 +66,7 @@ pub(crate) fn thousands(n: u64) -> String {
     out
 }
 
-fn ratio(figure: f64, target: f64) -> String {
+pub(crate) fn ratio(figure: f64, target: f64) -> String {
     let r = figure / target;
     format!("{r:.2} ({})", if r <= 1.0 { "met" } else { "missed" })
 }
@@ -227,13 +221,27 @@ fn whatif_row(m: &MonthFigures) -> Row {
     }
 }
 
+/// What one console room was and where its figures were taken.
+fn console_note(run: &ConsoleRun) -> String {
+    let c = &run.figures;
+    format!(
+        "The console's room is `tui::fixture_large::large_room({}, {}, 1)`, built through `Room::apply` in {:.1} s: {} GPUs on {} nodes, {} queued, {} running, {} done. Its figures were taken in {}.",
+        c.gpus,
+        c.jobs,
+        c.build_secs,
+        thousands(u64::from(c.view_gpus)),
+        c.view_nodes,
+        thousands(u64::from(c.view_queued)),
+        thousands(u64::from(c.view_running)),
+        thousands(c.view_done),
+        run.measured_in
+    )
+}
+
 impl Report {
     /// The figures table, in order.
     pub fn rows(&self) -> Vec<Row> {
         let a = &self.apply;
-        let c = &self.console.figures;
-        let size = format!("{} GPUs / {} jobs", thousands(c.gpus as u64), thousands(c.jobs as u64));
-        let budget = format!("< {FRAME_BUDGET_MS:.0} ms");
         let mut rows = vec![
             Row {
                 measure: format!("`Room::apply`, {}", a.recorded),
@@ -251,61 +259,16 @@ impl Report {
             month_row(&self.month_logged, "SQLite event log", MONTH_LOGGED_TARGET_SECS),
             log_row(&self.month_logged),
             whatif_row(&self.month_logged),
-            Row {
-                measure: format!("building the console's room, {size}, through `Room::apply`"),
-                figure: format!("{:.2} s", c.build_secs),
-                target: format!("≤ {ROOM_BUILD_TARGET_SECS:.0} s"),
-                ratio: ratio(c.build_secs, ROOM_BUILD_TARGET_SECS),
-            },
-            Row {
-                measure: format!("`Room::view()`, {size}"),
-                figure: format!("median {:.1} ms, p95 {:.1} ms (n={})", c.view.median_ms, c.view.p95_ms, c.view.n),
-                target: budget.clone(),
-                ratio: ratio(c.view.median_ms, FRAME_BUDGET_MS),
-            },
         ];
-        for f in &c.frames {
-            rows.push(Row {
-                measure: format!("frame {}×{} (`draw_buffer`), {size}", f.width, f.height),
-                figure: format!("median {:.2} ms, p95 {:.2} ms (n={})", f.time.median_ms, f.time.p95_ms, f.time.n),
-                target: budget.clone(),
-                ratio: ratio(f.time.median_ms, FRAME_BUDGET_MS),
-            });
-        }
-        let target = format!("< {MEMORY_TARGET_MB:.0} MB");
-        match &c.memory {
-            Some(m) => {
-                rows.push(Row {
-                    measure: format!("console memory, VmRSS, {size}"),
-                    figure: format!("{:.1} MB", m.rss_mb),
-                    target: target.clone(),
-                    ratio: ratio(m.rss_mb, MEMORY_TARGET_MB),
-                });
-                rows.push(Row {
-                    measure: format!("console memory, VmHWM (peak), {size}"),
-                    figure: format!("{:.1} MB", m.hwm_mb),
-                    target,
-                    ratio: ratio(m.hwm_mb, MEMORY_TARGET_MB),
-                });
-            }
-            None => rows.push(Row { measure: format!("console memory, {size}"), figure: "not measured (no /proc)".into(), target, ratio: "—".into() }),
-        }
-        if let Some(s) = &c.scrape {
-            rows.push(Row {
-                measure: format!("a `/metrics` scrape (Prometheus text), {size}"),
-                figure: format!(
-                    "{} KB, {} series in {} families, rendered in median {:.1} ms, p95 {:.1} ms (n={})",
-                    thousands((s.bytes / 1000) as u64),
-                    thousands(s.series as u64),
-                    s.families,
-                    s.render.median_ms,
-                    s.render.p95_ms,
-                    s.render.n
-                ),
-                target: format!("< {SCRAPE_TARGET_MS:.0} ms (a scrape every second)"),
-                ratio: ratio(s.render.median_ms, SCRAPE_TARGET_MS),
-            });
-        }
+        rows.extend(console_rows(&self.console, &SITE));
+        rows.extend(console_rows(&self.console_large, &LARGE));
+        let (site, large) = (&self.console.figures, &self.console_large.figures);
+        rows.push(Row {
+            measure: format!("`Room::view()` at {} GPUs ÷ at {} GPUs (no worse than linear)", thousands(large.gpus as u64), thousands(site.gpus as u64)),
+            figure: format!("{:.1}× ({:.1} ms ÷ {:.1} ms)", large.view.median_ms / site.view.median_ms, large.view.median_ms, site.view.median_ms),
+            target: format!("≤ {VIEW_GROWTH_TARGET:.0}×"),
+            ratio: ratio(large.view.median_ms / site.view.median_ms, VIEW_GROWTH_TARGET),
+        });
         rows.extend(self.queue.rows());
         rows.extend(build_rows(&self.build));
         rows
@@ -313,7 +276,6 @@ impl Report {
 
     fn notes(&self) -> Vec<String> {
         let m = &self.month;
-        let c = &self.console.figures;
         vec![
             format!(
                 "The month runs `{}` ({} GPUs) at seed 1 with the offered load set to {:.2} of the fleet's capacity so that about {} jobs arrive (Philly job mix kept); at the end {} jobs were queued and {} running.",
@@ -324,18 +286,8 @@ impl Report {
                 thousands(m.jobs_queued_at_end),
                 thousands(m.jobs_running_at_end)
             ),
-            format!(
-                "The console's room is `tui::fixture_large::large_room({}, {}, 1)`, built through `Room::apply` in {:.1} s: {} GPUs on {} nodes, {} queued, {} running, {} done. Its figures were taken in {}.",
-                c.gpus,
-                c.jobs,
-                c.build_secs,
-                thousands(u64::from(c.view_gpus)),
-                c.view_nodes,
-                thousands(u64::from(c.view_queued)),
-                thousands(u64::from(c.view_running)),
-                thousands(c.view_done),
-                self.console.measured_in
-            ),
+            console_note(&self.console),
+            console_note(&self.console_large),
             "Ratios are figure ÷ target: below 1 meets the target. Wall-clock figures on shared machines vary by tens of percent between runs.".into(),
         ]
     }

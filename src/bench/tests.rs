@@ -24,7 +24,7 @@ fn test_probe(quick: bool) -> Probe {
 #[ignore = "the console probe's child process; run by the bench tests"]
 fn probe_child() {
     if let Ok(mode) = std::env::var(CHILD_ENV) {
-        console_memory_probe(mode == "quick").unwrap();
+        console_memory_probe(mode == "quick", Scale::from_env()).unwrap();
     }
 }
 
@@ -82,6 +82,12 @@ fn quick_bench_reports_every_figure_and_a_markdown_page() {
         positive("rss", m.rss_mb);
         assert!(m.hwm_mb >= m.rss_mb);
     }
+    // The larger console room, measured the same way in its own child.
+    let large = &report.console_large.figures;
+    assert_eq!(report.console_large.measured_in, "a child process that does nothing else");
+    assert!(large.gpus > c.gpus && large.jobs > c.jobs && large.view_gpus > c.view_gpus, "{large:?}");
+    positive("large view median", large.view.median_ms);
+    assert_eq!(large.frames.len(), 2);
     // The per-event cost at two queue sizes under each discipline, the larger queue the longer.
     let q = &report.queue;
     assert_eq!(q.per_event.len(), 2 * DisciplineKind::ALL.len());
@@ -116,9 +122,9 @@ fn quick_bench_reports_every_figure_and_a_markdown_page() {
     let rows = report.rows();
     assert_eq!(
         rows.len(),
-        34,
-        "apply, 2 months, the log, the what-if, the room's build, view, 2 frame sizes, RSS, HWM, a scrape, first build, binary; \
-         2 queue sizes × 4 disciplines, 4 growths, 2 rates × 4 disciplines"
+        42,
+        "apply, 2 months, the log, the what-if; at each of 2 console sizes the room's build, view, 2 frame sizes, RSS, HWM, \
+         a scrape; the view's growth; first build, binary; 2 queue sizes × 4 disciplines, 4 growths, 2 rates × 4 disciplines"
     );
     assert!(rows.iter().any(|r| r.measure.starts_with("a `/metrics` scrape") && r.figure.contains("series")), "the scrape row");
     for r in &rows {

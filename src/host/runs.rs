@@ -255,9 +255,9 @@ pub fn run_slurm_bench(
 }
 
 /// `gpuroom bench`: the figures at scale (docs/benchmarks.md unless quick).
-pub fn run_bench(quick: bool, out: Option<std::path::PathBuf>, build: bool, probe_memory: bool) -> Result<()> {
-    if probe_memory {
-        return crate::bench::console_memory_probe(quick);
+pub fn run_bench(quick: bool, out: Option<std::path::PathBuf>, build: bool, probe: Option<crate::bench::Scale>) -> Result<()> {
+    if let Some(scale) = probe {
+        return crate::bench::console_memory_probe(quick, scale);
     }
     let out = out.or_else(|| (!quick).then(|| std::path::PathBuf::from("docs/benchmarks.md")));
     let report = crate::bench::run(&crate::bench::BenchOptions { quick, out, build })?;
