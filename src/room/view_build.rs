@@ -178,7 +178,6 @@ impl Room {
         view.pools = self.pool_rows();
         cluster.fragmentation = fragmentation::measure(&self.fleet.nodes);
         let frees: Vec<frag_gradient::NodeFree> = measured.into_keys().collect();
-
         cluster.fragmentation.workload = if free_units > 0 { workload_frag / free_units as f64 } else { 0.0 };
         cluster.fragmentation.typical_shapes = workload.shapes.len() as u32;
         // Shapes that differ only in CPUs read the same: name each once.
@@ -239,8 +238,8 @@ impl Room {
                 running.push(self.job_row(job, &mut rows));
             }
         }
-        // A waiting job the order does not list (never, while the queue's
-        // index holds) still shows, last.
+        // A waiting job the order does not list (never, while the fleet's
+        // queue set and the jobs' phases agree) still shows, last.
         if waiting != queued.len() {
             let listed: HashSet<JobId> = queued.iter().map(|(j, _)| j.spec.id).collect();
             for job in active.iter().filter(|j| j.phase() == Phase::Queued && !listed.contains(&j.spec.id)) {
