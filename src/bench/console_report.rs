@@ -3,7 +3,7 @@
 //! Formatting only.
 
 use super::console::ConsoleRun;
-use super::report::{Row, ratio, thousands};
+use super::table::{Row, ratio, thousands};
 
 /// What the console must meet at one scale.
 pub struct ConsoleTargets {

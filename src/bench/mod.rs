@@ -44,6 +44,7 @@ pub mod slurm;
 mod slurm_measure;
 mod slurm_run;
 mod slurm_workload;
+mod table;
 mod throughput;
 
 #[cfg(test)]

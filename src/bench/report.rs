@@ -9,6 +9,8 @@ use super::console::ConsoleRun;
 use super::console_report::{LARGE, SITE, VIEW_GROWTH_TARGET, console_rows};
 use super::machine::Machine;
 use super::per_event::{PerEventFigures, QueueFigures, RateFigures};
+pub use super::table::Row;
+use super::table::{ratio, thousands};
 use super::throughput::{ApplyFigures, MonthFigures};
 use crate::domain::discipline::DisciplineKind;
 
@@ -41,34 +43,6 @@ pub struct Report {
     pub build: BuildFigures,
     /// Wall seconds of the whole bench.
     pub total_secs: f64,
-}
-
-/// One line of the figures table.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Row {
-    pub measure: String,
-    pub figure: String,
-    pub target: String,
-    /// figure ÷ target (below 1 meets it), or "—" where there is no target.
-    pub ratio: String,
-}
-
-/// 1234567 as "1,234,567".
-pub(crate) fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-pub(crate) fn ratio(figure: f64, target: f64) -> String {
-    let r = figure / target;
-    format!("{r:.2} ({})", if r <= 1.0 { "met" } else { "missed" })
 }
 
 fn month_row(m: &MonthFigures, log: &str, target: f64) -> Row {
