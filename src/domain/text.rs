@@ -11,10 +11,15 @@
 pub fn clean(text: &str) -> String {
     // Printable ASCII has nothing to remove: copied whole, not char by char
     // (a view cleans every name of 100,000 jobs).
-    if text.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+    if is_printable_ascii(text) {
         return text.to_string();
     }
     text.chars().filter(|c| !is_unsafe(*c)).collect()
+}
+
+/// Only printable ASCII (space to `~`): nothing to clean, one column a byte.
+pub fn is_printable_ascii(text: &str) -> bool {
+    text.bytes().all(|b| (0x20..0x7f).contains(&b))
 }
 
 fn is_unsafe(c: char) -> bool {

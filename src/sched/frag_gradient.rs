@@ -42,7 +42,13 @@ impl GpuFree {
 
     /// Whether one GPU's worth of `shape` fits here.
     pub fn hosts(&self, shape: &Shape) -> bool {
-        if shape.whole { self.is_untouched() && self.capacity >= shape.per_gpu } else { self.largest >= shape.per_gpu }
+        self.hosting_threshold(shape.whole).is_some_and(|most| most >= shape.per_gpu)
+    }
+
+    /// The largest per-GPU ask this GPU hosts, whole or shared (`None`:
+    /// none; a whole GPU must be untouched).
+    pub fn hosting_threshold(&self, whole: bool) -> Option<u32> {
+        if whole { self.is_untouched().then_some(self.capacity) } else { Some(self.largest) }
     }
 
     /// This GPU after one GPU's worth of `shape` is placed on it.

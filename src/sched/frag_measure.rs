@@ -20,7 +20,7 @@ use super::frag_gradient::{NodeFree, Shape, Workload};
 /// The typical shapes grouped for measuring many nodes.
 pub struct FleetMeasure<'w> {
     groups: Vec<Group<'w>>,
-    /// For each of the workload's shapes, in its order: its group and its per-GPU ask.
+    /// Each of the workload's shapes, in its order, with its group's index.
     members: Vec<(&'w Shape, usize)>,
 }
 
@@ -57,14 +57,7 @@ impl Group<'_> {
         if !allowed || self.cpu > node.cpu || self.mem > node.mem {
             return None;
         }
-        let mut gpus: Vec<(Option<u32>, u32)> = node
-            .gpus
-            .iter()
-            .map(|g| match self.whole {
-                true => ((g.free == g.capacity).then_some(g.capacity), g.free),
-                false => (Some(g.largest), g.free),
-            })
-            .collect();
+        let mut gpus: Vec<(Option<u32>, u32)> = node.gpus.iter().map(|g| (g.hosting_threshold(self.whole), g.free)).collect();
         gpus.sort_unstable_by_key(|g| std::cmp::Reverse(g.0));
         Some(gpus)
     }
@@ -112,7 +105,6 @@ impl<'w> FleetMeasure<'w> {
                     continue;
                 }
             };
-            let keys: Vec<Option<u32>> = gpus.iter().map(|(k, _)| *k).collect();
             // Free units on the GPUs from index j on, in threshold order.
             let mut free_from = vec![0u64; gpus.len() + 1];
             for j in (0..gpus.len()).rev() {
@@ -120,14 +112,14 @@ impl<'w> FleetMeasure<'w> {
             }
             // An ask above the `need`-th threshold fits nowhere on the node.
             if need > 0 {
-                sum += free as f64 * group.mass_between(keys[need - 1], None);
+                sum += free as f64 * group.mass_between(gpus[need - 1].0, None);
             }
             // Asks with exactly j hosting GPUs (j ≥ need): the rest is fragment.
-            for j in need..=keys.len() {
-                let high = if j == 0 { None } else { keys[j - 1] };
+            for j in need..=gpus.len() {
+                let high = if j == 0 { None } else { gpus[j - 1].0 };
                 let mass = match high {
                     None if j > 0 => 0.0,
-                    _ => group.mass_between(keys.get(j).copied().flatten(), high),
+                    _ => group.mass_between(gpus.get(j).and_then(|g| g.0), high),
                 };
                 sum += free_from[j] as f64 * mass;
             }

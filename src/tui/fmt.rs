@@ -19,7 +19,7 @@ pub const RAMP: [char; 9] = [' ', '▁', '▂', '▃', '▄', '▅', '▆', '▇
 pub fn width(s: &str) -> usize {
     // Printable ASCII is one column a byte: most of what a table measures
     // (ids, names, figures), skipping the Unicode tables per character.
-    if s.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+    if crate::domain::text::is_printable_ascii(s) {
         return s.len();
     }
     Span::raw(s).width()
