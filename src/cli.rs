@@ -353,9 +353,9 @@ pub enum Command {
         /// The console measurement's child process (started by the bench itself).
         #[arg(long = "probe-memory", hide = true)]
         probe_memory: bool,
-        /// With --probe-memory: the 10,000-GPU room instead of the 1,000-GPU one.
-        #[arg(long, hide = true, requires = "probe_memory")]
-        large: bool,
+        /// With --probe-memory: which room (site: 1,000 GPUs; large: 10,000; trace: Alibaba's fleet).
+        #[arg(long, hide = true, requires = "probe_memory", value_enum, default_value = "site")]
+        scale: gpuroom::bench::Scale,
     },
     /// Render the console after a simulated warm-up to an SVG file.
     Screenshot {
@@ -382,6 +382,10 @@ pub enum Command {
         /// warm-up re-run under every discipline), quit, or a job's detail (detail-waiting, detail-spot).
         #[arg(long, value_name = "DIALOG", conflicts_with = "wall")]
         dialog: Option<String>,
+        /// Instead of the simulation, a benchmark's room as built through the core: site (1,000 GPUs), large (10,000 GPUs
+        /// on 1,985 nodes) or trace (Alibaba 2023's fleet: 1,213 nodes, 6,212 GPUs of seven models, its pods).
+        #[arg(long, value_enum, value_name = "ROOM", conflicts_with = "dialog")]
+        room: Option<gpuroom::bench::Scale>,
         #[command(flatten)]
         world: WorldArgs,
         #[command(flatten)]

@@ -71,8 +71,8 @@ fn run(cli: Cli) -> Result<()> {
             whatif::run_whatif(&args)
         }
         Some(Command::Export { db, format, month, out }) => runs::run_export(&db, format, &month, out.as_deref()),
-        Some(Command::Screenshot { out, width, height, hours, theme, pane, wall, dialog, world, policy }) => {
-            let shot = Shot { width, height, hours, theme, pane, wall, dialog };
+        Some(Command::Screenshot { out, width, height, hours, theme, pane, wall, dialog, room, world, policy }) => {
+            let shot = Shot { width, height, hours, theme, pane, wall, dialog, room };
             screenshot::run_screenshot(&world.choice(), &policy.policy(), &out, &shot)
         }
         Some(Command::Agent { node, imds, every, slurm_conf, slurm_bin, timeout_secs, once }) => {
@@ -90,8 +90,8 @@ fn run(cli: Cli) -> Result<()> {
         Some(Command::Bench { what: Some(cli::BenchWhat::Slurm { conf, seed, jobs, quick, work_dir, out }), .. }) => {
             runs::run_slurm_bench(conf, seed, jobs, quick, work_dir, out)
         }
-        Some(Command::Bench { what: None, quick, out, no_build, probe_memory, large }) => {
-            let probe = probe_memory.then_some(if large { gpuroom::bench::Scale::Large } else { gpuroom::bench::Scale::Site });
+        Some(Command::Bench { what: None, quick, out, no_build, probe_memory, scale }) => {
+            let probe = probe_memory.then_some(scale);
             runs::run_bench(quick, out, !no_build, probe)
         }
         Some(Command::Engine { db, world, policy, speed, until_hours, step_minutes, metrics }) => {

@@ -1,6 +1,7 @@
 //! The console at scale: `Room::view()` and whole-console frames
-//! (`tui::draw_buffer`) on `tui::fixture_large::large_room`, and what the
-//! process then holds in memory (VmRSS, VmHWM of /proc/self/status).
+//! (`tui::draw_buffer`) on `tui::fixture_large::large_room` at two sizes and
+//! on `tui::fixture_trace::trace_room` (a real fleet's node list), and what
+//! the process then holds in memory (VmRSS, VmHWM of /proc/self/status).
 //!
 //! Memory is only meaningful in a process that did nothing else, so the
 //! whole console measurement runs in a child: `gpuroom bench --probe-memory`
@@ -16,7 +17,9 @@ use ratatui::layout::Rect;
 use serde::{Deserialize, Serialize};
 
 use super::progress::progress;
+use crate::room::Room;
 use crate::tui::fixture_large::large_room;
+use crate::tui::fixture_trace::trace_room;
 use crate::tui::{App, DrawContext, Theme};
 
 /// Starts the probe's line on the child's standard output.
@@ -69,7 +72,10 @@ pub struct MemoryFigures {
 /// Everything measured on the large room.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ConsoleFigures {
-    /// What the fixture was asked for.
+    /// The fixture call that built the room, and what it is.
+    #[serde(default)]
+    pub room: String,
+    /// The fleet the fixture built (GPUs), and the jobs it was asked for.
     pub gpus: usize,
     pub jobs: usize,
     /// What its view shows.
@@ -99,36 +105,73 @@ pub struct ScrapeFigures {
 }
 
 /// Which room the console is measured on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Scale {
     /// 1,000 GPUs and 10,000 jobs: the month's site.
     Site,
     /// 10,000 GPUs and 100,000 jobs: the largest public GPU traces' size.
     Large,
+    /// Alibaba's 2023 GPU fleet (1,213 nodes, 6,212 GPUs of seven models)
+    /// with its pod list cycled to 60,000 jobs: a full fleet of short pods.
+    Trace,
 }
 
 impl Scale {
     /// The environment variable that tells a test binary's probe child the scale.
     pub const ENV: &'static str = "GPUROOM_BENCH_PROBE_SCALE";
 
-    fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Scale::Site => "site",
             Scale::Large => "large",
+            Scale::Trace => "trace",
         }
     }
 
     pub fn from_env() -> Scale {
-        if std::env::var(Scale::ENV).as_deref() == Ok("large") { Scale::Large } else { Scale::Site }
+        match std::env::var(Scale::ENV).as_deref() {
+            Ok("large") => Scale::Large,
+            Ok("trace") => Scale::Trace,
+            _ => Scale::Site,
+        }
     }
 
-    /// Sizes of the measurement: (GPUs, jobs, views, frames per size).
+    /// Sizes of the measurement: (GPUs asked, or for the trace every how
+    /// many nodes of its list; jobs; views; frames per size).
     fn sizes(self, quick: bool) -> (usize, usize, usize, usize) {
         match (self, quick) {
             (Scale::Site, true) => (100, 1_000, 5, 10),
             (Scale::Site, false) => (1_000, 10_000, 20, 50),
             (Scale::Large, true) => (400, 4_000, 3, 5),
             (Scale::Large, false) => (10_000, 100_000, 10, 20),
+            (Scale::Trace, true) => (10, 2_000, 3, 5),
+            (Scale::Trace, false) => (1, 60_000, 10, 20),
+        }
+    }
+
+    /// The room at this scale for a picture of the console: the bench's
+    /// fleet, with the queue of the 10,000-GPU room kept to 20,000 jobs
+    /// (the fleet is what its panes show; a longer queue only takes minutes
+    /// to build).
+    pub fn screenshot_room(self) -> Room {
+        match self {
+            Scale::Large => large_room(10_000, 20_000, SEED),
+            _ => self.room(false).0,
+        }
+    }
+
+    /// The room, and the call that built it.
+    fn room(self, quick: bool) -> (Room, String) {
+        let (size, jobs, ..) = self.sizes(quick);
+        match self {
+            Scale::Site | Scale::Large => (large_room(size, jobs, SEED), format!("`tui::fixture_large::large_room({size}, {jobs}, {SEED})`")),
+            Scale::Trace => (
+                trace_room(size, jobs),
+                format!(
+                    "`tui::fixture_trace::trace_room({size}, {jobs})` (Alibaba 2023: every {}node of its list, its `default` pods)",
+                    if size == 1 { String::new() } else { format!("{size}th ") }
+                ),
+            ),
         }
     }
 }
@@ -153,10 +196,10 @@ pub(crate) fn parse_status(status: &str) -> Option<MemoryFigures> {
 /// Builds the large room and its view, times views and frames, then reads
 /// what the process holds. In this process.
 pub fn measure_here(quick: bool, scale: Scale) -> ConsoleFigures {
-    let (gpus, jobs, views, frames) = scale.sizes(quick);
-    progress(format_args!("console: building the room ({gpus} GPUs, {jobs} jobs) through Room::apply"));
+    let (_, jobs, views, frames) = scale.sizes(quick);
+    progress(format_args!("console: building the {} room ({jobs} jobs) through Room::apply", scale.name()));
     let started = Instant::now();
-    let room = large_room(gpus, jobs, SEED);
+    let (room, made_by) = scale.room(quick);
     let build_secs = started.elapsed().as_secs_f64();
     progress(format_args!("console: built in {build_secs:.1} s; timing {views} views"));
     let mut view_ms = Vec::with_capacity(views);
@@ -204,7 +247,8 @@ pub fn measure_here(quick: bool, scale: Scale) -> ConsoleFigures {
     let memory = read_memory();
     std::hint::black_box((&room, &view));
     ConsoleFigures {
-        gpus,
+        room: made_by,
+        gpus: room.nodes().map(|n| n.gpus.len()).sum(),
         jobs,
         view_gpus: view.cluster.gpus_total,
         view_nodes: view.nodes.len(),
@@ -219,7 +263,7 @@ pub fn measure_here(quick: bool, scale: Scale) -> ConsoleFigures {
     }
 }
 
-/// The child's side (`gpuroom bench --probe-memory [--quick] [--large]`):
+/// The child's side (`gpuroom bench --probe-memory [--quick] [--scale large|trace]`):
 /// measures the console in this fresh process and prints the figures on one
 /// line for the parent. Progress goes to standard error.
 pub fn console_memory_probe(quick: bool, scale: Scale) -> anyhow::Result<()> {
@@ -265,9 +309,7 @@ fn run_child(probe: &Probe, quick: bool, scale: Scale) -> Result<ConsoleFigures,
             if quick {
                 cmd.arg("--quick");
             }
-            if scale == Scale::Large {
-                cmd.arg("--large");
-            }
+            cmd.args(["--scale", scale.name()]);
         }
         Probe::Exe { args, env } => {
             cmd.args(args);

@@ -92,6 +92,7 @@ pub fn run_with(opts: &BenchOptions, probe: &Probe) -> anyhow::Result<Report> {
     // First, so that an in-process fallback's memory is mostly the console's.
     let console = console::measure(probe, quick, Scale::Site);
     let console_large = console::measure(probe, quick, Scale::Large);
+    let console_trace = console::measure(probe, quick, Scale::Trace);
     let traces = Traces::embedded().context("parsing the embedded traces")?;
     let apply = if quick { throughput::apply_rate(&traces, 3, 2)? } else { throughput::apply_rate(&traces, 24, 5)? };
     let plan = throughput::month_plan(&traces, quick)?;
@@ -100,7 +101,8 @@ pub fn run_with(opts: &BenchOptions, probe: &Probe) -> anyhow::Result<Report> {
     let queue = per_event::measure(quick);
     // Last, alone: it keeps both cores busy for minutes.
     let build = build::measure(opts.build && !quick);
-    let report = Report { machine, quick, apply, month, month_logged, console, console_large, queue, build, total_secs: started.elapsed().as_secs_f64() };
+    let report =
+        Report { machine, quick, apply, month, month_logged, console, console_large, console_trace, queue, build, total_secs: started.elapsed().as_secs_f64() };
     if let Some(path) = &opts.out {
         write_page(path, &report.markdown())?;
     }

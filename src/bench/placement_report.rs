@@ -13,13 +13,8 @@ use super::placement::{Curve, PodList, ReplayFigures, TimedJob, arrival_run, dep
 use super::placement_policies::{BenchPolicy, Protocol, Workloads, list_key};
 use super::progress::progress;
 use crate::sched::frag_gradient::{GpuFree, NodeFree, Shape};
-use crate::sources::{alibaba, philly};
-
-const NODES: (&str, &str) = ("cluster/alibaba-2023-gpu-nodes.csv", include_str!("../../fixtures/cluster/alibaba-2023-gpu-nodes.csv"));
-const POD_LISTS: [(&str, &str); 2] = [
-    ("jobs/alibaba-2023-pods-default.csv", include_str!("../../fixtures/jobs/alibaba-2023-pods-default.csv")),
-    ("jobs/alibaba-2023-pods-gpushare40.csv", include_str!("../../fixtures/jobs/alibaba-2023-pods-gpushare40.csv")),
-];
+use crate::sources::alibaba::{self, NODES, POD_LISTS};
+use crate::sources::philly;
 
 #[derive(Clone, Debug, Default)]
 pub struct PlacementOptions {

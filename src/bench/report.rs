@@ -36,6 +36,8 @@ pub struct Report {
     pub console: ConsoleRun,
     /// The same at 10,000 GPUs / 100,000 jobs.
     pub console_large: ConsoleRun,
+    /// The console on Alibaba's 2023 fleet (`tui::fixture_trace`).
+    pub console_trace: ConsoleRun,
     /// `Room::apply` per event at growing queue sizes, and the submission
     /// and start rates at the largest.
     pub queue: QueueFigures,
@@ -199,9 +201,8 @@ fn whatif_row(m: &MonthFigures) -> Row {
 fn console_note(run: &ConsoleRun) -> String {
     let c = &run.figures;
     format!(
-        "The console's room is `tui::fixture_large::large_room({}, {}, 1)`, built through `Room::apply` in {:.1} s: {} GPUs on {} nodes, {} queued, {} running, {} done. Its figures were taken in {}.",
-        c.gpus,
-        c.jobs,
+        "The console's room is {}, built through `Room::apply` in {:.1} s: {} GPUs on {} nodes, {} queued, {} running, {} done. Its figures were taken in {}.",
+        c.room,
         c.build_secs,
         thousands(u64::from(c.view_gpus)),
         c.view_nodes,
@@ -236,6 +237,7 @@ impl Report {
         ];
         rows.extend(console_rows(&self.console, &SITE));
         rows.extend(console_rows(&self.console_large, &LARGE));
+        rows.extend(console_rows(&self.console_trace, &LARGE));
         let (site, large) = (&self.console.figures, &self.console_large.figures);
         rows.push(Row {
             measure: format!("`Room::view()` at {} GPUs ÷ at {} GPUs (no worse than linear)", thousands(large.gpus as u64), thousands(site.gpus as u64)),
@@ -262,6 +264,7 @@ impl Report {
             ),
             console_note(&self.console),
             console_note(&self.console_large),
+            console_note(&self.console_trace),
             "Ratios are figure ÷ target: below 1 meets the target. Wall-clock figures on shared machines vary by tens of percent between runs.".into(),
         ]
     }

@@ -88,6 +88,12 @@ fn quick_bench_reports_every_figure_and_a_markdown_page() {
     assert!(large.gpus > c.gpus && large.jobs > c.jobs && large.view_gpus > c.view_gpus, "{large:?}");
     positive("large view median", large.view.median_ms);
     assert_eq!(large.frames.len(), 2);
+    // The room on Alibaba's fleet: several GPU models, the list's pods.
+    let trace = &report.console_trace.figures;
+    assert_eq!(report.console_trace.measured_in, "a child process that does nothing else");
+    assert!(trace.room.contains("trace_room") && trace.view_nodes > 0 && trace.view_queued + trace.view_running > 0, "{trace:?}");
+    positive("trace view median", trace.view.median_ms);
+    assert_eq!(trace.frames.len(), 2);
     // The per-event cost at two queue sizes under each discipline, the larger queue the longer.
     let q = &report.queue;
     assert_eq!(q.per_event.len(), 2 * DisciplineKind::ALL.len());
@@ -122,8 +128,8 @@ fn quick_bench_reports_every_figure_and_a_markdown_page() {
     let rows = report.rows();
     assert_eq!(
         rows.len(),
-        42,
-        "apply, 2 months, the log, the what-if; at each of 2 console sizes the room's build, view, 2 frame sizes, RSS, HWM, \
+        49,
+        "apply, 2 months, the log, the what-if; at each of 3 console rooms the room's build, view, 2 frame sizes, RSS, HWM, \
          a scrape; the view's growth; first build, binary; 2 queue sizes × 4 disciplines, 4 growths, 2 rates × 4 disciplines"
     );
     assert!(rows.iter().any(|r| r.measure.starts_with("a `/metrics` scrape") && r.figure.contains("series")), "the scrape row");
@@ -140,6 +146,7 @@ fn quick_bench_reports_every_figure_and_a_markdown_page() {
 #[test]
 fn probe_output_is_found_wherever_the_marker_is() {
     let figures = ConsoleFigures {
+        room: "`tui::fixture_large::large_room(1, 2, 1)`".into(),
         gpus: 1,
         jobs: 2,
         view_gpus: 1,

@@ -24,6 +24,8 @@ pub struct Shot {
     pub pane: Option<String>,
     pub wall: Option<usize>,
     pub dialog: Option<String>,
+    /// A benchmark's room instead of the simulation (`--hours` does not apply).
+    pub room: Option<crate::bench::Scale>,
 }
 
 /// The console as the keys would leave it: a pane zoomed, a dialog open.
@@ -121,7 +123,9 @@ fn whatif_pane(world: &WorldChoice, policy: &Policy, traces: &Traces, hours: f64
 
 pub fn run_screenshot(world: &WorldChoice, policy: &Policy, out: &Path, shot: &Shot) -> Result<()> {
     let traces = Traces::embedded().context("parsing the embedded traces")?;
-    let (view, whatif) = if shot.dialog.as_deref() == Some("whatif") {
+    let (view, whatif) = if let Some(scale) = shot.room {
+        (scale.screenshot_room().view(), None)
+    } else if shot.dialog.as_deref() == Some("whatif") {
         let (view, pane) = whatif_pane(world, policy, &traces, shot.hours)?;
         (view, Some(pane))
     } else {
@@ -131,7 +135,11 @@ pub fn run_screenshot(world: &WorldChoice, policy: &Policy, out: &Path, shot: &S
         (engine.room.view(), None)
     };
     // As the console that runs the simulation draws it (SIMULATED, seed, ×60).
-    let mut ctx = crate::tui::DrawContext::new(format!("seed {}", world.seed));
+    let label = match shot.room {
+        Some(scale) => format!("{} room", scale.name()),
+        None => format!("seed {}", world.seed),
+    };
+    let mut ctx = crate::tui::DrawContext::new(label);
     ctx.speed = Some(60.0);
     ctx.data_age = Some(Duration::from_millis(400));
     ctx.simulated = true;
@@ -157,6 +165,9 @@ pub fn run_screenshot(world: &WorldChoice, policy: &Policy, out: &Path, shot: &S
     let bg = hex(ctx.theme.background, crate::tui::svg::DEFAULT_BG);
     let fg = hex(ctx.theme.text.fg.unwrap_or(ratatui::style::Color::Reset), crate::tui::svg::DEFAULT_FG);
     super::output::write_bytes(out, None, crate::tui::svg::buffer_to_svg_with(&buffer, &fg, &bg).as_bytes())?;
-    println!("wrote {} ({width}×{height}, after {} simulated hours)", super::runs::shown(out), shot.hours);
+    match shot.room {
+        Some(scale) => println!("wrote {} ({width}×{height}, the bench's {} room)", super::runs::shown(out), scale.name()),
+        None => println!("wrote {} ({width}×{height}, after {} simulated hours)", super::runs::shown(out), shot.hours),
+    }
     Ok(())
 }

@@ -6,6 +6,15 @@ use serde::Deserialize;
 
 use super::ParseError;
 
+/// The trace's node list and its two published pod lists, as shipped in
+/// `fixtures/` (name under `fixtures/`, text): the placement bench and the
+/// console's trace room read them without a file system.
+pub const NODES: (&str, &str) = ("cluster/alibaba-2023-gpu-nodes.csv", include_str!("../../fixtures/cluster/alibaba-2023-gpu-nodes.csv"));
+pub const POD_LISTS: [(&str, &str); 2] = [
+    ("jobs/alibaba-2023-pods-default.csv", include_str!("../../fixtures/jobs/alibaba-2023-pods-default.csv")),
+    ("jobs/alibaba-2023-pods-gpushare40.csv", include_str!("../../fixtures/jobs/alibaba-2023-pods-gpushare40.csv")),
+];
+
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 pub struct AlibabaNode {
     pub sn: String,

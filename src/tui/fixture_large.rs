@@ -69,7 +69,7 @@ fn mix(mut x: u64) -> u64 {
 }
 
 /// A uniform number in [0, 1) from `seed` and two keys.
-fn unit(seed: u64, a: u64, b: u64) -> f64 {
+pub(super) fn unit(seed: u64, a: u64, b: u64) -> f64 {
     (mix(seed ^ mix(a ^ mix(b))) >> 11) as f64 / (1u64 << 53) as f64
 }
 
@@ -302,20 +302,43 @@ pub fn job(seed: u64, n: u64) -> JobSpec {
 /// simulated hours from 2020-01-06 00:00 (a tenth of them at once, the rest
 /// in rounds of ten minutes), `seed` choosing sizes, tenants and prices.
 pub fn large_room(gpus: usize, jobs: usize, seed: u64) -> Room {
-    let mut room = Room::default();
-    let at0 = t(0);
-    for (name, share, cents_per_gpu, ..) in TENANTS {
-        let spec = TenantSpec {
-            id: TenantId(name.into()),
+    let tenants = TENANTS
+        .iter()
+        .map(|(name, share, cents_per_gpu, ..)| TenantSpec {
+            id: TenantId((*name).into()),
             quota_gpus: (gpus as u32 * share).div_ceil(100),
             monthly_budget: Micros(cents_per_gpu * gpus as i64 * 10_000),
             quota_gpu_mem: Mib(0),
             borrow_limit_gpus: (gpus as u32).div_ceil(10),
-        };
+        })
+        .collect();
+    let ticks = |room: &mut Room, at: At, r: i64| price_ticks(room, seed, at, r);
+    grow(Recipe { tenants, fleet: fleet(gpus), jobs, job: &|n| job(seed, n), ticks: &ticks })
+}
+
+/// What a fixture room is grown from.
+pub(super) struct Recipe<'a> {
+    pub tenants: Vec<TenantSpec>,
+    pub fleet: Vec<NodeSpec>,
+    /// How many jobs are submitted, and job `n` (1-based).
+    pub jobs: usize,
+    pub job: &'a dyn Fn(u64) -> JobSpec,
+    /// The market's moves at the start of round `r` (round 0 before the nodes).
+    pub ticks: &'a dyn Fn(&mut Room, At, i64),
+}
+
+/// Six simulated hours of `recipe` through `Room::apply` from 2020-01-06
+/// 00:00: a tenth of the jobs at once, the rest in rounds of ten minutes,
+/// telemetry and progress every round, as an executor would play them.
+pub(super) fn grow(recipe: Recipe<'_>) -> Room {
+    let Recipe { tenants, fleet, jobs, job, ticks } = recipe;
+    let mut room = Room::default();
+    let at0 = t(0);
+    for spec in tenants {
         feed(&mut room, at0, Event::TenantDefined { spec });
     }
-    price_ticks(&mut room, seed, at0, 0);
-    for spec in fleet(gpus) {
+    ticks(&mut room, at0, 0);
+    for spec in fleet {
         feed(&mut room, at0, Event::NodeUp { spec });
     }
     let rounds = HOURS * 3600 / ROUND_SECS;
@@ -326,7 +349,7 @@ pub fn large_room(gpus: usize, jobs: usize, seed: u64) -> Room {
     let mut submit = |room: &mut Room, at: At, count: usize| {
         let mut specs = Vec::with_capacity(count);
         while specs.len() < count && next as usize <= jobs {
-            specs.push(job(seed, next));
+            specs.push(job(next));
             next += 1;
         }
         if !specs.is_empty() {
@@ -336,7 +359,7 @@ pub fn large_room(gpus: usize, jobs: usize, seed: u64) -> Room {
     submit(&mut room, t(60), first);
     for r in 1..=rounds {
         let at = t(r * ROUND_SECS);
-        price_ticks(&mut room, seed, at, r);
+        ticks(&mut room, at, r);
         round(&mut room, at, ROUND_SECS as f64, r as u64);
         submit(&mut room, at + chrono::TimeDelta::seconds(1), per_round);
     }

@@ -52,6 +52,50 @@ pub fn trunc(s: &str, max: usize) -> String {
     out
 }
 
+/// Cuts a name to at most `max` cells by its middle (`openb…e-0123`):
+/// the names of a fleet share their start and differ at their end, so the
+/// end is what must stay readable.
+pub fn trunc_middle(s: &str, max: usize) -> String {
+    if width(s) <= max {
+        return s.to_string();
+    }
+    if max < 5 {
+        return trunc(s, max);
+    }
+    let head_max = (max - 1) / 3;
+    let mut head = String::new();
+    let mut used = 0;
+    for c in s.chars() {
+        let w = char_width(c);
+        if used + w > head_max {
+            break;
+        }
+        head.push(c);
+        used += w;
+    }
+    let tail_max = max - 1 - used;
+    let mut tail: Vec<char> = Vec::new();
+    let mut tail_used = 0;
+    for c in s.chars().rev() {
+        let w = char_width(c);
+        if tail_used + w > tail_max {
+            break;
+        }
+        tail.push(c);
+        tail_used += w;
+    }
+    head.push('…');
+    head.extend(tail.into_iter().rev());
+    head
+}
+
+/// A name left-aligned in exactly `w` cells, cut by its middle when longer.
+pub fn left_name(s: &str, w: usize) -> String {
+    let s = trunc_middle(s, w);
+    let pad = w.saturating_sub(width(&s));
+    format!("{s}{}", " ".repeat(pad))
+}
+
 /// Left-aligned in exactly `w` cells (truncated with `…` when longer).
 pub fn left(s: &str, w: usize) -> String {
     let s = trunc(s, w);
@@ -201,6 +245,19 @@ mod tests {
         for s in ["", "j12345", "$1,234.56", "nlp-llama 7b", "tab\there", "bell\x07", "日本語", "café", "🚀 go", "\u{200b}zero"] {
             assert_eq!(width(s), Span::raw(s).width(), "{s:?}");
         }
+    }
+
+    #[test]
+    fn node_names_keep_their_distinguishing_end() {
+        assert_eq!(trunc_middle("openb-node-0123", 10), "ope…e-0123");
+        assert_eq!(width(&trunc_middle("openb-node-0123", 10)), 10);
+        assert_eq!(trunc_middle("n042", 10), "n042");
+        assert_eq!(trunc_middle("openb-node-0123", 3), "op…");
+        // Wide characters are measured, never split.
+        let cut = trunc_middle("ノード-東京-0001", 9);
+        assert!(width(&cut) <= 9 && cut.ends_with("0001"), "{cut}");
+        assert_eq!(left_name("openb-node-0123", 12), "ope…ode-0123");
+        assert_eq!(left_name("n1", 4), "n1  ");
     }
 
     #[test]

@@ -31,6 +31,7 @@ mod dialog;
 mod draw;
 pub mod fixture;
 pub mod fixture_large;
+pub mod fixture_trace;
 pub mod fmt;
 mod help;
 pub mod input;

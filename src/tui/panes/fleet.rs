@@ -184,7 +184,7 @@ impl Columns {
 
 fn node_line<'a>(node: &NodeView, cols: &Columns, t: &Theme) -> Line<'a> {
     let mut spans = vec![
-        Span::styled(fmt::left(&node.name, cols.name), if node.up { t.text } else { t.dim }),
+        Span::styled(fmt::left_name(&node.name, cols.name), if node.up { t.text } else { t.dim }),
         Span::raw(" "),
         Span::styled(fmt::left(node.billing.short(), 4), t.billing(node.billing)),
         Span::raw(" "),

@@ -100,15 +100,22 @@ fn lay_out(nodes: &[NodeView], width: usize, grain: Grain, gap: bool, max_lines:
 }
 
 /// The densest picture that shows every node, preferring a cell per GPU,
-/// then gaps between nodes, then the cluster line in its own row.
-fn choose(nodes: &[NodeView], w: usize, h: usize) -> Pick {
-    for (gap, cluster_row) in [(true, true), (true, false), (false, true), (false, false)] {
-        let rows = h.saturating_sub(usize::from(cluster_row));
-        if rows == 0 {
-            continue;
-        }
-        if let Some(lines) = lay_out(nodes, w, Grain::Gpu, gap, rows) {
-            return Pick { grain: Grain::Gpu, gap, cluster_row, lines };
+/// then gaps between nodes, then the cluster line in its own row. In a tall
+/// pane, a cell per GPU that leaves `summary` rows for the lines under the
+/// grid (nodes in trouble, a line per billing mode, the glyphs) goes before one that takes
+/// them: at 10,000 GPUs the grid would fill the pane and hide them.
+fn choose(nodes: &[NodeView], w: usize, h: usize, summary: usize) -> Pick {
+    let tall = h >= 4 * summary;
+    let reserves: &[usize] = if tall { &[summary, 0] } else { &[0] };
+    for &reserve in reserves {
+        for (gap, cluster_row) in [(true, true), (true, false), (false, true), (false, false)] {
+            let rows = h.saturating_sub(usize::from(cluster_row) + reserve);
+            if rows == 0 {
+                continue;
+            }
+            if let Some(lines) = lay_out(nodes, w, Grain::Gpu, gap, rows) {
+                return Pick { grain: Grain::Gpu, gap, cluster_row, lines };
+            }
         }
     }
     let lines = lay_out(nodes, w, Grain::Node, false, usize::MAX).unwrap_or_default();
@@ -131,7 +138,10 @@ pub(super) fn nodes_up<'a>(view: &View, t: &Theme) -> Line<'a> {
 pub(super) fn render(view: &View, cursor: Option<usize>, props: PaneProps<'_>, area: Rect, buf: &mut Buffer) -> Drawn {
     let t = props.theme;
     let (w, h) = (area.width.saturating_sub(2) as usize, area.height.saturating_sub(2) as usize);
-    let pick = choose(&view.nodes, w, h);
+    // The lines under the grid: down and draining nodes, a line per billing mode, the glyphs.
+    let modes = BillingMode::ALL.into_iter().filter(|m| view.nodes.iter().any(|n| n.billing == *m)).count();
+    let trouble = usize::from(view.nodes.iter().any(|n| !n.up)) + usize::from(view.nodes.iter().any(fleet_parts::is_draining));
+    let pick = choose(&view.nodes, w, h, trouble + modes + 1);
     let extra = if pick.cluster_row { nodes_up(view, t) } else { top_figures(view, t, w.saturating_sub(PaneId::Fleet.title().len() + 4)) };
     let inner = frame(PaneId::Fleet, Some(extra), props, area, buf);
     if inner.is_empty() {
@@ -305,7 +315,8 @@ fn bottom_notes(notes: Vec<String>, cursor: Vec<Span<'_>>, props: PaneProps<'_>,
 }
 
 /// What goes under the grid while rows are left: nodes in trouble by name,
-/// a line per billing mode, the glyphs' meaning.
+/// a line per billing mode, the glyphs' meaning, then (a fleet of several
+/// GPU models) a line per model, the first to go when rows run out.
 fn spare_lines<'a>(view: &View, t: &Theme, w: usize) -> Vec<Line<'a>> {
     let mut lines = Vec::new();
     let down: Vec<String> = view.nodes.iter().filter(|n| !n.up).map(|n| n.name.clone()).collect();
@@ -327,6 +338,7 @@ fn spare_lines<'a>(view: &View, t: &Theme, w: usize) -> Vec<Line<'a>> {
         ],
         w,
     ));
+    lines.extend(model_lines(view, t, w));
     lines
 }
 
@@ -352,49 +364,68 @@ fn names_line<'a>(label: &str, names: &[String], sep: &str, style: Style, t: &Th
     Line::from(spans)
 }
 
+/// The count columns' widths: nodes and GPUs of the whole fleet.
+fn count_widths(view: &View) -> (usize, usize) {
+    (view.nodes.len().to_string().len(), view.nodes.iter().map(|n| n.gpus.len()).sum::<usize>().to_string().len())
+}
+
 /// `SPOT  52 nodes  416 GPUs  busy 380  util 71%  ✕ 2  ↓ 1` per billing mode.
 fn billing_lines<'a>(view: &View, t: &Theme, w: usize) -> Vec<Line<'a>> {
-    let modes: Vec<(BillingMode, Vec<&NodeView>)> = BillingMode::ALL
+    BillingMode::ALL
         .into_iter()
         .map(|m| (m, view.nodes.iter().filter(|n| n.billing == m).collect::<Vec<_>>()))
         .filter(|(_, nodes)| !nodes.is_empty())
-        .collect();
-    let node_w = view.nodes.len().to_string().len();
-    let gpu_w = view.nodes.iter().map(|n| n.gpus.len()).sum::<usize>().to_string().len();
-    modes
-        .into_iter()
-        .map(|(mode, nodes)| {
-            let up: Vec<&&NodeView> = nodes.iter().filter(|n| n.up).collect();
-            let gpus: usize = up.iter().map(|n| n.gpus.len()).sum();
-            let busy = up.iter().flat_map(|n| &n.gpus).filter(|g| !g.jobs.is_empty()).count();
-            let sampled: Vec<f64> = up.iter().flat_map(|n| &n.gpus).filter_map(|g| g.util.map(f64::from)).collect();
-            let util = (!sampled.is_empty()).then(|| sampled.iter().sum::<f64>() / sampled.len() as f64);
-            let down = nodes.len() - up.len();
-            let draining = up.iter().filter(|n| fleet_parts::is_draining(n)).count();
-            let mut groups = vec![
-                vec![
-                    Span::styled(fmt::left(mode.short(), 4), t.billing(mode)),
-                    Span::styled(format!(" {} nodes", fmt::right(&nodes.len().to_string(), node_w)), t.dim),
-                ],
-                vec![Span::styled(format!("  {} GPUs", fmt::right(&gpus.to_string(), gpu_w)), t.dim)],
-                vec![
-                    Span::styled("  util ", t.dim),
-                    match util {
-                        Some(u) => Span::styled(fmt::right(&fmt::util_pct(u), 4), t.util_level(fmt::ramp_level(u))),
-                        None => Span::styled(fmt::right("—", 4), t.no_data),
-                    },
-                ],
-                vec![Span::styled(format!("  busy {}", fmt::right(&busy.to_string(), gpu_w)), t.dim)],
-            ];
-            if down > 0 {
-                groups.push(vec![Span::styled(format!("  ✕ {down}"), t.alarm)]);
-            }
-            if draining > 0 {
-                groups.push(vec![Span::styled(format!("  ↓ {draining}"), t.warn)]);
-            }
-            fmt::fit_groups(groups, w)
-        })
+        .map(|(mode, nodes)| group_line(Span::styled(fmt::left(mode.short(), 4), t.billing(mode)), &nodes, count_widths(view), t, w))
         .collect()
+}
+
+/// The same per GPU model, on a fleet of several (the grid's colours do
+/// not tell a T4 from an A100); nothing on a fleet of one model.
+fn model_lines<'a>(view: &View, t: &Theme, w: usize) -> Vec<Line<'a>> {
+    let mut lines = Vec::new();
+    let mut models: Vec<&str> = view.nodes.iter().map(|n| n.gpu_model.as_str()).collect();
+    models.sort_unstable();
+    models.dedup();
+    if models.len() > 1 {
+        let label_w = models.iter().map(|m| fmt::width(m)).max().unwrap_or(4).clamp(4, 12);
+        for model in models {
+            let nodes: Vec<&NodeView> = view.nodes.iter().filter(|n| n.gpu_model == model).collect();
+            lines.push(group_line(Span::styled(fmt::left(model, label_w), t.text), &nodes, count_widths(view), t, w));
+        }
+    }
+    lines
+}
+
+/// One group's line: nodes, GPUs up, mean utilization, GPUs busy, nodes
+/// down and draining; `widths` are the node and GPU counts' columns.
+fn group_line<'a>(label: Span<'a>, nodes: &[&NodeView], widths: (usize, usize), t: &Theme, w: usize) -> Line<'a> {
+    let (node_w, gpu_w) = widths;
+    let up: Vec<&&NodeView> = nodes.iter().filter(|n| n.up).collect();
+    let gpus: usize = up.iter().map(|n| n.gpus.len()).sum();
+    let busy = up.iter().flat_map(|n| &n.gpus).filter(|g| !g.jobs.is_empty()).count();
+    let sampled: Vec<f64> = up.iter().flat_map(|n| &n.gpus).filter_map(|g| g.util.map(f64::from)).collect();
+    let util = (!sampled.is_empty()).then(|| sampled.iter().sum::<f64>() / sampled.len() as f64);
+    let down = nodes.len() - up.len();
+    let draining = up.iter().filter(|n| fleet_parts::is_draining(n)).count();
+    let mut groups = vec![
+        vec![label, Span::styled(format!(" {} nodes", fmt::right(&nodes.len().to_string(), node_w)), t.dim)],
+        vec![Span::styled(format!("  {} GPUs", fmt::right(&gpus.to_string(), gpu_w)), t.dim)],
+        vec![
+            Span::styled("  util ", t.dim),
+            match util {
+                Some(u) => Span::styled(fmt::right(&fmt::util_pct(u), 4), t.util_level(fmt::ramp_level(u))),
+                None => Span::styled(fmt::right("—", 4), t.no_data),
+            },
+        ],
+        vec![Span::styled(format!("  busy {}", fmt::right(&busy.to_string(), gpu_w)), t.dim)],
+    ];
+    if down > 0 {
+        groups.push(vec![Span::styled(format!("  ✕ {down}"), t.alarm)]);
+    }
+    if draining > 0 {
+        groups.push(vec![Span::styled(format!("  ↓ {draining}"), t.warn)]);
+    }
+    fmt::fit_groups(groups, w)
 }
 
 #[cfg(test)]
@@ -421,7 +452,7 @@ mod tests {
         let cells: usize = rows[1..19].iter().map(|r| r.chars().skip(1).take(58).filter(|c| GLYPHS.contains(*c)).count()).sum();
         assert_eq!(cells, 1000);
         // And every node's first cell is where the layout put it, with its glyph.
-        let pick = choose(&view.nodes, 58, 18);
+        let pick = choose(&view.nodes, 58, 18, 4);
         assert_eq!((pick.grain, pick.gap, pick.cluster_row), (Grain::Gpu, false, false), "packed, figures on the border");
         let t = Theme::dark();
         for (i, node) in view.nodes.iter().enumerate() {
@@ -461,6 +492,25 @@ mod tests {
         insta::assert_snapshot!(terminal.backend());
         let text = rows(&terminal).join("\n");
         assert!(text.contains("1 cell = 1 node") && !text.contains("nodes 1–"), "all 160 nodes, no window: {text}");
+    }
+
+    /// Ten thousand GPUs in a tall zoomed pane: a cell per GPU still fits,
+    /// packed, and the grid leaves the rows that say what it is made of
+    /// rather than spend them on gaps between nodes.
+    #[test]
+    fn at_10000_gpus_the_grid_leaves_room_for_its_summary() {
+        let base = thousand_gpus();
+        let mut view = base.clone();
+        for k in 1..10u32 {
+            view.nodes.extend(base.nodes.iter().map(|n| NodeView { id: NodeId(n.id.0 + 1000 * k), name: format!("{}-{k}", n.name), ..n.clone() }));
+        }
+        assert_eq!(view.nodes.iter().map(|n| n.gpus.len()).sum::<usize>(), 10_000);
+        let terminal = draw_pane(200, 64, true, |p, a, b| fleet(&view, &FleetUi::default(), p, a, b));
+        let text = rows(&terminal).join("\n");
+        assert!(text.contains("1 cell = 1 GPU"), "{text}");
+        for line in ["RES ", "OD ", "SPOT ", " idle", "A10G ", "H100 "] {
+            assert!(text.contains(line), "{line:?} under the grid: {text}");
+        }
     }
 
     #[test]

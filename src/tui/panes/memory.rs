@@ -178,7 +178,7 @@ fn node_line<'a>(node: &NodeView, name_w: usize, gpu_w: usize, w: usize, t: &The
     let used: Option<Mib> = node.gpus.iter().map(|g| g.mem_used.map(|m| m.0)).sum::<Option<u32>>().map(Mib);
     let largest = node.gpus.iter().map(|g| g.largest_free).max().unwrap_or_default();
     let worst = node.gpus.iter().map(|g| g.fragmentation).fold(0.0, f64::max);
-    let mut head = vec![Span::styled(fmt::left(&node.name, name_w), t.text), Span::raw(" ")];
+    let mut head = vec![Span::styled(fmt::left_name(&node.name, name_w), t.text), Span::raw(" ")];
     head.extend(node.gpus.iter().map(|g| alloc_glyph(g, t)));
     head.push(Span::raw(" ".repeat(gpu_w.saturating_sub(node.gpus.len()) + 1)));
     head.push(Span::styled(fmt::right(&alloc.to_string(), 6), t.figure));
@@ -206,7 +206,7 @@ fn node_line<'a>(node: &NodeView, name_w: usize, gpu_w: usize, w: usize, t: &The
 fn shared_line<'a>(node: &NodeView, g: &GpuView, name_w: usize, w: usize, t: &Theme) -> Line<'a> {
     // The name gives way, never the GPU's index.
     let index = g.index.to_string();
-    let label = format!("{}:{index}", fmt::trunc(&node.name, name_w));
+    let label = format!("{}:{index}", fmt::trunc_middle(&node.name, name_w));
     let bar_w = if w >= 60 { 16 } else { 8 };
     let mut head = vec![Span::styled(fmt::left(&label, name_w + 1 + index.len().max(1)), t.dim), Span::raw(" ")];
     head.extend(mem_bar(g, bar_w, t));
