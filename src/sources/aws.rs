@@ -26,6 +26,8 @@ use std::time::Duration;
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region};
+use aws_smithy_http_client::tls::Provider;
+use aws_smithy_http_client::tls::rustls_provider::CryptoMode;
 use aws_sdk_ec2::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_ec2::types::{
     Filter, InstanceInterruptionBehavior, InstanceLifecycleType, InstanceMarketOptionsRequest, InstanceType, MarketType, Placement, ResourceType,
@@ -173,7 +175,9 @@ pub async fn client(config: &AwsConfig) -> aws_sdk_ec2::Client {
     if let Some(url) = &config.endpoint_url {
         loader = loader.endpoint_url(url.clone());
     }
-    aws_sdk_ec2::Client::new(&loader.load().await)
+    // HTTPS on rustls with ring, for the client and the credential chain alike (see Cargo.toml).
+    let https = aws_smithy_http_client::Builder::new().tls_provider(Provider::Rustls(CryptoMode::Ring)).build_https();
+    aws_sdk_ec2::Client::new(&loader.http_client(https).load().await)
 }
 
 /// EC2 quotes dollars per hour as a decimal string ("3.672000").
