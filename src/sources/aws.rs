@@ -26,13 +26,13 @@ use std::time::Duration;
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region};
-use aws_smithy_http_client::tls::Provider;
-use aws_smithy_http_client::tls::rustls_provider::CryptoMode;
 use aws_sdk_ec2::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_ec2::types::{
     Filter, InstanceInterruptionBehavior, InstanceLifecycleType, InstanceMarketOptionsRequest, InstanceType, MarketType, Placement, ResourceType,
     SpotInstanceType, SpotMarketOptions, Tag, TagSpecification,
 };
+use aws_smithy_http_client::tls::Provider;
+use aws_smithy_http_client::tls::rustls_provider::CryptoMode;
 use serde::Deserialize;
 use tokio::sync::mpsc;
 
