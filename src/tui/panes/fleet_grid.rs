@@ -161,7 +161,7 @@ pub(super) fn render(view: &View, cursor: Option<usize>, props: PaneProps<'_>, a
         put(buf, inner, row, grid_line(view, line, pick.grain, alt, cursor, t));
         row += 1;
     }
-    for line in spare_lines(view, t, w) {
+    for line in spare_lines(view, t, w, (inner.height - row) as usize) {
         if row >= inner.height {
             break;
         }
@@ -316,8 +316,9 @@ fn bottom_notes(notes: Vec<String>, cursor: Vec<Span<'_>>, props: PaneProps<'_>,
 
 /// What goes under the grid while rows are left: nodes in trouble by name,
 /// a line per billing mode, the glyphs' meaning, then (a fleet of several
-/// GPU models) a line per model, the first to go when rows run out.
-fn spare_lines<'a>(view: &View, t: &Theme, w: usize) -> Vec<Line<'a>> {
+/// GPU models) a line per model, the first to go when rows run out. With
+/// fewer than `rows` for all that, the billing modes share one line.
+fn spare_lines<'a>(view: &View, t: &Theme, w: usize, rows: usize) -> Vec<Line<'a>> {
     let mut lines = Vec::new();
     let down: Vec<String> = view.nodes.iter().filter(|n| !n.up).map(|n| n.name.clone()).collect();
     if !down.is_empty() {
@@ -327,7 +328,12 @@ fn spare_lines<'a>(view: &View, t: &Theme, w: usize) -> Vec<Line<'a>> {
     if !draining.is_empty() {
         lines.push(names_line("↓ ", &draining, ", ", t.warn, t, w));
     }
-    lines.extend(billing_lines(view, t, w));
+    let billing = billing_lines(view, t, w);
+    if lines.len() + billing.len() + 1 > rows && billing.len() > 1 {
+        lines.push(billing_line(view, t, w));
+    } else {
+        lines.extend(billing);
+    }
     lines.push(fmt::fit_groups(
         vec![
             vec![Span::styled("░", t.util_level(0)), Span::styled(" idle", t.dim)],
@@ -379,6 +385,30 @@ fn billing_lines<'a>(view: &View, t: &Theme, w: usize) -> Vec<Line<'a>> {
         .collect()
 }
 
+/// `RES 3647/3664 busy 77%  OD 2109/2112 77%  SPOT …`: every billing mode
+/// on one line, for a pane whose grid leaves few rows.
+fn billing_line<'a>(view: &View, t: &Theme, w: usize) -> Line<'a> {
+    let mut groups = Vec::new();
+    for mode in BillingMode::ALL {
+        let nodes: Vec<&NodeView> = view.nodes.iter().filter(|n| n.billing == mode).collect();
+        if nodes.is_empty() {
+            continue;
+        }
+        let c = GroupCounts::of(&nodes);
+        let first = groups.is_empty();
+        let mut group = vec![
+            Span::styled(format!("{}{}", if first { "" } else { "  " }, mode.short()), t.billing(mode)),
+            Span::styled(format!(" {}/{}", c.busy, c.gpus), t.figure),
+            Span::styled(if first { " busy" } else { "" }, t.dim),
+        ];
+        if let Some(u) = c.util {
+            group.push(Span::styled(format!(" {}", fmt::util_pct(u)), t.util_level(fmt::ramp_level(u))));
+        }
+        groups.push(group);
+    }
+    fmt::fit_groups(groups, w)
+}
+
 /// The same per GPU model, on a fleet of several (the grid's colours do
 /// not tell a T4 from an A100); nothing on a fleet of one model.
 fn model_lines<'a>(view: &View, t: &Theme, w: usize) -> Vec<Line<'a>> {
@@ -396,34 +426,52 @@ fn model_lines<'a>(view: &View, t: &Theme, w: usize) -> Vec<Line<'a>> {
     lines
 }
 
+/// What a group of nodes adds up to: GPUs on its up nodes, those busy,
+/// their mean utilization where sampled, nodes down and draining.
+struct GroupCounts {
+    gpus: usize,
+    busy: usize,
+    util: Option<f64>,
+    down: usize,
+    draining: usize,
+}
+
+impl GroupCounts {
+    fn of(nodes: &[&NodeView]) -> GroupCounts {
+        let up: Vec<&&NodeView> = nodes.iter().filter(|n| n.up).collect();
+        let sampled: Vec<f64> = up.iter().flat_map(|n| &n.gpus).filter_map(|g| g.util.map(f64::from)).collect();
+        GroupCounts {
+            gpus: up.iter().map(|n| n.gpus.len()).sum(),
+            busy: up.iter().flat_map(|n| &n.gpus).filter(|g| !g.jobs.is_empty()).count(),
+            util: (!sampled.is_empty()).then(|| sampled.iter().sum::<f64>() / sampled.len() as f64),
+            down: nodes.len() - up.len(),
+            draining: up.iter().filter(|n| fleet_parts::is_draining(n)).count(),
+        }
+    }
+}
+
 /// One group's line: nodes, GPUs up, mean utilization, GPUs busy, nodes
 /// down and draining; `widths` are the node and GPU counts' columns.
 fn group_line<'a>(label: Span<'a>, nodes: &[&NodeView], widths: (usize, usize), t: &Theme, w: usize) -> Line<'a> {
     let (node_w, gpu_w) = widths;
-    let up: Vec<&&NodeView> = nodes.iter().filter(|n| n.up).collect();
-    let gpus: usize = up.iter().map(|n| n.gpus.len()).sum();
-    let busy = up.iter().flat_map(|n| &n.gpus).filter(|g| !g.jobs.is_empty()).count();
-    let sampled: Vec<f64> = up.iter().flat_map(|n| &n.gpus).filter_map(|g| g.util.map(f64::from)).collect();
-    let util = (!sampled.is_empty()).then(|| sampled.iter().sum::<f64>() / sampled.len() as f64);
-    let down = nodes.len() - up.len();
-    let draining = up.iter().filter(|n| fleet_parts::is_draining(n)).count();
+    let c = GroupCounts::of(nodes);
     let mut groups = vec![
         vec![label, Span::styled(format!(" {} nodes", fmt::right(&nodes.len().to_string(), node_w)), t.dim)],
-        vec![Span::styled(format!("  {} GPUs", fmt::right(&gpus.to_string(), gpu_w)), t.dim)],
+        vec![Span::styled(format!("  {} GPUs", fmt::right(&c.gpus.to_string(), gpu_w)), t.dim)],
         vec![
             Span::styled("  util ", t.dim),
-            match util {
+            match c.util {
                 Some(u) => Span::styled(fmt::right(&fmt::util_pct(u), 4), t.util_level(fmt::ramp_level(u))),
                 None => Span::styled(fmt::right("—", 4), t.no_data),
             },
         ],
-        vec![Span::styled(format!("  busy {}", fmt::right(&busy.to_string(), gpu_w)), t.dim)],
+        vec![Span::styled(format!("  busy {}", fmt::right(&c.busy.to_string(), gpu_w)), t.dim)],
     ];
-    if down > 0 {
-        groups.push(vec![Span::styled(format!("  ✕ {down}"), t.alarm)]);
+    if c.down > 0 {
+        groups.push(vec![Span::styled(format!("  ✕ {}", c.down), t.alarm)]);
     }
-    if draining > 0 {
-        groups.push(vec![Span::styled(format!("  ↓ {draining}"), t.warn)]);
+    if c.draining > 0 {
+        groups.push(vec![Span::styled(format!("  ↓ {}", c.draining), t.warn)]);
     }
     fmt::fit_groups(groups, w)
 }
@@ -511,6 +559,26 @@ mod tests {
         for line in ["RES ", "OD ", "SPOT ", " idle", "A10G ", "H100 "] {
             assert!(text.contains(line), "{line:?} under the grid: {text}");
         }
+    }
+
+    /// The same fleet in a 200×60 console's pane: the grid leaves a row,
+    /// and the billing modes share it.
+    #[test]
+    fn at_10000_gpus_in_a_short_pane_the_billing_modes_share_a_line() {
+        let base = thousand_gpus();
+        let mut view = base.clone();
+        for k in 1..10u32 {
+            view.nodes.extend(base.nodes.iter().map(|n| NodeView { id: NodeId(n.id.0 + 1000 * k), name: format!("{}-{k}", n.name), ..n.clone() }));
+        }
+        // No node in trouble: those lines would come first.
+        for node in &mut view.nodes {
+            node.up = true;
+            node.state = "up".into();
+        }
+        let terminal = draw_pane(200, 57, true, |p, a, b| fleet(&view, &FleetUi::default(), p, a, b));
+        let rows = rows(&terminal);
+        let line = rows.iter().find(|r| r.contains("RES ")).expect("a billing line");
+        assert!(line.contains(" busy") && line.contains("OD ") && line.contains("SPOT "), "{line}");
     }
 
     #[test]
