@@ -69,7 +69,7 @@ pub struct MemoryFigures {
     pub hwm_mb: f64,
 }
 
-/// Everything measured on the large room.
+/// Everything measured on one console room.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ConsoleFigures {
     /// The fixture call that built the room, and what it is.
