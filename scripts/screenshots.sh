@@ -44,8 +44,8 @@ shot wall-120x40 --wall 0 --theme high-contrast
 shot wall-200x60 --wall 1 --width 200 --height 60 --theme high-contrast
 shot fleet-1000-gpus --sim-config fixtures/sim/large-1000.toml --pane fleet --hours 6
 # The bench's console rooms (each built through the core: seconds).
-shot fleet-10000-gpus --room large --pane fleet --width 200 --height 64
-shot memory-10000-gpus --room large --pane memory --width 200 --height 64
+shot fleet-10000-gpus --room large --pane fleet --width 200 --height 60
+shot memory-10000-gpus --room large --pane memory --width 200 --height 60
 shot fleet-alibaba-6212-gpus --room trace --pane fleet
 shot memory-alibaba-6212-gpus --room trace --pane memory
 shot console-alibaba-200x60 --room trace --width 200 --height 60
