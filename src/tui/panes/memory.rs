@@ -218,7 +218,7 @@ fn shared_line<'a>(node: &NodeView, g: &GpuView, name_w: usize, w: usize, t: &Th
         vec![Span::styled(" frag ", t.dim), Span::styled(fmt::pct(g.fragmentation), t.grade(g.fragmentation, 0.25, 0.5))],
         vec![Span::styled(" lf ", t.dim), Span::styled(g.largest_free.to_string(), t.text)],
         vec![Span::styled(" used ", t.dim), Span::styled(used, t.text)],
-        vec![Span::styled(format!(" {} jobs", g.jobs.len()), t.dim)],
+        vec![Span::styled(format!(" {} job{}", g.jobs.len(), if g.jobs.len() == 1 { "" } else { "s" }), t.dim)],
         vec![Span::styled(format!(" of {}", g.mem_total), t.dim)],
     ];
     fmt::fit_groups(groups, w)
