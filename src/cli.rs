@@ -335,8 +335,9 @@ pub enum Command {
     /// Measure the product at scale (Room::apply events/s and per event as the
     /// queue grows, a simulated month of 1,000 GPUs and 100,000 jobs with and
     /// without its log, view, frame time and console memory at 1,000 GPUs /
-    /// 10,000 jobs and at 10,000 GPUs / 100,000 jobs, the first release build
-    /// and the binary) and print figures with their ratio to the targets.
+    /// 10,000 jobs, at 10,000 GPUs / 100,000 jobs and on Alibaba 2023's fleet,
+    /// the first release build and the binary) and print figures with their
+    /// ratio to the targets.
     Bench {
         #[command(subcommand)]
         what: Option<BenchWhat>,
