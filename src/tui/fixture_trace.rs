@@ -110,7 +110,8 @@ fn job_of(pods: &[AlibabaPod], n: u64) -> JobSpec {
     JobSpec {
         id: JobId(n),
         name,
-        tags: Tags { tenant: TenantId((*tenant).into()), project: "openb".into(), env: "prod".into(), model: pod.gpu_spec.clone() },
+        // The trace names no projects or models: its name for the cluster, and "unnamed".
+        tags: Tags { tenant: TenantId((*tenant).into()), project: "openb".into(), env: "prod".into(), model: "unnamed".into() },
         class,
         gpus,
         gpu_mem: Mib(gpu_mem),
