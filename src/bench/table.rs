@@ -14,15 +14,7 @@ pub struct Row {
 
 /// 1234567 as "1,234,567".
 pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    crate::domain::text::grouped(n)
 }
 
 pub fn ratio(figure: f64, target: f64) -> String {

@@ -56,7 +56,7 @@ pub fn bounded(text: &str, line_max: usize, total_max: usize) -> String {
         } else if line >= line_max {
             // Skip to the line's end; only its length is reported.
             let skipped = rest.find('\n').unwrap_or(rest.len());
-            out.push_str(&format!(" … ({} more bytes on this line)", grouped(skipped)));
+            out.push_str(&format!(" … ({} more bytes on this line)", grouped(skipped as u64)));
             rest = &rest[skipped..];
             line = 0;
         } else {
@@ -66,7 +66,7 @@ pub fn bounded(text: &str, line_max: usize, total_max: usize) -> String {
             (total, line, rest) = (total + width, line + width, &rest[c.len_utf8()..]);
         }
         if total >= total_max && !rest.is_empty() {
-            out.push_str(&format!(" … ({} more bytes)", grouped(rest.len())));
+            out.push_str(&format!(" … ({} more bytes)", grouped(rest.len() as u64)));
             break;
         }
     }
@@ -87,7 +87,7 @@ fn escaped(c: char) -> String {
 }
 
 /// 51234567 as "51,234,567".
-fn grouped(n: usize) -> String {
+pub fn grouped(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, d) in digits.chars().enumerate() {
@@ -157,7 +157,11 @@ mod tests {
         let many = "line\n".repeat(100_000);
         let shown = for_terminal(&many);
         assert!(shown.chars().count() < super::ECHO_TOTAL_CHARS + 100, "{}", shown.len());
-        assert!(shown.ends_with(&format!(" … ({} more bytes)", super::grouped(many.len() - super::ECHO_TOTAL_CHARS))), "{}", &shown[shown.len() - 60..]);
+        assert!(
+            shown.ends_with(&format!(" … ({} more bytes)", super::grouped((many.len() - super::ECHO_TOTAL_CHARS) as u64))),
+            "{}",
+            &shown[shown.len() - 60..]
+        );
         // An escape counts at its shown width, so escapes cannot blow the bound either.
         let shown = bounded(&"\x1b".repeat(1_000), 40, 100);
         assert!(shown.chars().count() < 200, "{shown}");

@@ -91,14 +91,16 @@ pub fn trunc_middle(s: &str, max: usize) -> String {
 
 /// A name left-aligned in exactly `w` cells, cut by its middle when longer.
 pub fn left_name(s: &str, w: usize) -> String {
-    let s = trunc_middle(s, w);
-    let pad = w.saturating_sub(width(&s));
-    format!("{s}{}", " ".repeat(pad))
+    pad_right(trunc_middle(s, w), w)
 }
 
 /// Left-aligned in exactly `w` cells (truncated with `…` when longer).
 pub fn left(s: &str, w: usize) -> String {
-    let s = trunc(s, w);
+    pad_right(trunc(s, w), w)
+}
+
+/// `s`, already at most `w` cells, padded with spaces to exactly `w`.
+fn pad_right(s: String, w: usize) -> String {
     let pad = w.saturating_sub(width(&s));
     format!("{s}{}", " ".repeat(pad))
 }

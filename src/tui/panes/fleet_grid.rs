@@ -377,11 +377,12 @@ fn count_widths(view: &View) -> (usize, usize) {
 
 /// `SPOT  52 nodes  416 GPUs  busy 380  util 71%  ✕ 2  ↓ 1` per billing mode.
 fn billing_lines<'a>(view: &View, t: &Theme, w: usize) -> Vec<Line<'a>> {
+    let widths = count_widths(view);
     BillingMode::ALL
         .into_iter()
         .map(|m| (m, view.nodes.iter().filter(|n| n.billing == m).collect::<Vec<_>>()))
         .filter(|(_, nodes)| !nodes.is_empty())
-        .map(|(mode, nodes)| group_line(Span::styled(fmt::left(mode.short(), 4), t.billing(mode)), &nodes, count_widths(view), t, w))
+        .map(|(mode, nodes)| group_line(Span::styled(fmt::left(mode.short(), 4), t.billing(mode)), &nodes, widths, t, w))
         .collect()
 }
 
@@ -418,9 +419,10 @@ fn model_lines<'a>(view: &View, t: &Theme, w: usize) -> Vec<Line<'a>> {
     models.dedup();
     if models.len() > 1 {
         let label_w = models.iter().map(|m| fmt::width(m)).max().unwrap_or(4).clamp(4, 12);
+        let widths = count_widths(view);
         for model in models {
             let nodes: Vec<&NodeView> = view.nodes.iter().filter(|n| n.gpu_model == model).collect();
-            lines.push(group_line(Span::styled(fmt::left(model, label_w), t.text), &nodes, count_widths(view), t, w));
+            lines.push(group_line(Span::styled(fmt::left(model, label_w), t.text), &nodes, widths, t, w));
         }
     }
     lines
@@ -542,16 +544,22 @@ mod tests {
         assert!(text.contains("1 cell = 1 node") && !text.contains("nodes 1–"), "all 160 nodes, no window: {text}");
     }
 
-    /// Ten thousand GPUs in a tall zoomed pane: a cell per GPU still fits,
-    /// packed, and the grid leaves the rows that say what it is made of
-    /// rather than spend them on gaps between nodes.
-    #[test]
-    fn at_10000_gpus_the_grid_leaves_room_for_its_summary() {
+    /// `thousand_gpus` ten times over, the copies' names suffixed `-1` … `-9`.
+    fn ten_thousand_gpus() -> View {
         let base = thousand_gpus();
         let mut view = base.clone();
         for k in 1..10u32 {
             view.nodes.extend(base.nodes.iter().map(|n| NodeView { id: NodeId(n.id.0 + 1000 * k), name: format!("{}-{k}", n.name), ..n.clone() }));
         }
+        view
+    }
+
+    /// Ten thousand GPUs in a tall zoomed pane: a cell per GPU still fits,
+    /// packed, and the grid leaves the rows that say what it is made of
+    /// rather than spend them on gaps between nodes.
+    #[test]
+    fn at_10000_gpus_the_grid_leaves_room_for_its_summary() {
+        let view = ten_thousand_gpus();
         assert_eq!(view.nodes.iter().map(|n| n.gpus.len()).sum::<usize>(), 10_000);
         let terminal = draw_pane(200, 64, true, |p, a, b| fleet(&view, &FleetUi::default(), p, a, b));
         let text = rows(&terminal).join("\n");
@@ -565,11 +573,7 @@ mod tests {
     /// and the billing modes share it.
     #[test]
     fn at_10000_gpus_in_a_short_pane_the_billing_modes_share_a_line() {
-        let base = thousand_gpus();
-        let mut view = base.clone();
-        for k in 1..10u32 {
-            view.nodes.extend(base.nodes.iter().map(|n| NodeView { id: NodeId(n.id.0 + 1000 * k), name: format!("{}-{k}", n.name), ..n.clone() }));
-        }
+        let mut view = ten_thousand_gpus();
         // No node in trouble: those lines would come first.
         for node in &mut view.nodes {
             node.up = true;
