@@ -50,7 +50,7 @@ impl JobClass {
 }
 
 /// Which capacity a job may run on.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PoolPreference {
     /// Anything, spot included (the job checkpoints).
@@ -361,6 +361,14 @@ pub struct JobRisk {
 }
 
 impl Job {
+    /// What is left of the job's own run-time estimate, scaled by its saved progress.
+    pub fn remaining_estimate(&self) -> Option<Secs> {
+        let est = self.spec.est_runtime?;
+        let total = self.spec.steps_total.max(1) as f64;
+        let left = 1.0 - self.steps_done.min(self.spec.steps_total) as f64 / total;
+        Some(Secs((est.0 as f64 * left).ceil() as i64))
+    }
+
     /// Total cost per request and per thousand tokens, where it reports them.
     pub fn unit_costs(&self) -> (Option<Micros>, Option<Micros>) {
         let total = self.cost + self.service_cost;

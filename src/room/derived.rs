@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::domain::ids::{JobId, TenantId};
-use crate::domain::job::JobSpec;
+use crate::domain::job::{JobClass, JobSpec};
 use crate::domain::units::At;
 use crate::sched::Resources;
 use crate::sched::quota::Held;
@@ -62,6 +62,11 @@ pub struct Derived {
     /// of a higher queue in): a superset of those still stopping, which
     /// `Fleet::scheduler_stop_pending` checks one by one.
     pub scheduler_stops: BTreeSet<JobId>,
+    /// The queued jobs by shape; `None` until a pass first asks for it.
+    pub queue_shapes: Option<super::queue_shapes::QueueShapes>,
+    /// The escalated queued jobs per tenant and job class (what a wait
+    /// alarm counts); `None` until an alarm first asks for it.
+    pub escalated: Option<BTreeMap<(TenantId, JobClass), BTreeSet<JobId>>>,
 }
 
 impl PartialEq for Derived {

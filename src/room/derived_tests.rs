@@ -2,13 +2,14 @@
 //! simulated day under each discipline; and a batch of submissions, bad
 //! ones among them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::domain::cluster::BillingMode;
 use crate::domain::event::{Effect, Event};
 use crate::domain::ids::JobId;
 use crate::domain::job::{AfterCheckpoint, JobState, Phase, SchedStop, StopReason};
 use crate::domain::testkit::{job_spec, node_spec, t, tenant_spec};
+use crate::room::queue_shapes::QueueShapes;
 use crate::room::{Room, RoomConfig};
 use crate::sched::quota::Held;
 use crate::sched::{DisciplineKind, Resources};
@@ -33,6 +34,19 @@ fn check_against_a_recount(room: &Room, what: &str) {
                 if !matches!(s, SchedStop::Idle | SchedStop::Consolidate { .. }))
     });
     assert_eq!(fleet.scheduler_stop_pending(), stopping, "{what}: scheduler stops");
+    if let Some(shapes) = fleet.built_queue_shapes() {
+        let fresh = QueueShapes::of(fleet.queued_ids().filter_map(|id| fleet.jobs.get(&id)));
+        assert_eq!(shapes.summary(), fresh.summary(), "{what}: the queue's shapes");
+        assert_eq!(shapes.len(), fleet.queued_ids().count(), "{what}: every queued job indexed once");
+    }
+    if let Some(groups) = fleet.built_escalated() {
+        let mut fresh: BTreeMap<_, BTreeSet<JobId>> = BTreeMap::new();
+        for job in fleet.queued_ids().filter_map(|id| fleet.jobs.get(&id)).filter(|j| j.escalated) {
+            fresh.entry((job.spec.tags.tenant.clone(), job.spec.class)).or_default().insert(job.spec.id);
+        }
+        let kept: BTreeMap<_, _> = groups.iter().filter(|(_, g)| !g.is_empty()).map(|(k, g)| (k.clone(), g.clone())).collect();
+        assert_eq!(kept, fresh, "{what}: the escalated jobs per wait alarm");
+    }
     for job in fleet.jobs.values() {
         let accruing = job.phase() == Phase::Running && fleet.is_holding(job.spec.id);
         assert_eq!(job.service_from.is_some(), accruing, "{what}: job {} accrues service only while it runs", job.spec.id);
@@ -46,7 +60,7 @@ fn check_against_a_recount(room: &Room, what: &str) {
 #[test]
 fn derived_state_matches_a_recount_after_every_event_of_a_simulated_day() {
     let traces = Traces::embedded().unwrap();
-    for discipline in [DisciplineKind::Fifo, DisciplineKind::Drf, DisciplineKind::Mlfq] {
+    for discipline in DisciplineKind::ALL {
         let config = SimConfig::default_embedded();
         let end = config.start + chrono::TimeDelta::hours(24);
         let mut world = Simulation::new(config, &traces, 2).unwrap();
@@ -95,4 +109,80 @@ fn a_batch_is_checked_job_by_job_and_placed_in_one_pass() {
     assert_eq!(room.job(JobId(1)).map(|j| j.spec.gpus), Some(2), "the first job 1 is kept, not the duplicate");
     assert!(room.job(JobId(2)).is_none() && room.job(JobId(4)).is_none());
     assert_eq!(Event::JobsSubmitted { specs: vec![] }.kind(), "submit-batch");
+}
+
+/// A queue under pressure: three tenants past their quotas, borrowing, a
+/// tenant with a small budget, jobs of every size and pool, more queued than the
+/// fleet holds many times over. The pass that passes tenants over and stops
+/// when nothing fits gives, event by event, the effects of one that tries
+/// every queued job, under each discipline (issue 38).
+#[test]
+fn a_pass_that_stops_early_places_exactly_what_trying_every_job_places() {
+    use crate::domain::job::PoolPreference;
+    use crate::domain::units::{Mib, Secs};
+    for discipline in DisciplineKind::ALL {
+        let mut config = RoomConfig::default();
+        config.sched.discipline = discipline;
+        config.sched.aging_per_hour = 1.0;
+        let mut fast = Room::new(config.clone());
+        let mut full = Room::new(config);
+        full.sched.test.full_walk = true;
+        let both = |rooms: (&mut Room, &mut Room), at: i64, event: Event| {
+            let (a, b) = (rooms.0.apply(t(at), &event), rooms.1.apply(t(at), &event));
+            assert_eq!(a, b, "{discipline:?} at {at}: {}", event.kind());
+            a
+        };
+        for (name, quota) in [("a", 12), ("b", 8), ("c", 4)] {
+            let mut spec = tenant_spec(name, quota);
+            spec.borrow_limit_gpus = 6;
+            if name == "c" {
+                spec.monthly_budget = crate::domain::units::Micros(2_000_000);
+            }
+            both((&mut fast, &mut full), 0, Event::TenantDefined { spec });
+        }
+        for n in 1..=6u32 {
+            let billing = [BillingMode::Reserved, BillingMode::OnDemand, BillingMode::Spot][n as usize % 3];
+            both((&mut fast, &mut full), 0, Event::NodeUp { spec: node_spec(n, billing, if n % 2 == 0 { 8 } else { 4 }) });
+        }
+        let mut running: Vec<JobId> = Vec::new();
+        let started = |effects: Vec<Effect>, running: &mut Vec<JobId>| {
+            for effect in effects {
+                if let Effect::StartJob { job, .. } = effect {
+                    running.push(job);
+                }
+            }
+        };
+        for n in 1..=400u64 {
+            let mut spec = job_spec(n, ["a", "b", "c"][(n * 7 % 3) as usize], [1, 1, 2, 4, 8][(n * 13 % 5) as usize]);
+            spec.exclusive = n % 4 != 0;
+            spec.gpu_mem = Mib(2_000 + (n * 997 % 14_000) as u32);
+            spec.pool = [PoolPreference::Any, PoolPreference::NoSpot, PoolPreference::SpotOnly][(n % 3) as usize];
+            spec.priority = (n % 5) as i32;
+            spec.est_runtime = Some(Secs(600 + (n * 311 % 20_000) as i64));
+            let effects = both((&mut fast, &mut full), 10 + n as i64, Event::JobSubmitted { spec });
+            started(effects, &mut running);
+        }
+        let mut at = 1_000;
+        for round in 0..300u64 {
+            at += 60;
+            let pending: Vec<JobId> = std::mem::take(&mut running);
+            for job in &pending {
+                both((&mut fast, &mut full), at, Event::JobStarted { job: *job });
+            }
+            // The oldest running job ends; the rest keep running.
+            let mut holding: Vec<JobId> = fast.jobs().filter(|j| j.phase() == Phase::Running).map(|j| j.spec.id).collect();
+            holding.sort();
+            if let Some(job) = holding.get((round % 3) as usize) {
+                let effects = both((&mut fast, &mut full), at, Event::JobExited { job: *job, ok: true, message: String::new() });
+                started(effects, &mut running);
+            }
+            let effects = both((&mut fast, &mut full), at, Event::Tick);
+            started(effects, &mut running);
+        }
+        assert!(fast.sched.test.not_tried > 1000, "{discipline:?}: the shortcuts were taken ({} jobs not tried)", fast.sched.test.not_tried);
+        assert_eq!(full.sched.test.not_tried, 0);
+        assert_eq!(fast, full, "{discipline:?}: the rooms end the same");
+        assert!(fast.stats().placements > 100, "{discipline:?}: the queue moved ({} placements)", fast.stats().placements);
+        assert!(fast.view().queue.depth > 50, "{discipline:?}: and stayed long ({} queued)", fast.view().queue.depth);
+    }
 }

@@ -53,17 +53,80 @@ impl Fleet {
     pub fn admit(&mut self, id: JobId) {
         self.active.insert(id);
         self.queued.insert(id);
+        self.reshape(id);
     }
 
     /// A queued job placed: out of the queue (it holds GPUs next, `hold`).
     pub fn dequeue(&mut self, id: JobId) {
         self.queued.remove(&id);
+        if let Some(shapes) = &mut self.derived.queue_shapes {
+            shapes.remove(id);
+        }
+        if let (Some(groups), Some(job)) = (&mut self.derived.escalated, self.jobs.get(&id))
+            && let Some(group) = groups.get_mut(&(job.spec.tags.tenant.clone(), job.spec.class))
+        {
+            group.remove(&id);
+        }
     }
 
     /// A job done or failed: no longer active nor queued.
     pub fn forget_finished(&mut self, id: JobId) {
         self.active.remove(&id);
-        self.queued.remove(&id);
+        self.dequeue(id);
+    }
+
+    /// A queued job may now use any capacity (its wait passed its limit, or
+    /// an operator sent a spot-only job elsewhere).
+    pub fn escalate(&mut self, id: JobId) {
+        if let Some(job) = self.jobs.get_mut(&id) {
+            job.escalated = true;
+        }
+        if self.queued.contains(&id) {
+            self.reshape(id);
+        }
+    }
+
+    /// Job `id` joined the queue or changed how it may be placed.
+    fn reshape(&mut self, id: JobId) {
+        let Some(job) = self.jobs.get(&id) else { return };
+        if let Some(shapes) = &mut self.derived.queue_shapes {
+            shapes.insert(job);
+        }
+        if let Some(groups) = &mut self.derived.escalated
+            && job.escalated
+        {
+            groups.entry((job.spec.tags.tenant.clone(), job.spec.class)).or_default().insert(id);
+        }
+    }
+
+    /// The escalated queued jobs of a tenant and job class (a wait alarm's
+    /// group), without a look at the rest of the queue.
+    pub fn escalated_queued(&mut self, tenant: &TenantId, class: crate::domain::job::JobClass) -> Vec<JobId> {
+        let (queued, jobs) = (&self.queued, &self.jobs);
+        let groups = self.derived.escalated.get_or_insert_with(|| {
+            let mut groups: BTreeMap<_, BTreeSet<JobId>> = BTreeMap::new();
+            for job in queued.iter().filter_map(|id| jobs.get(id)).filter(|j| j.escalated) {
+                groups.entry((job.spec.tags.tenant.clone(), job.spec.class)).or_default().insert(job.spec.id);
+            }
+            groups
+        });
+        groups.get(&(tenant.clone(), class)).map(|g| g.iter().copied().collect()).unwrap_or_default()
+    }
+
+    /// The queued jobs by shape, built from the queue on first use.
+    pub fn queue_shapes(&mut self) -> &super::queue_shapes::QueueShapes {
+        let (queued, jobs) = (&self.queued, &self.jobs);
+        self.derived.queue_shapes.get_or_insert_with(|| super::queue_shapes::QueueShapes::of(queued.iter().filter_map(|id| jobs.get(id))))
+    }
+
+    /// The escalated queued jobs per tenant and class, if an alarm has built them.
+    pub fn built_escalated(&self) -> Option<&BTreeMap<(TenantId, crate::domain::job::JobClass), BTreeSet<JobId>>> {
+        self.derived.escalated.as_ref()
+    }
+
+    /// The queued jobs by shape if a pass has built them.
+    pub fn built_queue_shapes(&self) -> Option<&super::queue_shapes::QueueShapes> {
+        self.derived.queue_shapes.as_ref()
     }
 
     /// The jobs not yet done or failed, by id.
@@ -295,6 +358,7 @@ impl Fleet {
         job.placed_at = None;
         job.requeues += 1;
         self.queued.insert(id);
+        self.reshape(id);
         stats.lost_steps += lost;
         stats.requeues += 1;
         self.rates.remove(&id);
@@ -473,8 +537,5 @@ fn holds_back_the_scheduler(reason: &StopReason) -> bool {
 
 /// What is left of a job's own run-time estimate, scaled by its saved progress.
 pub fn remaining_estimate(job: &Job) -> Option<Secs> {
-    let est = job.spec.est_runtime?;
-    let total = job.spec.steps_total.max(1) as f64;
-    let left = 1.0 - job.steps_done.min(job.spec.steps_total) as f64 / total;
-    Some(Secs((est.0 as f64 * left).ceil() as i64))
+    job.remaining_estimate()
 }

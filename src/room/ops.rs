@@ -92,11 +92,12 @@ impl JobOps<'_> {
                 if here && phase != Phase::Queued {
                     return Err(format!("{id} {name} already runs in {to}"));
                 }
+                let widens = self.fleet.jobs.get(&id).is_some_and(|job| job.spec.pool == PoolPreference::SpotOnly && to.billing != BillingMode::Spot);
+                if widens {
+                    // The operator's choice widens a spot-only job for this placement.
+                    self.fleet.escalate(id);
+                }
                 if let Some(job) = self.fleet.jobs.get_mut(&id) {
-                    if job.spec.pool == PoolPreference::SpotOnly && to.billing != BillingMode::Spot {
-                        // The operator's choice widens a spot-only job for this placement.
-                        job.escalated = true;
-                    }
                     job.target = Some(Box::new(to.clone()));
                     job.avoid = None;
                 }

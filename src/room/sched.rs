@@ -17,7 +17,9 @@ use super::budget::Budgets;
 use super::config::RoomConfig;
 use super::cost::Costs;
 use super::fleet::{Fleet, remaining_estimate};
+use super::headroom::Headroom;
 use super::journal::{Journal, Severity};
+use super::pass_shortcuts::{Doors, Open, STOP_CHECK_AFTER, Shortcuts, probe_template};
 use super::waits::Waits;
 use crate::ckpt::CheckpointPolicy;
 use crate::domain::cluster::{Allocation, BillingMode, Node, NodeSpec};
@@ -44,60 +46,43 @@ pub struct SchedState {
     /// Free capacity as of the last pass (see `arrival_may_start`).
     #[serde(default)]
     pub headroom: Option<Headroom>,
+    #[cfg(test)]
+    #[serde(skip)]
+    pub test: PassKnobs,
 }
 
-/// Upper bounds of what could fit anywhere, per pool a job may use, so that a
-/// pass over a long queue on a full cluster skips most jobs in O(1), and an
-/// arrival that cannot fit does not trigger a pass at all.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Headroom {
-    /// Indexed by `pool_class`: [any, not spot, spot only].
-    free_units: [u32; 3],
-    largest_block: [u32; 3],
-    /// Some tenant runs on borrowed capacity (an owner's arrival may reclaim it).
-    any_borrowed: bool,
-    /// A scheduler preemption is in flight: its release will trigger a pass.
-    stop_pending: bool,
-    /// What each tenant held after the pass (quota terms).
-    #[serde(with = "crate::domain::serde_pairs")]
-    held: BTreeMap<TenantId, Held>,
-    /// When the pass ran.
-    at: Option<At>,
+/// Tests compare a pass that takes its shortcuts (tenants passed over,
+/// stops when nothing fits) with one that tries every queued job; never
+/// part of a room's state or equality.
+#[cfg(test)]
+#[derive(Clone, Debug, Default)]
+pub struct PassKnobs {
+    pub full_walk: bool,
+    /// Jobs passes did not try thanks to their shortcuts.
+    pub not_tried: u64,
 }
 
-fn pool_class(pool: PoolPreference, escalated: bool) -> usize {
-    match (pool, escalated) {
-        (PoolPreference::Any, _) | (PoolPreference::SpotOnly, true) => 0,
-        (PoolPreference::NoSpot, _) => 1,
-        (PoolPreference::SpotOnly, false) => 2,
+#[cfg(test)]
+impl PartialEq for PassKnobs {
+    fn eq(&self, _: &Self) -> bool {
+        true
     }
 }
 
-impl Headroom {
-    fn measure(nodes: &BTreeMap<NodeId, Node>, time_sharing: bool) -> Headroom {
-        let mut h = Headroom::default();
-        for node in nodes.values().filter(|n| n.accepts_work()) {
-            let free = node.gpus.iter().filter(|g| g.is_free()).count() as u32;
-            let block = node.gpus.iter().filter(|g| time_sharing || !g.has_exclusive()).map(|g| g.largest_free_block().0).max().unwrap_or(0);
-            let spot = node.spec.billing == BillingMode::Spot;
-            for (class, counts) in [(0, true), (1, !spot), (2, spot)] {
-                if counts {
-                    h.free_units[class] = h.free_units[class].max(free);
-                    h.largest_block[class] = h.largest_block[class].max(block);
-                }
-            }
+impl SchedState {
+    /// Counts the jobs a shortcut left untried (tests only).
+    pub(super) fn skipped(&mut self, _jobs: usize) {
+        #[cfg(test)]
+        {
+            self.test.not_tried += _jobs as u64;
         }
-        h
     }
 
-    /// Nothing at all fits anywhere.
-    fn is_empty(&self) -> bool {
-        self.free_units.iter().all(|u| *u == 0) && self.largest_block.iter().all(|b| *b == 0)
-    }
-
-    fn may_fit(&self, spec: &JobSpec, escalated: bool) -> bool {
-        let class = pool_class(spec.pool, escalated);
-        if spec.exclusive { u32::from(spec.gpus) <= self.free_units[class] } else { spec.gpu_mem.0 <= self.largest_block[class] }
+    pub(super) fn shortcuts(&self) -> bool {
+        #[cfg(test)]
+        return !self.test.full_walk;
+        #[cfg(not(test))]
+        true
     }
 }
 
@@ -253,9 +238,32 @@ impl Pass<'_> {
         let mut borrowers = Vec::new();
         let mut unplaceable = Unplaceable::default();
         let any_over_budget = self.budgets.any_limited();
-        for id in order {
+        // Jobs tried since the nodes last changed, and whether the queue's
+        // shapes were asked since (`anything_may_start`).
+        let (mut misses, mut asked) = (0u32, false);
+        let template = self.fleet.queued_ids().next().and_then(|id| self.fleet.jobs.get(&id)).map(probe_template)?;
+        let mut doors = Doors::default();
+        self.fleet.queue_shapes();
+        let queued_tenants: Vec<TenantId> = self.fleet.built_queue_shapes().map(|s| s.tenants().into_iter().cloned().collect()).unwrap_or_default();
+        for tenant in queued_tenants {
+            let open = self.doors(&tenant, held.get(&tenant).copied().unwrap_or_default(), &headroom, &template);
+            doors.set(tenant, open);
+        }
+        // The queue in order, as far as a job may still be admitted within
+        // its tenant's quota; past that only borrowers are left, and they
+        // are tried after it (`rest`).
+        let mut next = 0;
+        while let Some(&id) = order.get(next) {
+            if doors.none_within() {
+                break;
+            }
+            next += 1;
             let Some(job) = self.fleet.jobs.get(&id) else { continue };
             let tenant = &job.spec.tags.tenant;
+            if doors.passed_over(tenant) {
+                self.state.skipped(1);
+                continue;
+            }
             // Over budget: it waits without holding up the queue or reserving room.
             if any_over_budget && !self.budget_allows(tenant, true) {
                 continue;
@@ -272,11 +280,17 @@ impl Pass<'_> {
                 Some(plan) => {
                     let spec_held = Held::of(&job.spec);
                     held.entry(tenant.clone()).or_default().add(spec_held);
+                    let tenant = tenant.clone();
                     self.allocate(at, id, plan, effects);
                     unplaceable.clear();
                     headroom = Headroom::measure(&self.fleet.nodes, self.config.sched.time_sharing);
+                    (misses, asked) = (0, false);
+                    // Its holdings grew: what its other jobs may do shrank.
+                    let open = self.doors(&tenant, held.get(&tenant).copied().unwrap_or_default(), &headroom, &template);
+                    doors.set(tenant, open);
                 }
                 None => {
+                    misses += 1;
                     if blocked.is_none() {
                         blocked = Some(id);
                         if self.config.sched.backfill {
@@ -294,6 +308,16 @@ impl Pass<'_> {
             if blocked.is_some() && headroom.is_empty() {
                 break;
             }
+            // Nor when no job of the queue's shapes fits anywhere it may go:
+            // asked once per change of the nodes, after a run of misses, so a
+            // pass that keeps placing does not pay for it.
+            if blocked.is_some() && misses >= STOP_CHECK_AFTER && !asked {
+                asked = true;
+                if !self.may_start(at, &headroom, &reservation, spare_left, &template) {
+                    self.state.skipped(order.len() - next);
+                    break;
+                }
+            }
         }
         // With capacity to buy, a blocked job waits for a new node rather than preempt.
         let buyable = blocked.and_then(|id| self.fleet.jobs.get(&id)).is_some_and(|j| self.costly.can_buy_for(j));
@@ -306,21 +330,61 @@ impl Pass<'_> {
         if preempting {
             return Some(headroom);
         }
-        for id in borrowers {
+        // The borrowers met in the queue, then the rest of the queue (where
+        // the loop above stopped, nothing of it can start within quota: a
+        // job of it is a borrower, or fits nowhere).
+        (misses, asked) = (0, false);
+        for (tried, &id) in borrowers.iter().chain(&order[next..]).enumerate() {
+            // Nodes only fill during a pass: once nothing queued fits, no borrower will.
+            if misses >= STOP_CHECK_AFTER && !asked {
+                asked = true;
+                if !self.may_start(at, &headroom, &reservation, spare_left, &template) {
+                    self.state.skipped(borrowers.len() + order.len() - next - tried);
+                    break;
+                }
+            }
             let Some(job) = self.fleet.jobs.get(&id) else { continue };
             let tenant = job.spec.tags.tenant.clone();
+            if doors.passed_over(&tenant) {
+                self.state.skipped(1);
+                continue;
+            }
             if quota::admit(&job.spec, held.get(&tenant).copied().unwrap_or_default(), self.fleet.tenants.get(&tenant)) != Admission::Borrow {
                 continue;
             }
             if let Some(plan) = self.try_place(at, id, Space { headroom: &headroom, reservation: &reservation, workload }, &mut spare_left, &mut unplaceable) {
                 let spec_held = Held::of(&job.spec);
-                held.entry(tenant).or_default().add(spec_held);
+                held.entry(tenant.clone()).or_default().add(spec_held);
                 self.allocate(at, id, plan, effects);
                 unplaceable.clear();
                 headroom = Headroom::measure(&self.fleet.nodes, self.config.sched.time_sharing);
+                (misses, asked) = (0, false);
+                let open = self.doors(&tenant, held.get(&tenant).copied().unwrap_or_default(), &headroom, &template);
+                doors.set(tenant, open);
+            } else {
+                misses += 1;
             }
         }
         Some(headroom)
+    }
+
+    /// The pass's shortcuts over the nodes as they are now, if it takes them.
+    fn shortcuts<'s>(&'s self, template: &'s JobSpec, budget_allows: &'s dyn Fn(&TenantId) -> bool) -> Option<Shortcuts<'s>> {
+        let shapes = self.fleet.built_queue_shapes().filter(|_| self.state.shortcuts())?;
+        let opts = place_options(&self.config.sched);
+        Some(Shortcuts { nodes: &self.fleet.nodes, shapes, quotas: &self.fleet.tenants, opts, budget_allows, template })
+    }
+
+    /// What `tenant`'s queued jobs may do in this pass (`Shortcuts::tenant_doors`).
+    fn doors(&self, tenant: &TenantId, held: Held, headroom: &Headroom, template: &JobSpec) -> Open {
+        let allows = |t: &TenantId| self.budget_allows(t, true);
+        self.shortcuts(template, &allows).map_or(Open::ALL, |s| s.tenant_doors(tenant, held, headroom))
+    }
+
+    /// Whether any queued job might still start (`Shortcuts::anything_may_start`).
+    fn may_start(&self, at: At, headroom: &Headroom, reservation: &Option<Reservation>, spare_left: u32, template: &JobSpec) -> bool {
+        let allows = |t: &TenantId| self.budget_allows(t, true);
+        self.shortcuts(template, &allows).is_none_or(|s| s.anything_may_start(at, headroom, reservation, spare_left))
     }
 
     /// A place for job `id` now that respects the reservation, if any.

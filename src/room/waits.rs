@@ -44,8 +44,8 @@ impl Waits<'_> {
         let mut groups: Vec<(TenantId, JobClass)> = Vec::new();
         let mut escalated = false;
         for (id, _, _) in late {
-            let Some(job) = fleet.jobs.get_mut(&id) else { continue };
-            job.escalated = true;
+            fleet.escalate(id);
+            let Some(job) = fleet.jobs.get(&id) else { continue };
             self.journal.stats.escalations += 1;
             escalated = true;
             let group = (job.spec.tags.tenant.clone(), job.spec.class);
@@ -72,10 +72,10 @@ impl Waits<'_> {
     }
 
     fn refresh(&mut self, at: At, tenant: &TenantId, class: JobClass, effects: &mut Vec<Effect>) {
+        let group = self.fleet.escalated_queued(tenant, class);
         let (limits, fleet, journal) = (self.limits, &*self.fleet, &mut *self.journal);
         let id = wait_alarm_id(tenant, class);
-        let late: Vec<&Job> =
-            fleet.queued_ids().filter_map(|j| fleet.jobs.get(&j)).filter(|j| j.escalated && j.spec.class == class && j.spec.tags.tenant == *tenant).collect();
+        let late: Vec<&Job> = group.iter().filter_map(|j| fleet.jobs.get(j)).collect();
         let Some(oldest) = late.iter().max_by_key(|j| (j.wait_secs(at), std::cmp::Reverse(j.spec.id))) else {
             journal.clear(at, &id, effects);
             return;
