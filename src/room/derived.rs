@@ -62,6 +62,9 @@ pub struct Derived {
     /// of a higher queue in): a superset of those still stopping, which
     /// `Fleet::scheduler_stop_pending` checks one by one.
     pub scheduler_stops: BTreeSet<JobId>,
+    /// The queue in discipline order; `None` until a pass first walks it
+    /// (and for DRF, which is sorted per pass).
+    pub queue_order: Option<super::queue_order::QueueOrder>,
     /// The queued jobs by shape; `None` until a pass first asks for it.
     pub queue_shapes: Option<super::queue_shapes::QueueShapes>,
     /// The escalated queued jobs per tenant and job class (what a wait

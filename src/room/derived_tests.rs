@@ -34,6 +34,15 @@ fn check_against_a_recount(room: &Room, what: &str) {
                 if !matches!(s, SchedStop::Idle | SchedStop::Consolidate { .. }))
     });
     assert_eq!(fleet.scheduler_stop_pending(), stopping, "{what}: scheduler stops");
+    if let Some(order) = fleet.built_queue_order() {
+        assert_eq!(order.len(), fleet.queued_ids().count(), "{what}: every queued job in the ordered index once");
+        // The index as events left it, walked, against a fresh sort.
+        let mut walker = fleet.clone();
+        let mut walk = walker.walk_queue(&room.config.sched, at);
+        let walked: Vec<JobId> = std::iter::from_fn(|| walker.walk_next(&mut walk, &room.config.sched)).collect();
+        let sorted: Vec<JobId> = fleet.ordered_queue(&room.config.sched, at).iter().map(|j| j.spec.id).collect();
+        assert_eq!(walked, sorted, "{what}: the ordered index walks as a fresh sort orders");
+    }
     if let Some(shapes) = fleet.built_queue_shapes() {
         let fresh = QueueShapes::of(fleet.queued_ids().filter_map(|id| fleet.jobs.get(&id)));
         assert_eq!(shapes.summary(), fresh.summary(), "{what}: the queue's shapes");

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::derived::{Derived, TenantHolding};
 use super::journal::Stats;
+use super::queue_order::{QueueOrder, Walk};
 use crate::ckpt::CheckpointPolicy;
 use crate::domain::cluster::{BillingMode, Gpu, Node};
 use crate::domain::event::{Effect, TenantSpec};
@@ -62,6 +63,9 @@ impl Fleet {
         if let Some(shapes) = &mut self.derived.queue_shapes {
             shapes.remove(id);
         }
+        if let Some(order) = &mut self.derived.queue_order {
+            order.remove(id);
+        }
         if let (Some(groups), Some(job)) = (&mut self.derived.escalated, self.jobs.get(&id))
             && let Some(group) = groups.get_mut(&(job.spec.tags.tenant.clone(), job.spec.class))
         {
@@ -91,6 +95,9 @@ impl Fleet {
         let Some(job) = self.jobs.get(&id) else { return };
         if let Some(shapes) = &mut self.derived.queue_shapes {
             shapes.insert(job);
+        }
+        if let Some(order) = &mut self.derived.queue_order {
+            order.insert(job);
         }
         if let Some(groups) = &mut self.derived.escalated
             && job.escalated
@@ -483,6 +490,35 @@ impl Fleet {
         first
     }
 
+    /// Starts a walk of the queue in `ordered_queue`'s order, read lazily
+    /// from the ordered index where the discipline keeps one.
+    pub fn walk_queue(&mut self, config: &SchedConfig, now: At) -> QueueWalk {
+        if self.derived.queue_order.as_ref().is_some_and(|o| !o.fits(config)) {
+            self.derived.queue_order = None;
+        }
+        if self.derived.queue_order.is_none() {
+            let (queued, jobs) = (&self.queued, &self.jobs);
+            self.derived.queue_order = QueueOrder::build(config, queued.iter().filter_map(|id| jobs.get(id)));
+        }
+        match &self.derived.queue_order {
+            Some(order) => QueueWalk::Indexed(order.walk(&self.jobs, config, now)),
+            None => QueueWalk::Listed(self.ordered_queue(config, now).iter().rev().map(|j| j.spec.id).collect()),
+        }
+    }
+
+    /// The next job of a walk, if any is left.
+    pub fn walk_next(&self, walk: &mut QueueWalk, config: &SchedConfig) -> Option<JobId> {
+        match walk {
+            QueueWalk::Indexed(walk) => self.derived.queue_order.as_ref()?.next(walk, &self.jobs, config),
+            QueueWalk::Listed(left) => left.pop(),
+        }
+    }
+
+    /// The ordered index, if built (tests compare it with a fresh sort).
+    pub fn built_queue_order(&self) -> Option<&QueueOrder> {
+        self.derived.queue_order.as_ref()
+    }
+
     /// Jobs whose GPUs are borrowed beyond their tenant's quota.
     pub fn borrowed(&self) -> BTreeSet<JobId> {
         quota::borrowed(self.holding.iter().filter_map(|id| self.jobs.get(id)), &self.tenants)
@@ -538,4 +574,11 @@ fn holds_back_the_scheduler(reason: &StopReason) -> bool {
 /// What is left of a job's own run-time estimate, scaled by its saved progress.
 pub fn remaining_estimate(job: &Job) -> Option<Secs> {
     job.remaining_estimate()
+}
+
+/// A walk of the queue in order: read lazily from the ordered index, or
+/// (DRF) the sorted queue, last job first.
+pub enum QueueWalk {
+    Indexed(Walk),
+    Listed(Vec<JobId>),
 }

@@ -46,6 +46,7 @@ mod on_operator;
 mod ops;
 mod pass_shortcuts;
 pub mod predict;
+pub mod queue_order;
 pub mod queue_shapes;
 pub mod retired;
 pub mod sched;

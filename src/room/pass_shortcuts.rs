@@ -113,8 +113,10 @@ impl Shortcuts<'_> {
         }
         let quota = self.quotas.get(tenant);
         for probe in self.shapes.probes_of(tenant, self.template) {
-            within = within || quota::admit(&probe.spec, held, quota) == Admission::WithinQuota;
-            fits = fits || (headroom.may_fit(&probe.spec, false) && self.nodes.values().any(|n| self.fits(n, &probe.spec)));
+            let admission = quota::admit(&probe.spec, held, quota);
+            within = within || admission == Admission::WithinQuota;
+            // A class refused even its least job is refused every job.
+            fits = fits || (admission != Admission::Refused && self.fits_anywhere(headroom, &probe.spec));
             if within && fits {
                 break;
             }
@@ -128,11 +130,14 @@ impl Shortcuts<'_> {
     /// respected. `false` means no queued job can start now: each asks at
     /// least its class's least and fitting is monotone in every ask, so
     /// trying them one by one would place nothing (nor would the borrowers
-    /// tried after the queue).
-    pub fn anything_may_start(&self, at: At, headroom: &Headroom, reservation: &Option<Reservation>, spare_left: u32) -> bool {
+    /// tried after the queue). A class whose least job its tenant's quota
+    /// refuses (`held` is what each tenant holds now) is refused every job.
+    pub fn anything_may_start(&self, at: At, held: &BTreeMap<TenantId, Held>, headroom: &Headroom, reservation: &Option<Reservation>, spare_left: u32) -> bool {
         let reserved = reservation.as_ref().map(|r| r.node);
         for probe in self.shapes.probes(self.template) {
-            if !(self.budget_allows)(&probe.class.tenant) || !headroom.may_fit(&probe.spec, false) {
+            let tenant = &probe.class.tenant;
+            let refused = quota::admit(&probe.spec, held.get(tenant).copied().unwrap_or_default(), self.quotas.get(tenant)) == Admission::Refused;
+            if refused || !(self.budget_allows)(tenant) || !headroom.may_fit(&probe.spec, false) {
                 continue;
             }
             if self.nodes.values().any(|n| Some(n.spec.id) != reserved && self.fits(n, &probe.spec)) {
@@ -147,6 +152,10 @@ impl Shortcuts<'_> {
             }
         }
         false
+    }
+
+    fn fits_anywhere(&self, headroom: &Headroom, spec: &JobSpec) -> bool {
+        headroom.may_fit(spec, false) && self.nodes.values().any(|n| self.fits(n, spec))
     }
 
     fn fits(&self, node: &Node, spec: &JobSpec) -> bool {

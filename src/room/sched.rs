@@ -216,7 +216,8 @@ impl Pass<'_> {
         if self.fleet.queue_is_empty() {
             return None;
         }
-        let order: Vec<JobId> = self.fleet.ordered_queue(&self.config.sched, at).iter().map(|j| j.spec.id).collect();
+        let queued_at_start = self.fleet.queued_ids().count();
+        let mut walk = self.fleet.walk_queue(&self.config.sched, at);
         // The shapes fragmentation is measured for: what is queued and running now.
         let workload = (self.config.sched.fit == FitPolicy::Fragmentation).then(|| {
             let workload =
@@ -251,13 +252,16 @@ impl Pass<'_> {
         }
         // The queue in order, as far as a job may still be admitted within
         // its tenant's quota; past that only borrowers are left, and they
-        // are tried after it (`rest`).
-        let mut next = 0;
-        while let Some(&id) = order.get(next) {
+        // are tried after it, read on from the same walk.
+        let mut walked = 0;
+        loop {
             if doors.none_within() {
                 break;
             }
-            next += 1;
+            let Some(id) = self.fleet.walk_next(&mut walk, &self.config.sched) else { break };
+            walked += 1;
+            // Every job tried without a placement counts, skipped ones too.
+            misses += 1;
             let Some(job) = self.fleet.jobs.get(&id) else { continue };
             let tenant = &job.spec.tags.tenant;
             if doors.passed_over(tenant) {
@@ -290,7 +294,6 @@ impl Pass<'_> {
                     doors.set(tenant, open);
                 }
                 None => {
-                    misses += 1;
                     if blocked.is_none() {
                         blocked = Some(id);
                         if self.config.sched.backfill {
@@ -313,8 +316,8 @@ impl Pass<'_> {
             // pass that keeps placing does not pay for it.
             if blocked.is_some() && misses >= STOP_CHECK_AFTER && !asked {
                 asked = true;
-                if !self.may_start(at, &headroom, &reservation, spare_left, &template) {
-                    self.state.skipped(order.len() - next);
+                if !self.may_start(at, &held, &headroom, &reservation, spare_left, &template) {
+                    self.state.skipped(queued_at_start.saturating_sub(walked));
                     break;
                 }
             }
@@ -330,19 +333,26 @@ impl Pass<'_> {
         if preempting {
             return Some(headroom);
         }
-        // The borrowers met in the queue, then the rest of the queue (where
+        // The borrowers met in the queue, then the rest of the walk (where
         // the loop above stopped, nothing of it can start within quota: a
         // job of it is a borrower, or fits nowhere).
         (misses, asked) = (0, false);
-        for (tried, &id) in borrowers.iter().chain(&order[next..]).enumerate() {
+        let mut borrowers = borrowers.into_iter();
+        loop {
             // Nodes only fill during a pass: once nothing queued fits, no borrower will.
             if misses >= STOP_CHECK_AFTER && !asked {
                 asked = true;
-                if !self.may_start(at, &headroom, &reservation, spare_left, &template) {
-                    self.state.skipped(borrowers.len() + order.len() - next - tried);
+                if !self.may_start(at, &held, &headroom, &reservation, spare_left, &template) {
+                    self.state.skipped(borrowers.len() + queued_at_start.saturating_sub(walked));
                     break;
                 }
             }
+            let next = borrowers.next().or_else(|| {
+                walked += 1;
+                self.fleet.walk_next(&mut walk, &self.config.sched)
+            });
+            let Some(id) = next else { break };
+            misses += 1;
             let Some(job) = self.fleet.jobs.get(&id) else { continue };
             let tenant = job.spec.tags.tenant.clone();
             if doors.passed_over(&tenant) {
@@ -361,8 +371,6 @@ impl Pass<'_> {
                 (misses, asked) = (0, false);
                 let open = self.doors(&tenant, held.get(&tenant).copied().unwrap_or_default(), &headroom, &template);
                 doors.set(tenant, open);
-            } else {
-                misses += 1;
             }
         }
         Some(headroom)
@@ -382,9 +390,17 @@ impl Pass<'_> {
     }
 
     /// Whether any queued job might still start (`Shortcuts::anything_may_start`).
-    fn may_start(&self, at: At, headroom: &Headroom, reservation: &Option<Reservation>, spare_left: u32, template: &JobSpec) -> bool {
+    fn may_start(
+        &self,
+        at: At,
+        held: &BTreeMap<TenantId, Held>,
+        headroom: &Headroom,
+        reservation: &Option<Reservation>,
+        spare_left: u32,
+        template: &JobSpec,
+    ) -> bool {
         let allows = |t: &TenantId| self.budget_allows(t, true);
-        self.shortcuts(template, &allows).is_none_or(|s| s.anything_may_start(at, headroom, reservation, spare_left))
+        self.shortcuts(template, &allows).is_none_or(|s| s.anything_may_start(at, held, headroom, reservation, spare_left))
     }
 
     /// A place for job `id` now that respects the reservation, if any.

@@ -42,6 +42,20 @@ fn arrival(job: &Job) -> (At, crate::domain::ids::JobId) {
     (job.submitted_at, job.spec.id)
 }
 
+/// A job's place in the order of a discipline that orders job by job
+/// (all but DRF, whose order depends on what is ordered before): lowest
+/// first. The sorts below and the room's ordered index use this one key.
+pub fn sort_key(kind: DisciplineKind, job: &Job, now: At, config: &SchedConfig) -> Option<(i64, At, crate::domain::ids::JobId)> {
+    let (at, id) = arrival(job);
+    match kind {
+        DisciplineKind::Fifo => Some((0, at, id)),
+        // Micro-points, highest first.
+        DisciplineKind::Priority => Some((((PriorityAging::effective(job, now, config.aging_per_hour) * 1e6).round() as i64).saturating_neg(), at, id)),
+        DisciplineKind::Mlfq => Some((Mlfq::effective_level(job, now, config) as i64, at, id)),
+        DisciplineKind::Drf => None,
+    }
+}
+
 /// First in, first out by submission. A requeued job keeps its place: it was
 /// taken off the cluster, it did not arrive late.
 #[derive(Copy, Clone, Debug, Default)]
@@ -52,9 +66,9 @@ impl Discipline for Fifo {
         "fifo"
     }
 
-    fn order(&self, queued: &mut Vec<&Job>, _ctx: &OrderContext<'_>) {
+    fn order(&self, queued: &mut Vec<&Job>, ctx: &OrderContext<'_>) {
         // Cached keys: sorting compares inline keys, not scattered jobs.
-        queued.sort_by_cached_key(|job| arrival(job));
+        queued.sort_by_cached_key(|job| sort_key(DisciplineKind::Fifo, job, ctx.now, ctx.config));
     }
 }
 
@@ -75,9 +89,8 @@ impl Discipline for PriorityAging {
     }
 
     fn order(&self, queued: &mut Vec<&Job>, ctx: &OrderContext<'_>) {
-        let rate = ctx.config.aging_per_hour;
-        // Keys are computed once per job (micro-points, highest first), not per comparison.
-        queued.sort_by_cached_key(|j| (Reverse((PriorityAging::effective(j, ctx.now, rate) * 1e6).round() as i64), arrival(j)));
+        // Keys are computed once per job, not per comparison.
+        queued.sort_by_cached_key(|j| sort_key(DisciplineKind::Priority, j, ctx.now, ctx.config));
     }
 }
 
@@ -179,7 +192,7 @@ impl Discipline for Mlfq {
     }
 
     fn order(&self, queued: &mut Vec<&Job>, ctx: &OrderContext<'_>) {
-        queued.sort_by_cached_key(|job| (Mlfq::effective_level(job, ctx.now, ctx.config), arrival(job)));
+        queued.sort_by_cached_key(|job| sort_key(DisciplineKind::Mlfq, job, ctx.now, ctx.config));
     }
 }
 
