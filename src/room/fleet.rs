@@ -150,6 +150,11 @@ impl Fleet {
         self.queued.is_empty()
     }
 
+    /// How many jobs wait in the queue.
+    pub fn queue_len(&self) -> usize {
+        self.queued.len()
+    }
+
     /// The jobs holding GPUs, by id.
     pub fn holding_ids(&self) -> impl Iterator<Item = JobId> + '_ {
         self.holding.iter().copied()

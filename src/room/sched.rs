@@ -216,7 +216,7 @@ impl Pass<'_> {
         if self.fleet.queue_is_empty() {
             return None;
         }
-        let queued_at_start = self.fleet.queued_ids().count();
+        let queued_at_start = self.fleet.queue_len();
         let mut walk = self.fleet.walk_queue(&self.config.sched, at);
         // The shapes fragmentation is measured for: what is queued and running now.
         let workload = (self.config.sched.fit == FitPolicy::Fragmentation).then(|| {
