@@ -540,7 +540,7 @@ impl Fleet {
                 // A rate near zero (a stalled job) predicts no end at all.
                 let secs = match self.rates.get(&job.spec.id).and_then(|r| r.remaining_secs(remaining)) {
                     Some((mean, _)) => Secs::from_f64(mean)?,
-                    None => remaining_estimate(job)?,
+                    None => job.remaining_estimate()?,
                 };
                 Some((job.spec.id, now + secs.delta()))
             })
@@ -574,11 +574,6 @@ fn is_scheduler_stop(job: &Job) -> bool {
 /// for to make room, not an idle reclaim or a consolidation.
 fn holds_back_the_scheduler(reason: &StopReason) -> bool {
     matches!(reason, StopReason::Scheduler(s) if !matches!(s, SchedStop::Idle | SchedStop::Consolidate { .. }))
-}
-
-/// What is left of a job's own run-time estimate, scaled by its saved progress.
-pub fn remaining_estimate(job: &Job) -> Option<Secs> {
-    job.remaining_estimate()
 }
 
 /// A walk of the queue in order: read lazily from the ordered index, or

@@ -22,13 +22,14 @@ use crate::sched::backfill::Reservation;
 use crate::sched::placement::{self, Options};
 use crate::sched::quota::{self, Admission, Held};
 
-/// What a tenant's queued jobs may do in a pass (`Pass::tenant_doors`).
+/// What a tenant's queued jobs may do in a pass (`Shortcuts::tenant_doors`).
 #[derive(Clone, Copy, Debug)]
 pub struct Open {
     /// One may be admitted within the tenant's quota: it may start, or block
     /// the queue and reserve room.
     pub within: bool,
-    /// One fits somewhere now (as a borrower, if not within quota).
+    /// One fits somewhere now and its quota does not refuse it (it may
+    /// start as a borrower, if not within quota).
     pub fits: bool,
 }
 

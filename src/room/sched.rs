@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::budget::Budgets;
 use super::config::RoomConfig;
 use super::cost::Costs;
-use super::fleet::{Fleet, remaining_estimate};
+use super::fleet::Fleet;
 use super::headroom::Headroom;
 use super::journal::{Journal, Severity};
 use super::pass_shortcuts::{Doors, Open, STOP_CHECK_AFTER, Shortcuts, probe_template};
@@ -445,7 +445,7 @@ impl Pass<'_> {
         if plan.node != r.node {
             return Some(plan);
         }
-        let ends_in_time = remaining_estimate(job).is_some_and(|secs| at + secs.delta() <= r.at);
+        let ends_in_time = job.remaining_estimate().is_some_and(|secs| at + secs.delta() <= r.at);
         if ends_in_time {
             return Some(plan);
         }
