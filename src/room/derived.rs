@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::domain::ids::{JobId, TenantId};
-use crate::domain::job::{JobClass, JobSpec};
+use crate::domain::job::JobSpec;
 use crate::domain::units::At;
 use crate::sched::Resources;
 use crate::sched::quota::Held;
@@ -67,9 +67,10 @@ pub struct Derived {
     pub queue_order: Option<super::queue_order::QueueOrder>,
     /// The queued jobs by shape; `None` until a pass first asks for it.
     pub queue_shapes: Option<super::queue_shapes::QueueShapes>,
-    /// The escalated queued jobs per tenant and job class (what a wait
-    /// alarm counts); `None` until an alarm first asks for it.
-    pub escalated: Option<BTreeMap<(TenantId, JobClass), BTreeSet<JobId>>>,
+    /// The queued jobs by wait: those not escalated per class, the
+    /// escalated per tenant and class (what a wait alarm counts); `None`
+    /// until the wait alarms first look.
+    pub waits: Option<super::wait_index::WaitIndex>,
 }
 
 impl PartialEq for Derived {

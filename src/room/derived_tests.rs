@@ -2,17 +2,19 @@
 //! simulated day under each discipline; and a batch of submissions, bad
 //! ones among them.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use crate::domain::cluster::BillingMode;
 use crate::domain::event::{Effect, Event};
 use crate::domain::ids::JobId;
-use crate::domain::job::{AfterCheckpoint, JobState, Phase, SchedStop, StopReason};
+use crate::domain::job::{AfterCheckpoint, Job, JobState, Phase, PoolPreference, SchedStop, StopReason};
 use crate::domain::testkit::{job_spec, node_spec, t, tenant_spec};
+use crate::domain::units::Secs;
 use crate::room::queue_shapes::QueueShapes;
+use crate::room::wait_index::WaitIndex;
 use crate::room::{Room, RoomConfig};
 use crate::sched::quota::Held;
-use crate::sched::{DisciplineKind, Resources};
+use crate::sched::{DisciplineKind, MaxWait, Resources};
 use crate::sim::config::SimConfig;
 use crate::sim::{Simulation, Traces};
 
@@ -48,13 +50,26 @@ fn check_against_a_recount(room: &Room, what: &str) {
         assert_eq!(shapes.summary(), fresh.summary(), "{what}: the queue's shapes");
         assert_eq!(shapes.len(), fleet.queued_ids().count(), "{what}: every queued job indexed once");
     }
-    if let Some(groups) = fleet.built_escalated() {
-        let mut fresh: BTreeMap<_, BTreeSet<JobId>> = BTreeMap::new();
+    if let Some(waits) = fleet.built_wait_index() {
+        let fresh = WaitIndex::of(fleet.queued_ids().filter_map(|id| fleet.jobs.get(&id)));
+        assert_eq!(waits, &fresh, "{what}: the queued jobs by wait, escalated ones per wait alarm");
+        let scanned: Vec<JobId> = fleet
+            .queued_ids()
+            .filter_map(|id| fleet.jobs.get(&id))
+            .filter(|j| !j.escalated && Secs(j.wait_secs(at)) > room.config.sched.max_wait.of(j.spec.class))
+            .map(|j| j.spec.id)
+            .collect();
+        assert_eq!(waits.late(at, &room.config.sched.max_wait), scanned, "{what}: the late jobs a scan finds");
+        let mut groups: BTreeMap<_, Vec<&Job>> = BTreeMap::new();
         for job in fleet.queued_ids().filter_map(|id| fleet.jobs.get(&id)).filter(|j| j.escalated) {
-            fresh.entry((job.spec.tags.tenant.clone(), job.spec.class)).or_default().insert(job.spec.id);
+            groups.entry((job.spec.tags.tenant.clone(), job.spec.class)).or_default().push(job);
         }
-        let kept: BTreeMap<_, _> = groups.iter().filter(|(_, g)| !g.is_empty()).map(|(k, g)| (k.clone(), g.clone())).collect();
-        assert_eq!(kept, fresh, "{what}: the escalated jobs per wait alarm");
+        for ((tenant, class), jobs) in groups {
+            let oldest = jobs.iter().max_by_key(|j| (j.wait_secs(at), std::cmp::Reverse(j.spec.id))).map(|j| j.spec.id);
+            let any_spot_only = jobs.iter().any(|j| j.spec.pool == PoolPreference::SpotOnly);
+            let kept = waits.group(&tenant, class, at);
+            assert_eq!(kept.map(|g| (g.jobs, g.any_spot_only, g.oldest)), oldest.map(|o| (jobs.len(), any_spot_only, o)), "{what}: a wait alarm's group");
+        }
     }
     for job in fleet.jobs.values() {
         let accruing = job.phase() == Phase::Running && fleet.is_holding(job.spec.id);
@@ -75,6 +90,8 @@ fn derived_state_matches_a_recount_after_every_event_of_a_simulated_day() {
         let mut world = Simulation::new(config, &traces, 2).unwrap();
         let mut room_config = RoomConfig::default();
         room_config.sched.discipline = discipline;
+        // Short limits, so that the day escalates jobs and raises wait alarms.
+        room_config.sched.max_wait = MaxWait { training: Secs(1_800), fine_tune: Secs(900), eval: Secs(300), batch_inference: Secs(300) };
         let mut room = Room::new(room_config);
         let mut events = 0;
         while let Some((at, event)) = world.next_event(end) {
@@ -84,6 +101,7 @@ fn derived_state_matches_a_recount_after_every_event_of_a_simulated_day() {
             events += 1;
         }
         assert!(room.stats().checkpoints > 0 && room.stats().done > 0, "{discipline:?}: the day ran jobs and saved them");
+        assert!(room.stats().escalations > 0, "{discipline:?}: the day escalated late jobs");
         // A room restored from its snapshot builds the same derived state.
         let mut restored: Room = serde_json::from_str(&serde_json::to_string(&room).unwrap()).unwrap();
         assert_eq!(restored, room);

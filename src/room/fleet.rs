@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::derived::{Derived, TenantHolding};
 use super::journal::Stats;
 use super::queue_order::{QueueOrder, Walk};
+use super::wait_index::WaitIndex;
 use crate::ckpt::CheckpointPolicy;
 use crate::domain::cluster::{BillingMode, Gpu, Node};
 use crate::domain::event::{Effect, TenantSpec};
@@ -66,10 +67,8 @@ impl Fleet {
         if let Some(order) = &mut self.derived.queue_order {
             order.remove(id);
         }
-        if let (Some(groups), Some(job)) = (&mut self.derived.escalated, self.jobs.get(&id))
-            && let Some(group) = groups.get_mut(&(job.spec.tags.tenant.clone(), job.spec.class))
-        {
-            group.remove(&id);
+        if let Some(waits) = &mut self.derived.waits {
+            waits.remove(id);
         }
     }
 
@@ -99,25 +98,16 @@ impl Fleet {
         if let Some(order) = &mut self.derived.queue_order {
             order.insert(job);
         }
-        if let Some(groups) = &mut self.derived.escalated
-            && job.escalated
-        {
-            groups.entry((job.spec.tags.tenant.clone(), job.spec.class)).or_default().insert(id);
+        if let Some(waits) = &mut self.derived.waits {
+            waits.insert(job);
         }
     }
 
-    /// The escalated queued jobs of a tenant and job class (a wait alarm's
-    /// group), without a look at the rest of the queue.
-    pub fn escalated_queued(&mut self, tenant: &TenantId, class: crate::domain::job::JobClass) -> Vec<JobId> {
+    /// The queued jobs by wait (what the wait alarms read instead of the
+    /// whole queue), built from the queue on first use.
+    pub fn wait_index(&mut self) -> &WaitIndex {
         let (queued, jobs) = (&self.queued, &self.jobs);
-        let groups = self.derived.escalated.get_or_insert_with(|| {
-            let mut groups: BTreeMap<_, BTreeSet<JobId>> = BTreeMap::new();
-            for job in queued.iter().filter_map(|id| jobs.get(id)).filter(|j| j.escalated) {
-                groups.entry((job.spec.tags.tenant.clone(), job.spec.class)).or_default().insert(job.spec.id);
-            }
-            groups
-        });
-        groups.get(&(tenant.clone(), class)).map(|g| g.iter().copied().collect()).unwrap_or_default()
+        self.derived.waits.get_or_insert_with(|| WaitIndex::of(queued.iter().filter_map(|id| jobs.get(id))))
     }
 
     /// The queued jobs by shape, built from the queue on first use.
@@ -126,9 +116,9 @@ impl Fleet {
         self.derived.queue_shapes.get_or_insert_with(|| super::queue_shapes::QueueShapes::of(queued.iter().filter_map(|id| jobs.get(id))))
     }
 
-    /// The escalated queued jobs per tenant and class, if an alarm has built them.
-    pub fn built_escalated(&self) -> Option<&BTreeMap<(TenantId, crate::domain::job::JobClass), BTreeSet<JobId>>> {
-        self.derived.escalated.as_ref()
+    /// The queued jobs by wait, if the wait alarms have built them.
+    pub fn built_wait_index(&self) -> Option<&WaitIndex> {
+        self.derived.waits.as_ref()
     }
 
     /// The queued jobs by shape if a pass has built them.

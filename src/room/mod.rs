@@ -68,6 +68,7 @@ pub mod trips;
 pub mod view;
 mod view_build;
 pub mod view_slurm;
+pub mod wait_index;
 pub mod waits;
 
 use std::collections::BTreeMap;

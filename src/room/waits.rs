@@ -9,8 +9,8 @@
 use super::fleet::Fleet;
 use super::journal::Journal;
 use crate::domain::event::Effect;
-use crate::domain::ids::{JobId, TenantId};
-use crate::domain::job::{Job, JobClass, PoolPreference};
+use crate::domain::ids::TenantId;
+use crate::domain::job::JobClass;
 use crate::domain::text::clean;
 use crate::domain::units::{At, Secs};
 use crate::sched::MaxWait;
@@ -34,16 +34,10 @@ impl Waits<'_> {
         }
         *last = Some(at);
         let (limits, fleet) = (self.limits, &mut *self.fleet);
-        let late: Vec<(JobId, Secs, Secs)> = fleet
-            .queued_ids()
-            .filter_map(|id| fleet.jobs.get(&id))
-            .filter(|j| !j.escalated)
-            .map(|j| (j.spec.id, Secs(j.wait_secs(at)), limits.of(j.spec.class)))
-            .filter(|(_, wait, limit)| wait > limit)
-            .collect();
+        let late = fleet.wait_index().late(at, limits);
         let mut groups: Vec<(TenantId, JobClass)> = Vec::new();
         let mut escalated = false;
-        for (id, _, _) in late {
+        for id in late {
             fleet.escalate(id);
             let Some(job) = fleet.jobs.get(&id) else { continue };
             self.journal.stats.escalations += 1;
@@ -72,19 +66,17 @@ impl Waits<'_> {
     }
 
     fn refresh(&mut self, at: At, tenant: &TenantId, class: JobClass, effects: &mut Vec<Effect>) {
-        let group = self.fleet.escalated_queued(tenant, class);
+        let group = self.fleet.wait_index().group(tenant, class, at);
         let (limits, fleet, journal) = (self.limits, &*self.fleet, &mut *self.journal);
         let id = wait_alarm_id(tenant, class);
-        let late: Vec<&Job> = group.iter().filter_map(|j| fleet.jobs.get(j)).collect();
-        let Some(oldest) = late.iter().max_by_key(|j| (j.wait_secs(at), std::cmp::Reverse(j.spec.id))) else {
+        let Some((group, oldest)) = group.and_then(|g| fleet.jobs.get(&g.oldest).map(|job| (g, job))) else {
             journal.clear(at, &id, effects);
             return;
         };
         let limit = limits.of(class);
-        let widened =
-            if late.iter().any(|j| j.spec.pool == PoolPreference::SpotOnly) { ", spot-only ones may now use on-demand or reserved capacity" } else { "" };
+        let widened = if group.any_spot_only { ", spot-only ones may now use on-demand or reserved capacity" } else { "" };
         let (job_id, name, wait) = (oldest.spec.id, clean(&oldest.spec.name), Secs(oldest.wait_secs(at)));
-        let text = match late.len() {
+        let text = match group.jobs {
             1 => format!("{job_id} {name} waited {wait} (limit {limit} for {}): escalated{widened}", class.label()),
             n => format!("{}: {n} {} jobs waited past {limit}, oldest {job_id} {name} {wait}: escalated{widened}", clean(&tenant.0), class.label()),
         };
