@@ -63,7 +63,7 @@ pub struct Derived {
     /// `Fleet::scheduler_stop_pending` checks one by one.
     pub scheduler_stops: BTreeSet<JobId>,
     /// The queue in discipline order; `None` until a pass first walks it
-    /// (and for DRF, which is sorted per pass).
+    /// (and under priority with a negative aging rate, sorted per pass).
     pub queue_order: Option<super::queue_order::QueueOrder>,
     /// The queued jobs by shape; `None` until a pass first asks for it.
     pub queue_shapes: Option<super::queue_shapes::QueueShapes>,

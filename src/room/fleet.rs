@@ -496,7 +496,7 @@ impl Fleet {
             self.derived.queue_order = QueueOrder::build(config, queued.iter().filter_map(|id| jobs.get(id)));
         }
         match &self.derived.queue_order {
-            Some(order) => QueueWalk::Indexed(order.walk(&self.jobs, config, now)),
+            Some(order) => QueueWalk::Indexed(order.walk(&self.jobs, config, now, || (self.holdings().0, self.capacity()))),
             None => QueueWalk::Listed(self.ordered_queue(config, now).iter().rev().map(|j| j.spec.id).collect()),
         }
     }
@@ -567,7 +567,8 @@ fn holds_back_the_scheduler(reason: &StopReason) -> bool {
 }
 
 /// A walk of the queue in order: read lazily from the ordered index, or
-/// (DRF) the sorted queue, last job first.
+/// (priority with a negative aging rate, where a later arrival may
+/// overtake) the sorted queue, last job first.
 pub enum QueueWalk {
     Indexed(Walk),
     Listed(Vec<JobId>),

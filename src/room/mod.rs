@@ -34,6 +34,7 @@ pub mod cost;
 pub mod derived;
 #[cfg(test)]
 mod derived_tests;
+pub mod drf_order;
 pub mod fleet;
 pub mod forecast;
 pub mod headroom;

@@ -10,8 +10,8 @@
 //! service (queue 0, never lifted or lowered). The other jobs (requeued
 //! ones, a handful) are sorted at the start of each walk. A walk merges the
 //! runs' heads by the discipline's key at that moment, so it yields exactly
-//! the sorted order. DRF orders by what is ordered before it: it is sorted
-//! per walk, as before.
+//! the sorted order. DRF orders by what is ordered before it: its jobs
+//! are kept per tenant by arrival and filled lazily (`drf_order`).
 //!
 //! Derived, like `derived`: never serialized, never part of equality, kept
 //! by the `Fleet` methods that move jobs in and out of the queue, rebuilt
@@ -20,12 +20,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 
+use super::drf_order::{DrfRuns, DrfWalk};
 use crate::domain::discipline::DisciplineKind;
-use crate::domain::ids::JobId;
+use crate::domain::ids::{JobId, TenantId};
 use crate::domain::job::Job;
 use crate::domain::units::At;
-use crate::sched::SchedConfig;
 use crate::sched::discipline::{Mlfq, sort_key};
+use crate::sched::{Resources, SchedConfig};
 
 /// Where a job goes in a walk: escalated first (`false` sorts first), then
 /// the discipline's key.
@@ -50,9 +51,8 @@ impl Settings {
     fn of(config: &SchedConfig) -> Option<Settings> {
         // A negative or unknown aging rate would let a later arrival overtake: no runs then.
         let kept = match config.discipline {
-            DisciplineKind::Drf => false,
+            DisciplineKind::Drf | DisciplineKind::Fifo | DisciplineKind::Mlfq => true,
             DisciplineKind::Priority => config.aging_per_hour >= 0.0,
-            DisciplineKind::Fifo | DisciplineKind::Mlfq => true,
         };
         kept.then(|| Settings { kind: config.discipline, mlfq_thresholds: config.mlfq_thresholds.clone() })
     }
@@ -80,13 +80,16 @@ pub struct QueueOrder {
     /// Queued jobs in no run, and the run each other queued job is in.
     loose: BTreeSet<JobId>,
     run_of: BTreeMap<JobId, (Run, At)>,
+    /// Under DRF, every job is here instead (no runs, nothing loose).
+    drf: Option<DrfRuns>,
 }
 
 impl QueueOrder {
     /// The index for `config`'s discipline, if it keeps one.
     pub fn build<'a>(config: &SchedConfig, queued: impl Iterator<Item = &'a Job>) -> Option<QueueOrder> {
         let settings = Settings::of(config)?;
-        let mut order = QueueOrder { settings, runs: BTreeMap::new(), loose: BTreeSet::new(), run_of: BTreeMap::new() };
+        let drf = (settings.kind == DisciplineKind::Drf).then(DrfRuns::default);
+        let mut order = QueueOrder { settings, runs: BTreeMap::new(), loose: BTreeSet::new(), run_of: BTreeMap::new(), drf };
         for job in queued {
             order.insert(job);
         }
@@ -100,6 +103,9 @@ impl QueueOrder {
 
     /// A job joined the queue or changed (escalated): it is re-indexed.
     pub fn insert(&mut self, job: &Job) {
+        if let Some(drf) = &mut self.drf {
+            return drf.insert(job);
+        }
         let id = job.spec.id;
         self.remove(id);
         match self.settings.run_of(job) {
@@ -114,6 +120,9 @@ impl QueueOrder {
     }
 
     pub fn remove(&mut self, id: JobId) {
+        if let Some(drf) = &mut self.drf {
+            return drf.remove(id);
+        }
         if let Some((run, at)) = self.run_of.remove(&id)
             && let Some(set) = self.runs.get_mut(&run)
         {
@@ -122,17 +131,32 @@ impl QueueOrder {
         self.loose.remove(&id);
     }
 
-    /// Starts a walk at `now`: the loose jobs are sorted here, once.
-    pub fn walk(&self, jobs: &BTreeMap<JobId, Job>, config: &SchedConfig, now: At) -> Walk {
+    /// Starts a walk at `now`: the loose jobs are sorted here, once. Under
+    /// DRF the filling starts from `drf_start`: what each tenant holds, and
+    /// the capacity shares are of.
+    pub fn walk(
+        &self,
+        jobs: &BTreeMap<JobId, Job>,
+        config: &SchedConfig,
+        now: At,
+        drf_start: impl FnOnce() -> (BTreeMap<TenantId, Resources>, Resources),
+    ) -> Walk {
+        if let Some(drf) = &self.drf {
+            let (held, capacity) = drf_start();
+            return Walk { now, cursors: Vec::new(), loose: Vec::new(), next_loose: 0, drf: Some(drf.walk(&held, capacity)) };
+        }
         let kind = self.settings.kind;
         let mut loose: Vec<Place> =
             self.loose.iter().filter_map(|id| jobs.get(id)).filter_map(|j| Some((!j.escalated, sort_key(kind, j, now, config)?))).collect();
         loose.sort_unstable();
-        Walk { now, cursors: self.runs.keys().map(|run| (*run, None)).collect(), loose, next_loose: 0 }
+        Walk { now, cursors: self.runs.keys().map(|run| (*run, None)).collect(), loose, next_loose: 0, drf: None }
     }
 
     /// The next job of `walk` in order, if any is left.
     pub fn next(&self, walk: &mut Walk, jobs: &BTreeMap<JobId, Job>, config: &SchedConfig) -> Option<JobId> {
+        if let (Some(drf), Some(drf_walk)) = (&self.drf, &mut walk.drf) {
+            return drf.next(drf_walk, jobs);
+        }
         let kind = self.settings.kind;
         // Each run's head is its first job after the last one it gave.
         let mut best: Option<(Place, Option<usize>)> = walk.loose.get(walk.next_loose).map(|k| (*k, None));
@@ -156,7 +180,7 @@ impl QueueOrder {
 
     /// How many jobs it holds (runs and loose).
     pub fn len(&self) -> usize {
-        self.run_of.len() + self.loose.len()
+        self.run_of.len() + self.loose.len() + self.drf.as_ref().map_or(0, DrfRuns::len)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -173,4 +197,5 @@ pub struct Walk {
     cursors: Vec<(Run, Option<(At, JobId)>)>,
     loose: Vec<Place>,
     next_loose: usize,
+    drf: Option<DrfWalk>,
 }

@@ -101,9 +101,10 @@ impl Discipline for PriorityAging {
 #[derive(Copy, Clone, Debug, Default)]
 pub struct Drf;
 
-/// A tenant's dominant share and its index (names sort the same way).
-#[derive(PartialEq)]
-struct Share(f64, Reverse<usize>);
+/// A tenant's dominant share and its index (names sort the same way); the
+/// room's lazy DRF walk (`room::drf_order`) fills with the same heap.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Share(pub f64, pub Reverse<usize>);
 
 impl Eq for Share {}
 impl PartialOrd for Share {
