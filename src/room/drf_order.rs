@@ -59,6 +59,10 @@ impl DrfRuns {
         self.of_job.len()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.of_job.is_empty()
+    }
+
     /// Starts a walk from what each tenant holds now, over `capacity`.
     pub fn walk(&self, held: &BTreeMap<TenantId, Resources>, capacity: Resources) -> DrfWalk {
         let held: Vec<Resources> = self.tenants.keys().map(|t| held.get(t).copied().unwrap_or_default()).collect();
@@ -146,7 +150,7 @@ mod tests {
                 let mut spec = job_spec(id, tenants[(id * 7 % 3) as usize], 1 + (id % 4) as u8);
                 spec.cpus = 2 + (id % 5) as u32 * 6;
                 let mut job = Job::new(spec, t((id * 13 % 50) as i64));
-                job.escalated = id % 11 == 0 || id % 17 == 0;
+                job.escalated = id.is_multiple_of(11) || id.is_multiple_of(17);
                 job
             })
             .collect()

@@ -143,7 +143,7 @@ impl QueueOrder {
     ) -> Walk {
         if let Some(drf) = &self.drf {
             let (held, capacity) = drf_start();
-            return Walk { now, cursors: Vec::new(), loose: Vec::new(), next_loose: 0, drf: Some(drf.walk(&held, capacity)) };
+            return Walk { now, cursors: Vec::new(), loose: Vec::new(), next_loose: 0, drf: Some(Box::new(drf.walk(&held, capacity))) };
         }
         let kind = self.settings.kind;
         let mut loose: Vec<Place> =
@@ -197,5 +197,5 @@ pub struct Walk {
     cursors: Vec<(Run, Option<(At, JobId)>)>,
     loose: Vec<Place>,
     next_loose: usize,
-    drf: Option<DrfWalk>,
+    drf: Option<Box<DrfWalk>>,
 }

@@ -179,7 +179,7 @@ mod tests {
     fn job(id: u64, class: JobClass, queued_millis: i64, waited: i64, escalated: bool) -> Job {
         let mut spec = job_spec(id, "lab", 1);
         spec.class = class;
-        if id % 3 == 0 {
+        if id.is_multiple_of(3) {
             spec.pool = PoolPreference::SpotOnly;
         }
         let mut job = Job::new(spec, t(0));
