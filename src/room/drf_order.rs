@@ -2,10 +2,11 @@
 //! jobs by arrival, so that a walk fills tenants by dominant share lazily,
 //! job by job, instead of sorting and filling the whole queue per pass.
 //!
-//! The order is exactly `sched::discipline::Drf`'s, then escalated jobs
-//! first (`Fleet::ordered_queue`'s stable partition). The filling pops the
-//! tenant of the lowest share (ties to the name that sorts first), gives
-//! its earliest job, and adds that job to what the tenant holds. While
+//! The order is exactly `sched::discipline::Drf`'s (the same
+//! `DrfFilling`), then escalated jobs first (`Fleet::ordered_queue`'s
+//! stable partition). The filling gives the earliest job of the tenant of
+//! the lowest share (ties to the name that sorts first), and adds that job
+//! to what the tenant holds. While
 //! escalated jobs are left, the jobs filled before them are held back and
 //! given after the last escalated one: a walk costs what it reads, up to
 //! the last escalated job.
@@ -14,15 +15,14 @@
 //! through `QueueOrder` by the `Fleet` methods that move jobs in and out of
 //! the queue.
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::ops::Bound;
 
 use crate::domain::ids::{JobId, TenantId};
 use crate::domain::job::Job;
 use crate::domain::units::At;
 use crate::sched::Resources;
-use crate::sched::discipline::Share;
+use crate::sched::discipline::{DrfFilling, arrival};
 
 /// Each tenant's queued jobs by arrival (see the module's doc).
 #[derive(Clone, Debug, Default)]
@@ -38,10 +38,10 @@ impl DrfRuns {
     pub fn insert(&mut self, job: &Job) {
         let id = job.spec.id;
         self.remove(id);
-        let tenant = job.spec.tags.tenant.clone();
-        self.tenants.entry(tenant.clone()).or_default().insert((job.submitted_at, id));
+        let (tenant, key) = (job.spec.tags.tenant.clone(), arrival(job));
+        self.tenants.entry(tenant.clone()).or_default().insert(key);
         self.escalated += usize::from(job.escalated);
-        self.of_job.insert(id, (tenant, job.submitted_at, job.escalated));
+        self.of_job.insert(id, (tenant, key.0, job.escalated));
     }
 
     pub fn remove(&mut self, id: JobId) {
@@ -66,13 +66,10 @@ impl DrfRuns {
     /// Starts a walk from what each tenant holds now, over `capacity`.
     pub fn walk(&self, held: &BTreeMap<TenantId, Resources>, capacity: Resources) -> DrfWalk {
         let held: Vec<Resources> = self.tenants.keys().map(|t| held.get(t).copied().unwrap_or_default()).collect();
-        let heap = held.iter().enumerate().map(|(i, h)| Share(h.dominant_share(&capacity), Reverse(i))).collect();
         DrfWalk {
-            capacity,
             names: self.tenants.keys().cloned().collect(),
             cursors: vec![None; held.len()],
-            held,
-            heap,
+            filling: DrfFilling::new(held, capacity),
             escalated_left: self.escalated,
             held_back: VecDeque::new(),
         }
@@ -104,32 +101,27 @@ impl DrfRuns {
 
     /// One step of the filling: the earliest job of the tenant of the lowest share.
     fn fill_one(&self, walk: &mut DrfWalk, jobs: &BTreeMap<JobId, Job>) -> Option<(JobId, bool)> {
-        while let Some(Share(_, Reverse(i))) = walk.heap.pop() {
+        while let Some(i) = walk.filling.next_tenant() {
             let Some(runs) = walk.names.get(i).and_then(|name| self.tenants.get(name)) else { continue };
             let from = walk.cursors[i].map_or(Bound::Unbounded, Bound::Excluded);
             let mut ahead = runs.range((from, Bound::Unbounded));
             // A job the map no longer holds (never, while the queue and the map agree) is passed over.
             let Some((key, job)) = ahead.by_ref().find_map(|key| Some((*key, jobs.get(&key.1)?))) else { continue };
             walk.cursors[i] = Some(key);
-            walk.held[i].add(Resources::of(&job.spec));
-            if ahead.next().is_some() {
-                walk.heap.push(Share(walk.held[i].dominant_share(&walk.capacity), Reverse(i)));
-            }
+            walk.filling.gave(i, &job.spec, ahead.next().is_some());
             return Some((key.1, job.escalated));
         }
         None
     }
 }
 
-/// Where a DRF walk is: what each tenant holds with the jobs given so far,
-/// the heap of shares, and the jobs held back behind escalated ones.
+/// Where a DRF walk is: each tenant's last job given, the filling, and the
+/// jobs held back behind escalated ones.
 #[derive(Clone, Debug)]
 pub struct DrfWalk {
-    capacity: Resources,
     names: Vec<TenantId>,
     cursors: Vec<Option<(At, JobId)>>,
-    held: Vec<Resources>,
-    heap: BinaryHeap<Share>,
+    filling: DrfFilling,
     escalated_left: usize,
     held_back: VecDeque<JobId>,
 }

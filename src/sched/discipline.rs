@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use super::config::{Resources, SchedConfig};
 pub use crate::domain::discipline::DisciplineKind;
 use crate::domain::ids::TenantId;
-use crate::domain::job::Job;
+use crate::domain::job::{Job, JobSpec};
 use crate::domain::units::At;
 
 /// What a discipline may look at besides the jobs.
@@ -38,7 +38,8 @@ impl DisciplineKind {
     }
 }
 
-fn arrival(job: &Job) -> (At, crate::domain::ids::JobId) {
+/// When a job arrived, ties by id: FIFO's order, and each tenant's under DRF.
+pub fn arrival(job: &Job) -> (At, crate::domain::ids::JobId) {
     (job.submitted_at, job.spec.id)
 }
 
@@ -101,10 +102,9 @@ impl Discipline for PriorityAging {
 #[derive(Copy, Clone, Debug, Default)]
 pub struct Drf;
 
-/// A tenant's dominant share and its index (names sort the same way); the
-/// room's lazy DRF walk (`room::drf_order`) fills with the same heap.
+/// A tenant's dominant share and its index (names sort the same way).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Share(pub f64, pub Reverse<usize>);
+struct Share(f64, Reverse<usize>);
 
 impl Eq for Share {}
 impl PartialOrd for Share {
@@ -117,6 +117,40 @@ impl Ord for Share {
     /// tenant whose name sorts first.
     fn cmp(&self, other: &Self) -> Ordering {
         other.0.total_cmp(&self.0).then_with(|| self.1.cmp(&other.1))
+    }
+}
+
+/// Progressive filling as it goes: what each tenant (by index, in name
+/// order) holds with the jobs given so far, and whose turn is next.
+/// `Drf::order` fills a whole queue with it; the room's lazy walk
+/// (`room::drf_order`) fills job by job, to the same order.
+#[derive(Clone, Debug)]
+pub struct DrfFilling {
+    capacity: Resources,
+    held: Vec<Resources>,
+    turns: BinaryHeap<Share>,
+}
+
+impl DrfFilling {
+    /// Tenants holding `held` (by index) of `capacity`, each with jobs to give.
+    pub fn new(held: Vec<Resources>, capacity: Resources) -> DrfFilling {
+        let turns = held.iter().enumerate().map(|(i, h)| Share(h.dominant_share(&capacity), Reverse(i))).collect();
+        DrfFilling { capacity, held, turns }
+    }
+
+    /// The tenant whose turn it is: the lowest share, ties to the lowest index.
+    pub fn next_tenant(&mut self) -> Option<usize> {
+        self.turns.pop().map(|Share(_, Reverse(i))| i)
+    }
+
+    /// Tenant `i` gave a job asking `spec`; with `more` jobs left it takes
+    /// a turn again at its new share.
+    pub fn gave(&mut self, i: usize, spec: &JobSpec, more: bool) {
+        let Some(held) = self.held.get_mut(i) else { return };
+        held.add(Resources::of(spec));
+        if more {
+            self.turns.push(Share(held.dominant_share(&self.capacity), Reverse(i)));
+        }
     }
 }
 
@@ -149,16 +183,13 @@ impl Discipline for Drf {
         by_name.sort_by_key(|i| names[*i]);
         let names: Vec<&TenantId> = by_name.iter().map(|i| names[*i]).collect();
         let mut per_tenant: Vec<VecDeque<&Job>> = by_name.iter().map(|i| std::mem::take(&mut per_tenant[*i])).collect();
-        let mut held: Vec<Resources> = names.iter().map(|t| ctx.held.get(*t).copied().unwrap_or_default()).collect();
-        let mut heap: BinaryHeap<Share> = held.iter().enumerate().map(|(i, h)| Share(h.dominant_share(&ctx.capacity), Reverse(i))).collect();
+        let held: Vec<Resources> = names.iter().map(|t| ctx.held.get(*t).copied().unwrap_or_default()).collect();
+        let mut filling = DrfFilling::new(held, ctx.capacity);
         let mut order = Vec::with_capacity(queued.len());
-        while let Some(Share(_, Reverse(i))) = heap.pop() {
+        while let Some(i) = filling.next_tenant() {
             let Some(job) = per_tenant[i].pop_front() else { continue };
             order.push(job);
-            held[i].add(Resources::of(&job.spec));
-            if !per_tenant[i].is_empty() {
-                heap.push(Share(held[i].dominant_share(&ctx.capacity), Reverse(i)));
-            }
+            filling.gave(i, &job.spec, !per_tenant[i].is_empty());
         }
         *queued = order;
     }
